@@ -1,0 +1,5 @@
+"""One module per theorem plot, each with ``ID``, ``TITLE`` and ``make(scale) -> Figure``."""
+
+from ._registry import figure_modules, save
+
+__all__ = ["figure_modules", "save"]

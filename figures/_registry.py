@@ -1,0 +1,43 @@
+"""Figure discovery: every public module of ``figures`` defines ``ID``, ``TITLE`` and
+``make(scale) -> matplotlib.figure.Figure`` (theory drawn beside simulation).
+
+``ID`` follows the claim ids (``AREA.NAME``) so that ``--only GLOB`` selects claims and figures alike.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import pkgutil
+from types import ModuleType
+
+__all__ = ["figure_modules", "save"]
+
+
+def figure_modules(pattern: str | None = None, package: str = "figures") -> list[ModuleType]:
+    """The figure modules whose ``ID`` matches the glob ``pattern`` (all when None)."""
+    pkg = importlib.import_module(package)
+    mods = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{package}.{info.name}")
+        if pattern is None or fnmatch.fnmatchcase(mod.ID, pattern):
+            mods.append(mod)
+    return mods
+
+
+def save(fig, out_dir, fig_id: str) -> list[str]:
+    """Write ``fig`` as PNG and PDF (PDF without a creation date, so it is byte-stable)."""
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = fig_id.replace(".", "_")
+    paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
+    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None})
+    plt.close(fig)
+    return [str(p) for p in paths]

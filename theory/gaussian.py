@@ -1,0 +1,100 @@
+"""Gaussian expectations E[f(s + g)], g ~ N(0, 1), exact to ~1e-12 for piecewise-smooth f.
+
+Plain Gauss–Hermite quadrature converges only algebraically when f has a kink or a jump (for
+E|g| its error is ~1e-4 with 60 nodes, see ``tests/theory/test_gaussian.py``). Here the real line
+is cut at the breakpoints of f (its declared kinks and jumps, shifted by -s) and at a uniform grid
+on [-L, L]; each piece is integrated by Gauss–Legendre against the Gaussian density. On each piece
+f is smooth, so the rule converges exponentially; the truncation at |g| = L costs
+sup|f|·2·Phi(-L) (L = 12: below 4e-33 for bounded f).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from ._validation import as_array
+
+__all__ = ["gaussian_expectation", "gauss_hermite_expectation", "gaussian_nodes"]
+
+_SQRT2PI = np.sqrt(2.0 * np.pi)
+
+
+@cache
+def _legendre(q: int):
+    x, w = np.polynomial.legendre.leggauss(q)
+    return x, w
+
+
+def gaussian_nodes(s, breaks=(), *, half_width: float = 12.0, step: float = 1.0, order: int = 20):
+    """Nodes and weights of the split Gauss–Legendre rule for E[f(s + g)].
+
+    Returns ``(x, w)`` of shape ``s.shape + (M,)`` with ``x = s + g`` the points at which f is
+    evaluated and ``w`` the weights (Gaussian density included), so that
+    ``E[f(s + g)] ≈ (w * f(x)).sum(-1)``. Breakpoints are points of the argument of f.
+    """
+    s = np.asarray(s, dtype=np.float64)
+    b = np.sort(np.asarray(breaks, dtype=np.float64).ravel())
+    grid = np.arange(-half_width, half_width + 0.5 * step, step)
+    # cut points in g for every s: the grid plus the breakpoints moved to g = b - s, clipped.
+    cuts = np.concatenate([np.broadcast_to(grid, s.shape + grid.shape),
+                           np.clip(b - s[..., None], -half_width, half_width)], axis=-1)
+    cuts = np.sort(cuts, axis=-1)
+    lo, hi = cuts[..., :-1], cuts[..., 1:]
+    xq, wq = _legendre(order)
+    half = 0.5 * (hi - lo)
+    g = (0.5 * (hi + lo))[..., None] + half[..., None] * xq  # (..., pieces, order)
+    w = half[..., None] * wq * np.exp(-0.5 * g * g) / _SQRT2PI
+    shape = s.shape + (g.shape[-2] * g.shape[-1],)
+    return (s[..., None, None] + g).reshape(shape), w.reshape(shape)
+
+
+def gaussian_expectation(f, s=0.0, *, breaks=(), half_width: float = 12.0, step: float = 1.0,
+                         order: int = 20):
+    r"""E[f(s + g)] for g ~ N(0, 1), exact to ~1e-12 for piecewise-smooth f of moderate growth.
+
+    .. math:: \mathbb E f(s + g) = \int f(s + u)\,\varphi(u)\,du
+       = \sum_{\text{pieces } [a, b]} \int_a^b f(s + u) \varphi(u)\, du
+
+    Parameters
+    ----------
+    f : callable
+        Vectorised function of an array; smooth between the points ``breaks``.
+    s : float or array
+        Shift(s); the result has the shape of ``s``.
+    breaks : sequence of float
+        Kinks and jumps of f (points of its argument). Values of f *at* a jump never matter.
+    half_width, step, order : float, float, int
+        Truncation |g| <= half_width, grid spacing and Gauss–Legendre order per piece. The
+        defaults give ~1e-13 absolute error for bounded f; raise ``half_width`` for f that grows
+        faster than a polynomial of low degree.
+
+    Examples
+    --------
+    >>> float(gaussian_expectation(np.abs, breaks=[0.0]))  # sqrt(2/pi)
+    0.7978845608028654
+    """
+    s_arr = as_array(s, "s")
+    if not callable(f):
+        raise TypeError(f"`f` must be callable; got {type(f).__name__}.")
+    x, w = gaussian_nodes(s_arr, breaks, half_width=half_width, step=step, order=order)
+    fx = np.asarray(f(x), dtype=np.float64)
+    if fx.shape != x.shape:
+        raise ValueError(f"`f` must be vectorised (same output shape as input); got {fx.shape} for "
+                         f"input {x.shape}.")
+    out = (w * fx).sum(-1)
+    if not np.all(np.isfinite(out)):
+        raise ValueError("`f` returned non-finite values on the quadrature nodes.")
+    return out if out.ndim else float(out)
+
+
+def gauss_hermite_expectation(f, s=0.0, *, order: int = 60):
+    """E[f(s + g)] by plain Gauss–Hermite: exponentially accurate for entire f, not for kinked f.
+
+    Kept as the baseline that :func:`gaussian_expectation` improves on.
+    """
+    x, w = np.polynomial.hermite_e.hermegauss(order)
+    s_arr = np.asarray(s, dtype=np.float64)
+    out = (w * f(s_arr[..., None] + x)).sum(-1) / _SQRT2PI
+    return out if out.ndim else float(out)
