@@ -1,7 +1,8 @@
 """Figure discovery: every public module of ``figures`` defines ``ID``, ``TITLE`` and
 ``make(scale) -> matplotlib.figure.Figure`` (theory drawn beside simulation).
 
-``ID`` follows the claim ids (``AREA.NAME``) so that ``--only GLOB`` selects claims and figures alike.
+``ID`` follows the claim ids (``AREA.NAME``) so that ``--only GLOB`` selects claims and figures
+alike.
 """
 
 from __future__ import annotations

@@ -67,8 +67,15 @@ class Registry:
         self._loaded = True
         pkg = importlib.import_module(self._package)
         for info in pkgutil.iter_modules(pkg.__path__):
-            if not info.name.startswith("_"):
+            if info.name.startswith("_"):
+                continue
+            try:
                 importlib.import_module(f"{self._package}.{info.name}")
+            except Exception as err:  # one broken area is reported, the others still run
+                self.add(Claim(id=f"{info.name}.import", paper="-", where="-",
+                               statement=f"module paper_checks.{info.name} imports",
+                               check=_reraise(err)))
+
 
     def __iter__(self):
         self._load()
@@ -102,3 +109,10 @@ def claim(id: str, *, paper: str, statement: str, where: str, registry: Registry
         return check
 
     return wrap
+
+
+def _reraise(err: Exception):
+    def check(scale):
+        raise err
+
+    return check

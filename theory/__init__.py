@@ -1,7 +1,8 @@
-"""Theorem statements as executable code: closed forms, bounds, thresholds, random-matrix laws,
-Gaussian quadrature exact for kinked functions, and honest root finding.
+"""Theorem statements as executable code: closed forms, bounds, thresholds, random-matrix
+laws, Gaussian quadrature exact for kinked functions, and honest root finding.
 
-Topic modules (``theory.sgd``, ``theory.fp4``, ``theory.marchenko_pastur``, ...) hold one paper each.
+Topic modules (``theory.sgd``, ``theory.fp4``, ``theory.marchenko_pastur``, ...) hold one
+paper each.
 """
 
 from . import bbp, gaussian, roots, semicircle

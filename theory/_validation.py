@@ -27,7 +27,9 @@ def as_array(x, name, *, ndim=None, shape=None, finite=True, dtype=np.float64):
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"`{name}` must be {ndim}-D; got shape {arr.shape}.")
     if shape is not None:
-        if arr.ndim != len(shape) or any(s is not None and s != t for s, t in zip(shape, arr.shape)):
+        if arr.ndim != len(shape) or any(
+            s is not None and s != t for s, t in zip(shape, arr.shape, strict=True)
+        ):
             want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
             raise ValueError(f"`{name}` must have shape {want}; got shape {arr.shape}.")
     if finite and np.issubdtype(arr.dtype, np.inexact):
@@ -86,5 +88,5 @@ def check_choice(value, name, options: Iterable):
 
 
 def as_generator(rng) -> np.random.Generator:
-    """Normalise ``rng`` (None, int or ``numpy.random.Generator``) with ``np.random.default_rng``."""
+    """Normalise ``rng`` (None, int or Generator) with ``np.random.default_rng``."""
     return np.random.default_rng(rng)

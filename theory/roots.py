@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from scipy.optimize import brentq
 
 __all__ = ["RootResult", "find_root", "NoRootError"]
@@ -47,7 +48,8 @@ class RootResult:
         return f"RootResult(found=False, bracket={self.bracket})"
 
 
-def find_root(f, lo: float, hi: float, *, xtol: float = 1e-14, rtol: float = 4 * 2.2e-16,
+def find_root(f, lo: float, hi: float, *, xtol: float = 1e-14,
+              rtol: float = 4 * np.finfo(float).eps,
               maxiter: int = 200, expand: float | None = None, max_expand: int = 60) -> RootResult:
     """Root of a continuous f in [lo, hi] by Brent's method, honest about a missing sign change.
 

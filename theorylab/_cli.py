@@ -65,16 +65,17 @@ def _jsonable(x):
     return str(x)
 
 
-def _fmt(x, width=28) -> str:
+def _fmt(x, width: int | None = 28) -> str:
+    """Short text of a measured/expected value, cut to ``width`` characters (None: uncut)."""
     if isinstance(x, float):
         s = f"{x:.6g}"
     elif isinstance(x, list | tuple):
-        s = "[" + ", ".join(_fmt(v) for v in x) + "]"
+        s = "[" + ", ".join(_fmt(v, None) for v in x) + "]"
     elif isinstance(x, dict):
-        s = "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in x.items()) + "}"
+        s = "{" + ", ".join(f"{k}: {_fmt(v, None)}" for k, v in x.items()) + "}"
     else:
         s = str(x)
-    return s if len(s) <= width else s[: width - 1] + "…"
+    return s if width is None or len(s) <= width else s[: width - 1] + "…"
 
 
 def run_claims(claims, scale: str) -> list[dict]:
@@ -100,7 +101,8 @@ def _table(rows) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r['id']:<34} {r['status']:<6} {_fmt(r['measured']):<28} "
-                     f"{_fmt(r['expected']):<28} {_fmt(r['tolerance'], 20):<20} {r['seconds']:>7.1f}")
+                     f"{_fmt(r['expected']):<28} {_fmt(r['tolerance'], 20):<20} "
+                     f"{r['seconds']:>7.1f}")
     n_pass = sum(r["status"] == "pass" for r in rows)
     lines.append(f"{n_pass} of {len(rows)} claims passed")
     return "\n".join(lines)
@@ -116,8 +118,9 @@ def _write_report(rows, figures, out: Path, scale: str) -> None:
           "| id | status | measured | expected | tolerance | where | detail |",
           "|---|---|---|---|---|---|---|"]
     for r in rows:
-        cells = [r["id"], f"**{r['status']}**", _fmt(r["measured"], 200), _fmt(r["expected"], 200),
-                 _fmt(r["tolerance"], 200), f"{r['paper']}, {r['where']}", r["detail"]]
+        cells = [r["id"], f"**{r['status']}**", _fmt(r["measured"], None),
+                 _fmt(r["expected"], None), _fmt(r["tolerance"], None),
+                 f"{r['paper']}, {r['where']}", r["detail"]]
         md.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
     md += ["", "## Statements", ""] + [f"- `{r['id']}`: {r['statement']}" for r in rows]
     if figures:
