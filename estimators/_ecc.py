@@ -1,0 +1,671 @@
+r"""Debiased ridge estimators of the Expected Conditional Covariance ``E Cov(Y, A | X)``.
+
+McGrath, D. Mukherjee, R. Mukherjee & Wang, "Optimal Nuisance Function Tuning for Estimating a
+Doubly Robust Functional under Proportional Asymptotics", NeurIPS 2025 (arXiv 2509.25536). The
+theory (spectral constants, naive limits, debiasing, asymptotic variance) is in :mod:`theory.ecc`
+and :mod:`theory.marchenko_pastur`; this module handles data: whitening, splitting, one
+eigendecomposition per training fold for every ridge penalty, plug-in variance, tuning, tests.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from theory import ecc as _th
+from theory._validation import as_array, as_generator, check_choice, check_scalar
+
+__all__ = [
+    "ECCResult",
+    "VarianceCurve",
+    "CITestResult",
+    "ecc",
+    "ecc_path",
+    "asymptotic_variance",
+    "variance_curve",
+    "ecc_test",
+    "plugin_moments",
+    "paper_lambda_grid",
+]
+
+_LAM_RANGE = (1e-3, 1e3)
+_MIN_FOLD = 10
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ECCResult:
+    """Debiased ridge ECC estimate with its plug-in standard error.
+
+    Attributes
+    ----------
+    estimate : float
+        Debiased estimate ``psi_tilde`` of ``psi = E Cov(Y, A | X)``.
+    se : float
+        Plug-in standard error (from the derived asymptotic variance, :func:`asymptotic_variance`).
+    ci : (float, float)
+        Wald interval at ``level``.
+    variance : float
+        Estimated ``lim m Var(psi_tilde)`` with ``m`` the evaluation-fold size (``= m se^2``).
+    lam : (float, float)
+        Ridge penalties ``(lam_a, lam_y)`` used for the A- and the Y-regression.
+    estimator, split : str, int
+    naive : float
+        The naive (uncorrected) plug-in estimate on the same folds.
+    theta : float
+        Debiased estimate of ``alpha^T Sigma beta``.
+    m, gamma : int, float
+        Evaluation-fold size and ``p / m_train`` (the Marchenko–Pastur ratio of the training fold).
+    lam_prediction : (float, float)
+        Prediction-optimal penalties ``gamma sigma^2 / ||alpha||^2`` (Lemma F.2), plug-in.
+    """
+
+    estimate: float
+    se: float
+    ci: tuple[float, float]
+    variance: float
+    lam: tuple[float, float]
+    estimator: str
+    split: int
+    level: float
+    naive: float
+    theta: float
+    n: int
+    p: int
+    m: int
+    gamma: float
+    lam_prediction: tuple[float, float]
+    constants: str = "empirical"
+    moments: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def zstat(self) -> float:
+        """Wald statistic for H0: psi = 0."""
+        return self.estimate / self.se
+
+    @property
+    def pvalue(self) -> float:
+        """Two-sided p-value of H0: psi = 0."""
+        return float(2 * stats.norm.sf(abs(self.zstat)))
+
+    def conf_int(self, level: float = 0.95) -> tuple[float, float]:
+        """Wald interval ``estimate ± z_{(1+level)/2} se``."""
+        level = check_scalar(level, "level", lower=0.0, upper=1.0, closed="neither")
+        z = stats.norm.ppf(0.5 + level / 2)
+        return (self.estimate - z * self.se, self.estimate + z * self.se)
+
+    def summary(self) -> str:
+        lo, hi = self.ci
+        head = (f"ECC ({self.estimator.upper()}, {self.split} splits, debiased ridge)   "
+                f"n={self.n}  p={self.p}  m={self.m}  gamma={self.gamma:.3g}")
+        cols = f"{'':>10}{'coef':>11}{'std err':>11}{'z':>9}{'P>|z|':>9}" \
+               f"{f'[{(1 - self.level) / 2:.3f}':>11}{f'{(1 + self.level) / 2:.3f}]':>11}"
+        row = (f"{'psi':>10}{self.estimate:>11.4f}{self.se:>11.4f}{self.zstat:>9.3f}"
+               f"{self.pvalue:>9.3f}{lo:>11.4f}{hi:>11.4f}")
+        tail = (f"naive {self.naive:.4f}   lam_a={self.lam[0]:.4g}  lam_y={self.lam[1]:.4g}   "
+                f"prediction-optimal ({self.lam_prediction[0]:.4g}, "
+                f"{self.lam_prediction[1]:.4g})   m*Var={self.variance:.4g}")
+        rule = "=" * max(len(head), len(cols))
+        return "\n".join([head, rule, cols, "-" * len(rule), row, rule, tail])
+
+    def __repr__(self):
+        return (f"ECCResult(estimate={self.estimate:.4g}, se={self.se:.3g}, "
+                f"estimator={self.estimator!r}, split={self.split}, lam=({self.lam[0]:.3g}, "
+                f"{self.lam[1]:.3g}))")
+
+
+@dataclass(frozen=True)
+class VarianceCurve:
+    """Plug-in ``lim m Var`` of one debiased estimator over a common-lambda grid.
+
+    ``lam_opt`` minimises the curve; ``lam_prediction`` is the prediction-optimal pair of
+    Lemma F.2 (``gamma sigma^2 / ||alpha||^2`` for each nuisance) and ``variance_at_prediction``
+    the variance at that pair.
+    """
+
+    lams: np.ndarray
+    variance: np.ndarray
+    lam_opt: float
+    variance_opt: float
+    lam_prediction: tuple[float, float]
+    variance_at_prediction: float
+    estimator: str
+    split: int
+    gamma: float
+
+    def summary(self) -> str:
+        return (f"{self.estimator.upper()} {self.split}-split, gamma={self.gamma:.3g}: "
+                f"variance-optimal lam={self.lam_opt:.4g} (m*Var={self.variance_opt:.4g}); "
+                f"prediction-optimal lam=({self.lam_prediction[0]:.4g}, "
+                f"{self.lam_prediction[1]:.4g}) (m*Var={self.variance_at_prediction:.4g})")
+
+
+@dataclass(frozen=True)
+class CITestResult:
+    """Conditional-independence test of H0: E Cov(Y, A | X) = 0.
+
+    ``statistic``/``pvalue`` come from the debiased DR estimator (size-correct when p ~ n);
+    ``gcm_statistic``/``gcm_pvalue`` from the naive GCM statistic of Shah & Peters (2020) with
+    in-sample ridge residuals at the same penalties, for comparison.
+    """
+
+    statistic: float
+    pvalue: float
+    gcm_statistic: float
+    gcm_pvalue: float
+    result: ECCResult
+
+    def reject(self, alpha: float = 0.05) -> bool:
+        alpha = check_scalar(alpha, "alpha", lower=0.0, upper=1.0, closed="neither")
+        return bool(self.pvalue < alpha)
+
+    def summary(self) -> str:
+        return (f"CI test H0: ECC = 0   debiased DR z={self.statistic:.3f} p={self.pvalue:.4f}   "
+                f"naive GCM T={self.gcm_statistic:.3f} p={self.gcm_pvalue:.4f}")
+
+
+# --------------------------------------------------------------------------------------------
+# Ridge path: one eigendecomposition per training fold serves every penalty
+# --------------------------------------------------------------------------------------------
+
+
+class _RidgePath:
+    """Ridge fits ``(X^T X / m + lam)^{-1} X^T t / m`` of several targets, for any ``lam``.
+
+    ``p <= m``: eigendecomposition of the ``p x p`` Gram ``X^T X``; ``p > m``: of the ``m x m``
+    ``X X^T``. ``eigenvalues`` are the ``p`` eigenvalues of ``X^T X / m`` (zeros included).
+    """
+
+    def __init__(self, X, targets, m_eff):
+        mrows, p = X.shape
+        self.m = m_eff
+        self.p = p
+        if p <= mrows:
+            w, V = np.linalg.eigh(X.T @ X)
+            w = np.clip(w, 0.0, None)
+            self.basis = V  # coef = V diag(1/(w + m lam)) z
+            self.proj = {k: V.T @ (X.T @ t) for k, t in targets.items()}
+            self.h = np.ones_like(w)
+            ev = w
+        else:
+            w, U = np.linalg.eigh(X @ X.T)
+            w = np.clip(w, 0.0, None)
+            self.basis = X.T @ U  # coef = X^T U diag(1/(w + m lam)) U^T t
+            self.proj = {k: U.T @ t for k, t in targets.items()}
+            self.h = w
+            ev = np.concatenate([w, np.zeros(p - mrows)])
+        self.w = w
+        self.eigenvalues = np.sort(ev) / m_eff
+
+    def _shrink(self, lam):
+        lam = np.atleast_1d(np.asarray(lam, float))
+        return 1.0 / (self.w[None, :] + self.m * lam[:, None])  # (G, r)
+
+    def coef(self, key, lam):
+        """Coefficients, shape ``(G, p)`` for ``G`` penalties."""
+        return (self._shrink(lam) * self.proj[key][None, :]) @ self.basis.T
+
+    def inner(self, k1, lam1, k2, lam2):
+        """``coef(k1, lam1) . coef(k2, lam2)`` for coefficients of this one fold, shape ``(G,)``."""
+        return (self._shrink(lam1) * self._shrink(lam2) * self.h
+                * self.proj[k1] * self.proj[k2]).sum(-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Validation and preparation
+# --------------------------------------------------------------------------------------------
+
+
+def _check_data(y, a, X):
+    X = as_array(X, "X", ndim=2)
+    n, p = X.shape
+    y = as_array(y, "y", ndim=1)
+    a = as_array(a, "a", ndim=1)
+    if y.shape[0] != n:
+        raise ValueError(f"`y` must have one entry per row of X (length {n}); got length "
+                         f"{y.shape[0]}.")
+    if a.shape[0] != n:
+        raise ValueError(f"`a` must have one entry per row of X (length {n}); got length "
+                         f"{a.shape[0]}.")
+    if p < 1:
+        raise ValueError(f"`X` must have at least one column; got shape {X.shape}.")
+    return y, a, X
+
+
+def _whitener(cov, p):
+    """``cov^{-1/2}`` (symmetric) after checking that ``cov`` is symmetric positive definite."""
+    C = as_array(cov, "cov", shape=(p, p))
+    scale = max(1.0, float(np.abs(C).max()))
+    asym = float(np.abs(C - C.T).max())
+    if asym > 1e-10 * scale:
+        raise ValueError(f"`cov` must be symmetric; got max |cov - cov^T| = {asym:.3g}.")
+    w, V = np.linalg.eigh(0.5 * (C + C.T))
+    if w.min() <= 1e-12 * max(w.max(), 1e-300):
+        raise ValueError(f"`cov` must be positive definite; got smallest eigenvalue {w.min():.3g}.")
+    return (V / np.sqrt(w)) @ V.T
+
+
+def _check_lam(lam):
+    if isinstance(lam, str):
+        if lam != "auto":
+            raise ValueError(f"`lam` must be a positive number, a pair (lam_a, lam_y) or 'auto'; "
+                             f"got {lam!r}.")
+        return "auto"
+    if isinstance(lam, numbers.Real) and not isinstance(lam, bool):
+        vals = (lam, lam)
+    else:
+        try:
+            vals = tuple(lam)
+        except TypeError as err:
+            raise TypeError(f"`lam` must be a positive number, a pair (lam_a, lam_y) or 'auto'; "
+                            f"got {lam!r}.") from err
+        if len(vals) != 2:
+            raise ValueError(f"`lam` must be a pair (lam_a, lam_y); got {len(vals)} values.")
+    return tuple(check_scalar(v, "lam", lower=0.0, closed="neither") for v in vals)
+
+
+def _folds(n, split, rng):
+    m = n // split
+    if m < _MIN_FOLD:
+        raise ValueError(f"`X` must have at least {_MIN_FOLD * split} rows for split={split} "
+                         f"(folds of at least {_MIN_FOLD}); got {n} rows.")
+    perm = rng.permutation(n)
+    if split == 2:
+        return perm[:m], perm[m:]
+    return perm[:m], perm[m:2 * m], perm[2 * m:]
+
+
+def _center(*arrs):
+    return [x - x.mean(axis=0) for x in arrs]
+
+
+def plugin_moments(y, a, X, *, center=True) -> dict:
+    r"""Method-of-moments estimates of ``a2, b2, theta, var_eps, var_delta, cov_eps_delta``.
+
+    With ``Sigma = I`` (already whitened) and Gaussian design, ``E||X^T A/n||^2 = (1 + (p+1)/n) a^2
+    + (p/n) sigma_delta^2`` and ``E (X^T A)^T (X^T Y)/n^2 = (1 + (p+1)/n) theta + (p/n) psi``, so
+    ``a^2 = (||X^T A/n||^2 - (p/n) ||A||^2/n)/(1 + 1/n)`` and likewise for ``b^2`` and ``theta``
+    (Dicker 2014, Biometrika 101, eq. (6), generalised here to the cross moment); the noise
+    moments follow from ``Var A = a^2 + sigma_delta^2`` etc. Penalty-free and root-n consistent.
+    Values are clipped to their feasible ranges. With ``center=True`` the data are centred and
+    ``n - 1`` is used (exact for Gaussian rows). Checked in
+    ``tests/estimators/test_ecc.py::test_plugin_moments``.
+    """
+    y, a, X = _check_data(y, a, X)
+    if center:
+        y, a, X = _center(y, a, X)
+        n = X.shape[0] - 1
+    else:
+        n = X.shape[0]
+    return _moments(y, a, X, n)
+
+
+def _moments(y, a, X, n):
+    p = X.shape[1]
+    va, vy, cay = a @ a / n, y @ y / n, a @ y / n
+    xa, xy = X.T @ a / n, X.T @ y / n
+    f = 1.0 + 1.0 / n
+    a2 = float(np.clip((xa @ xa - p / n * va) / f, 0.0, va))
+    b2 = float(np.clip((xy @ xy - p / n * vy) / f, 0.0, vy))
+    bound = np.sqrt(a2 * b2)
+    theta = float(np.clip((xa @ xy - p / n * cay) / f, -bound, bound))
+    vd, ve = va - a2, vy - b2
+    cb = np.sqrt(ve * vd)
+    ced = float(np.clip(cay - theta, -cb, cb))
+    return {"a2": a2, "b2": b2, "theta": theta, "var_eps": float(ve), "var_delta": float(vd),
+            "cov_eps_delta": ced}
+
+
+class _Prepared:
+    """Whitened, split, centred data with the ridge eigendecompositions of the training folds."""
+
+    def __init__(self, y, a, X, split, cov, center, rng):
+        y, a, X = _check_data(y, a, X)
+        self.n, self.p = X.shape
+        if cov is not None:
+            X = X @ _whitener(cov, self.p)
+        self.split = split
+        folds = _folds(self.n, split, as_generator(rng))
+        self.center = center
+        dof = 1 if center else 0
+        self.moments = _moments(*(_center(y, a, X) if center else (y, a, X)), self.n - dof)
+
+        def part(idx):
+            parts = (y[idx], a[idx], X[idx])
+            return _center(*parts) if center else list(parts)
+
+        *train, ev = folds
+        ye, ae, Xe = part(ev)
+        self.eval = (ye, ae, Xe)
+        self.m = len(ev)
+        if split == 2:
+            yt, at, Xt = part(train[0])
+            self.m_train = len(train[0]) - dof
+            self.paths = {"a": _RidgePath(Xt, {"a": at, "y": yt}, self.m_train)}
+            self.paths["y"] = self.paths["a"]
+        else:
+            ya_, aa, Xa = part(train[0])
+            yy, ay_, Xy = part(train[1])
+            self.m_train = len(train[0]) - dof
+            self.paths = {"a": _RidgePath(Xa, {"a": aa}, self.m_train),
+                          "y": _RidgePath(Xy, {"y": yy}, len(train[1]) - dof)}
+        self.gamma = self.p / self.m_train
+
+    # ---- estimates for arrays of penalties -------------------------------------------------
+
+    def constants(self, lam_a, lam_y, kind):
+        if kind == "mp":
+            return _th.bias_constants(_th.SpectralIntegrator(self.gamma, lam_a, lam_y))
+        if self.split == 2:
+            integ = _th.SpectralIntegrator(self.gamma, lam_a, lam_y, self.paths["a"].eigenvalues)
+            return _th.bias_constants(integ)
+        ca = _th.bias_constants(_th.SpectralIntegrator(
+            self.p / self.paths["a"].m, lam_a, lam_y, self.paths["a"].eigenvalues))
+        cy = _th.bias_constants(_th.SpectralIntegrator(
+            self.p / self.paths["y"].m, lam_a, lam_y, self.paths["y"].eigenvalues))
+        return {"s_a": ca["s_a"], "s_y": cy["s_y"]}
+
+    def scores(self, estimator, lam_a, lam_y):
+        """Naive estimates, scores ``phi`` (m x G) and ``theta_hat`` for arrays of penalties."""
+        ye, ae, Xe = self.eval
+        pa, py = self.paths["a"], self.paths["y"]
+        ca, cy = pa.coef("a", lam_a), py.coef("y", lam_y)  # (G, p)
+        if self.split == 2:
+            theta_hat = pa.inner("a", lam_a, "y", lam_y)
+        else:
+            theta_hat = (ca * cy).sum(-1)
+        d = 1 if self.center else 0
+        if estimator == "int":
+            u = np.broadcast_to(ye[:, None], (self.m, ca.shape[0]))
+            v = np.broadcast_to(ae[:, None], u.shape)
+        else:
+            u = ye[:, None] - Xe @ cy.T
+            v = ae[:, None] - Xe @ ca.T if estimator == "dr" else \
+                np.broadcast_to(ae[:, None], u.shape)
+        if self.center:
+            u = u - u.mean(0)
+            v = v - v.mean(0)
+        phi = u * v
+        raw = phi.sum(0) / (self.m - d)
+        naive = raw - theta_hat if estimator == "int" else raw
+        return naive, phi, theta_hat
+
+    def fit(self, estimator, lam_a, lam_y, kind="empirical"):
+        lam_a, lam_y = np.atleast_1d(lam_a).astype(float), np.atleast_1d(lam_y).astype(float)
+        naive, phi, theta_hat = self.scores(estimator, lam_a, lam_y)
+        c = self.constants(lam_a, lam_y, kind)
+        psi, theta = _th.debias(estimator, self.split, naive, theta_hat, c)
+        var_phi = phi.var(0, ddof=1)
+        return naive, psi, theta, var_phi, c
+
+    def variance(self, estimator, lam_a, lam_y, var_phi=None, c=None):
+        """Plug-in ``Var(psi_tilde)`` (fold sizes respected) and its ``lim m Var`` form."""
+        integ = _th.SpectralIntegrator(self.gamma, lam_a, lam_y)
+        comp = _th.variance_components(estimator, self.split, integ, **self.moments)
+        ev = comp["eval"]
+        if var_phi is not None:  # model-free conditional variance of the evaluated score
+            mult = 1.0
+            if estimator == "int" and self.split == 2:
+                mult = c["Gamma"] ** 2
+            ev = mult * var_phi
+        if self.split == 2:
+            var = (ev / self.m + comp["train"] / self.m_train) / comp["M"] ** 2
+        else:
+            var = ev / self.m + comp["fold_y"] / self.paths["y"].m + comp["fold_a"] / self.m_train
+        return var
+
+
+def _auto_lambda(prep, estimator):
+    """Minimise the plug-in asymptotic variance over ``(lam_a, lam_y)`` in ``[1e-3, 1e3]^2``.
+
+    A 41 x 41 log grid, then two zooms (21 x 21) around the best point, all vectorised: the
+    variance needs only the Marchenko–Pastur constants, no refit, so tuning costs no extra fit.
+    """
+    lo, hi = np.log(_LAM_RANGE)
+    ca, cy, half = 0.5 * (lo + hi), 0.5 * (lo + hi), 0.5 * (hi - lo)
+    for k in (41, 21, 21):
+        ta = np.clip(np.linspace(ca - half, ca + half, k), lo, hi)
+        ty = np.clip(np.linspace(cy - half, cy + half, k), lo, hi)
+        la, ly = np.meshgrid(np.exp(ta), np.exp(ty), indexing="ij")
+        with np.errstate(all="ignore"):
+            V = prep.variance(estimator, la.ravel(), ly.ravel())
+        V = np.where(np.isfinite(V) & (V > 0), V, np.inf)
+        i = int(np.argmin(V))
+        if not np.isfinite(V[i]):
+            raise ValueError("`lam`='auto' found no penalty with a finite plug-in variance; "
+                             "pass `lam` explicitly.")
+        ca, cy = np.log(la.ravel()[i]), np.log(ly.ravel()[i])
+        half = 2.0 * half / (k - 1)
+    return float(np.exp(ca)), float(np.exp(cy))
+
+
+def _lam_prediction(prep):
+    mo, gm = prep.moments, prep.gamma
+    la = gm * mo["var_delta"] / mo["a2"] if mo["a2"] > 0 else np.inf
+    ly = gm * mo["var_eps"] / mo["b2"] if mo["b2"] > 0 else np.inf
+    return float(la), float(ly)
+
+
+# --------------------------------------------------------------------------------------------
+# Public functions
+# --------------------------------------------------------------------------------------------
+
+
+def ecc(y, a, X, *, estimator="dr", split=2, lam="auto", cov=None, level=0.95, rng=None,
+        constants="empirical", center=True) -> ECCResult:
+    r"""Debiased ridge estimate of the Expected Conditional Covariance ``E Cov(Y, A | X)``.
+
+    Fits ridge regressions of ``a`` and ``y`` on ``X`` on training folds, evaluates the INT, NR or
+    DR plug-in on a held-out fold, and removes its O(1) proportional-regime bias by solving the
+    moment equations of McGrath, Mukherjee, Mukherjee & Wang (2025, arXiv 2509.25536; debiasing as
+    in the authors' code, see :func:`theory.ecc.debias`). Valid when ``p / n`` is of order one.
+
+    Parameters
+    ----------
+    y, a : array_like, shape (n,)
+        Outcome and exposure.
+    X : array_like, shape (n, p)
+        Covariates, rows i.i.d. with a **known** covariance (``cov``; identity when None). The
+        corrections use the Marchenko–Pastur law of a whitened design, so the covariance must be
+        known: with an unknown non-identity covariance the result is not valid (not checkable).
+    estimator : {"dr", "nr", "int"}
+        Doubly robust ``mean((Y - Xb)(A - Xa))``, Newey–Robins ``mean(A (Y - Xb))`` or
+        integral-based ``mean(A Y) - a^T b``.
+    split : {2, 3}
+        2: both nuisances fitted on one half, evaluated on the other; 3: each nuisance on its own
+        third, evaluated on the last (folds ``n//3, n//3`` and the rest).
+    lam : float, (float, float) or "auto"
+        Ridge penalties ``(lam_a, lam_y)`` in ``(X^T X/m + lam I)^{-1} X^T t / m``. ``"auto"``
+        minimises the plug-in asymptotic variance of the chosen estimator over
+        ``[1e-3, 1e3]^2`` (the paper's point: this is not the prediction-optimal penalty).
+    cov : array_like (p, p), optional
+        Known population covariance of the rows of X; ``X`` is whitened by ``cov^{-1/2}``.
+    level : float
+        Confidence level of ``ci``.
+    rng : None, int or numpy.random.Generator
+        Seeds the random assignment of rows to folds.
+    constants : {"empirical", "mp"}
+        Spectral constants of the correction. ``"mp"``: the Marchenko–Pastur limits (as in the
+        paper). ``"empirical"`` (default): the same functionals of the training-fold spectrum,
+        e.g. ``(1/p) tr S(Sigma_hat)``; by rotation invariance ``E[alpha^T f(Sigma_hat) beta |
+        spectrum] = theta (1/p) tr f``, so for Gaussian rows the corrected moment equations hold
+        exactly in finite samples (derived here; the MP version carries an O(1/m) bias, see
+        ``tests/estimators/test_ecc_monte_carlo.py``).
+    center : bool
+        Centre every fold (an unpenalised intercept; ``m - 1`` degrees of freedom, exact for
+        Gaussian rows). ``False`` assumes mean-zero ``X``, ``a`` and ``y``.
+
+    Returns
+    -------
+    ECCResult
+
+    Notes
+    -----
+    The standard error combines the sample variance of the evaluated score on the held-out fold
+    (model-free) with the training-fold variance of the derived asymptotic formula
+    (:func:`theory.ecc.variance_components`, derived here and checked by Monte Carlo) at
+    method-of-moments plug-ins (:func:`plugin_moments`). The linear-Gaussian model of the paper is
+    assumed for the training-fold piece.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> n, p = 2000, 250
+    >>> X = rng.standard_normal((n, p)); al = np.full(p, p**-0.5)
+    >>> e = rng.multivariate_normal([0, 0], [[1, .5], [.5, 1]], n)
+    >>> r = ecc(X @ al + e[:, 0], X @ al + e[:, 1], X, rng=1)
+    >>> abs(r.estimate - 0.5) < 4 * r.se
+    True
+    """
+    estimator = check_choice(estimator, "estimator", _th.ESTIMATORS)
+    split = check_choice(split, "split", _th.SPLITS)
+    lam = _check_lam(lam)
+    level = check_scalar(level, "level", lower=0.0, upper=1.0, closed="neither")
+    constants = check_choice(constants, "constants", ("empirical", "mp"))
+    prep = _Prepared(y, a, X, split, cov, bool(center), rng)
+    if lam == "auto":
+        lam = _auto_lambda(prep, estimator)
+    return _result(prep, estimator, lam, level, constants)
+
+
+def _result(prep, estimator, lam, level, constants):
+    la, ly = lam
+    naive, psi, theta, var_phi, c = prep.fit(estimator, la, ly, constants)
+    var = float(prep.variance(estimator, la, ly, var_phi, c)[0])
+    se = float(np.sqrt(var))
+    est = float(psi[0])
+    z = stats.norm.ppf(0.5 + level / 2)
+    return ECCResult(
+        estimate=est, se=se, ci=(est - z * se, est + z * se), variance=prep.m * var,
+        lam=(float(la), float(ly)), estimator=estimator, split=prep.split, level=level,
+        naive=float(naive[0]), theta=float(theta[0]), n=prep.n, p=prep.p, m=prep.m,
+        gamma=prep.gamma, lam_prediction=_lam_prediction(prep), constants=constants,
+        moments=dict(prep.moments))
+
+
+def ecc_path(y, a, X, lams, *, split=2, cov=None, rng=None, constants="empirical",
+             center=True) -> dict:
+    """Naive and debiased estimates of all three estimators over a common-penalty grid, one fit.
+
+    Returns ``{"lams", "naive": {est: array}, "debiased": {est: array}, "se": {est: array}}``.
+    One eigendecomposition per training fold serves the whole grid (used by the paper checks).
+    """
+    split = check_choice(split, "split", _th.SPLITS)
+    lams = as_array(lams, "lams", ndim=1)
+    if np.any(lams <= 0):
+        raise ValueError(f"`lams` must be > 0; got min {lams.min():g}.")
+    constants = check_choice(constants, "constants", ("empirical", "mp"))
+    prep = _Prepared(y, a, X, split, cov, bool(center), rng)
+    out = {"lams": lams, "naive": {}, "debiased": {}, "se": {}}
+    for est in _th.ESTIMATORS:
+        naive, psi, _, var_phi, c = prep.fit(est, lams, lams, constants)
+        out["naive"][est] = naive
+        out["debiased"][est] = psi
+        with np.errstate(all="ignore"):
+            out["se"][est] = np.sqrt(prep.variance(est, lams, lams, var_phi, c))
+    return out
+
+
+def asymptotic_variance(estimator, split, lam_a, lam_y, gamma, *, a2, b2, theta, var_eps,
+                        var_delta, cov_eps_delta) -> float:
+    r"""``lim m Var(psi_tilde)`` of a debiased ridge ECC estimator (fold size m, gamma = p/m).
+
+    Linear-Gaussian model ``A = X^T alpha + delta``, ``Y = X^T beta + eps``, ``X ~ N(0, I)``;
+    ``a2 = ||alpha||^2``, ``b2 = ||beta||^2``, ``theta = alpha^T beta``, noise (co)variances
+    ``var_eps, var_delta, cov_eps_delta`` (``psi = cov_eps_delta``). Derived here (see
+    :func:`theory.ecc.variance_components`; not the paper's printed theorem), checked by Monte
+    Carlo and in the classical limit ``gamma, lam -> 0`` where the DR variance tends to the
+    efficiency bound ``var_eps var_delta + cov_eps_delta^2``.
+
+    Examples
+    --------
+    >>> round(asymptotic_variance("dr", 2, 0.5, 0.5, 0.5, a2=1, b2=1, theta=0.717, var_eps=1,
+    ...                           var_delta=1, cov_eps_delta=0.5), 2)
+    2.89
+    """
+    estimator = check_choice(estimator, "estimator", _th.ESTIMATORS)
+    split = check_choice(split, "split", _th.SPLITS)
+    lam_a = check_scalar(lam_a, "lam_a", lower=0.0, closed="neither")
+    lam_y = check_scalar(lam_y, "lam_y", lower=0.0, closed="neither")
+    gamma = check_scalar(gamma, "gamma", lower=0.0, closed="neither")
+    a2 = check_scalar(a2, "a2", lower=0.0)
+    b2 = check_scalar(b2, "b2", lower=0.0)
+    ve = check_scalar(var_eps, "var_eps", lower=0.0)
+    vd = check_scalar(var_delta, "var_delta", lower=0.0)
+    theta = check_scalar(theta, "theta")
+    ced = check_scalar(cov_eps_delta, "cov_eps_delta")
+    if theta**2 > a2 * b2 * (1 + 1e-12):
+        raise ValueError(f"`theta` must satisfy theta^2 <= a2*b2 = {a2 * b2:g} (Cauchy–Schwarz); "
+                         f"got {theta:g}.")
+    if ced**2 > ve * vd * (1 + 1e-12):
+        raise ValueError(f"`cov_eps_delta` must satisfy cov^2 <= var_eps*var_delta = {ve * vd:g};"
+                         f" got {ced:g}.")
+    v = _th.asymptotic_variance(estimator, split, lam_a, lam_y, gamma, a2=a2, b2=b2, theta=theta,
+                                var_eps=ve, var_delta=vd, cov_eps_delta=ced)
+    return float(v)
+
+
+def variance_curve(y, a, X, *, estimator="dr", split=2, lams=None, cov=None, rng=None,
+                   center=True) -> VarianceCurve:
+    """Plug-in asymptotic variance of a debiased estimator over a common penalty ``lam_a = lam_y``.
+
+    ``lams`` defaults to the paper's 100-point grid (``seq(0.05, 2, 50)[-50] ∪ seq(2, 10, 51)``).
+    The prediction-optimal pair uses the method-of-moments plug-ins (Lemma F.2).
+    """
+    estimator = check_choice(estimator, "estimator", _th.ESTIMATORS)
+    split = check_choice(split, "split", _th.SPLITS)
+    if lams is None:
+        lams = paper_lambda_grid()
+    lams = as_array(lams, "lams", ndim=1)
+    if np.any(lams <= 0):
+        raise ValueError(f"`lams` must be > 0; got min {lams.min():g}.")
+    prep = _Prepared(y, a, X, split, cov, bool(center), rng)
+    with np.errstate(all="ignore"):
+        V = prep.m * prep.variance(estimator, lams, lams)
+    Vf = np.where(np.isfinite(V), V, np.inf)
+    i = int(np.argmin(Vf))
+    lp = _lam_prediction(prep)
+    with np.errstate(all="ignore"):
+        vp = float(prep.m * prep.variance(estimator, lp[0], lp[1])[()]) if np.all(
+            np.isfinite(lp)) else np.inf
+    return VarianceCurve(lams=lams, variance=V, lam_opt=float(lams[i]), variance_opt=float(V[i]),
+                         lam_prediction=lp, variance_at_prediction=vp, estimator=estimator,
+                         split=split, gamma=prep.gamma)
+
+
+def paper_lambda_grid() -> np.ndarray:
+    """The authors' 100-point grid ``c(seq(0.05, 2, length=50)[-50], seq(2, 10, length=51))``."""
+    return np.concatenate([np.linspace(0.05, 2, 50)[:-1], np.linspace(2, 10, 51)])
+
+
+def ecc_test(y, a, X, *, split=2, lam="auto", cov=None, rng=None, center=True) -> CITestResult:
+    r"""Test of conditional independence in the ECC sense, H0: ``E Cov(Y, A | X) = 0``.
+
+    Statistic ``z = psi_tilde / se`` of the debiased DR estimator (:func:`ecc`), two-sided normal
+    p-value. For comparison, the naive GCM statistic (Shah & Peters 2020, Ann. Statist. 48(3),
+    eq. (4)) ``T = sqrt(n) mean(R) / sd(R)``, ``R_i = (A_i - p_hat(X_i))(Y_i - b_hat(X_i))`` with
+    in-sample ridge residuals at the same penalties; its null mean is
+    ``lam_a lam_y alpha^T Sigma_hat (Sigma_hat + lam)^{-2} beta != 0`` when p ~ n, so it
+    over-rejects.
+    """
+    res = ecc(y, a, X, estimator="dr", split=split, lam=lam, cov=cov, rng=rng, center=center)
+    y, a, X = _check_data(y, a, X)
+    if cov is not None:
+        X = X @ _whitener(cov, X.shape[1])
+    if center:
+        y, a, X = _center(y, a, X)
+    n = X.shape[0]
+    path = _RidgePath(X, {"a": a, "y": y}, n - (1 if center else 0))
+    ra = a - X @ path.coef("a", res.lam[0])[0]
+    ry = y - X @ path.coef("y", res.lam[1])[0]
+    R = ra * ry
+    T = float(np.sqrt(n) * R.mean() / R.std())
+    return CITestResult(statistic=res.zstat, pvalue=res.pvalue, gcm_statistic=T,
+                        gcm_pvalue=float(2 * stats.norm.sf(abs(T))), result=res)
