@@ -1,0 +1,218 @@
+"""Stiefel-manifold optimisation as jittable optax transforms: retractions and the landing field.
+
+``St(p, r) = {X in R^{p x r} : X^T X = I_r}`` with ``p >= r``. Every function acts on the last two
+axes, so a stack of matrices ``(..., p, r)`` is handled at once (no Python loop, no ``vmap``).
+
+Two families, both plain :class:`optax.GradientTransformation` objects that need ``params``:
+
+* **Retractions** (feasible methods): :func:`stiefel_retraction` turns an incoming update ``u``
+  (e.g. ``-lr * grad`` from ``optax.sgd``) into ``R_X(P_X u) - X``, so that optax's additive
+  ``apply_updates`` lands exactly on ``R_X(P_X u)``. Put it *after* the base optimiser:
+  ``optax.chain(optax.sgd(lr), stiefel_retraction("qr"))``. Retractions: ``"qr"`` (sign-fixed Q
+  factor), ``"polar"`` (``U V^T`` of the SVD) and ``"cayley"`` (the rank-2r Woodbury form of
+  Wen & Yin 2013, O(p r^2) rather than geoopt's O(p^3) solve).
+* **Landing** (infeasible method of Ablin & Peyre, AISTATS 2022, eq. (5); used by PoLAR, Lion et
+  al. 2025, arXiv 2506.03133, Sec. 3.2): :func:`landing` replaces the gradient ``G`` by the field
+  ``Lambda(X) = psi(X) X + lam X (X^T X - I)`` with ``psi(X) = skew(G X^T)``; it goes *before* the
+  base optimiser: ``optax.chain(landing(lam), optax.sgd(lr))``. No retraction is ever computed;
+  feasibility is attracted at rate set by ``lam``. (PoLAR's code uses ``G X^T - X G^T``, twice our
+  ``psi``; this only rescales the learning rate of the relative component.)
+
+Use :func:`optax.masked` or :func:`optax.partition` when only some leaves of a model are Stiefel.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+__all__ = [
+    "sym",
+    "skew",
+    "project_tangent",
+    "retract_qr",
+    "retract_polar",
+    "retract_cayley",
+    "RETRACTIONS",
+    "landing_field",
+    "feasibility",
+    "stiefel_retraction",
+    "landing",
+    "random_stiefel",
+]
+
+
+def _t(a):
+    return jnp.swapaxes(a, -1, -2)
+
+
+def sym(a):
+    """``(A + A^T) / 2`` over the last two axes."""
+    return 0.5 * (a + _t(a))
+
+
+def skew(a):
+    """``(A - A^T) / 2`` over the last two axes."""
+    return 0.5 * (a - _t(a))
+
+
+def project_tangent(x, v):
+    """Orthogonal projection of ``v`` onto the tangent space of St(p, r) at ``x``.
+
+    ``P_X(V) = V - X sym(X^T V)`` (Euclidean metric; Absil, Mahony & Sepulchre 2008, eq. (3.35)).
+    """
+    return v - x @ sym(_t(x) @ v)
+
+
+def retract_qr(x, v):
+    """QR retraction ``qf(X + V)``: the Q factor with the signs fixed so that ``diag(R) > 0``.
+
+    Absil et al. 2008, eq. (4.8). The sign fix makes it a well-defined (smooth) map.
+    """
+    q, r = jnp.linalg.qr(x + v, mode="reduced")
+    d = jnp.diagonal(r, axis1=-2, axis2=-1)
+    s = jnp.where(d < 0, -1.0, 1.0).astype(q.dtype)
+    return q * s[..., None, :]
+
+
+def retract_polar(x, v):
+    """Polar retraction ``U W^T``, ``X + V = U S W^T`` a thin SVD (Absil et al. 2008, eq. (4.7)).
+
+    The closest point of St(p, r) to ``X + V`` in Frobenius norm.
+    """
+    u, _, wt = jnp.linalg.svd(x + v, full_matrices=False)
+    return u @ wt
+
+
+def retract_cayley(x, v):
+    """Cayley retraction, rank-2r Woodbury form (Wen & Yin 2013, Math. Program. 142, Lemma 4(1)).
+
+    With ``P = V - X (X^T V) / 2`` and ``A = P X^T - X P^T`` (skew), the Cayley transform
+    ``Y = (I - A/2)^{-1} (I + A/2) X`` equals ``X + U (I - V_^T U / 2)^{-1} V_^T X`` for
+    ``U = [P, X]`` and ``V_ = [X, -P]``: an ``2r x 2r`` solve, O(p r^2). For tangent ``V`` it is a
+    first-order retraction (``dY/dt = V`` at 0). ``Y^T Y = X^T X`` exactly in exact arithmetic, so
+    it *keeps* feasibility; it does not restore a drifted ``X`` (use QR or polar for that).
+    """
+    r = x.shape[-1]
+    p_ = v - 0.5 * x @ (_t(x) @ v)
+    u = jnp.concatenate([p_, x], axis=-1)
+    vv = jnp.concatenate([x, -p_], axis=-1)
+    eye = jnp.eye(2 * r, dtype=x.dtype)
+    m = eye - 0.5 * (_t(vv) @ u)
+    return x + u @ jnp.linalg.solve(m, _t(vv) @ x)
+
+
+RETRACTIONS = {"qr": retract_qr, "polar": retract_polar, "cayley": retract_cayley}
+
+
+def landing_field(x, g, lam):
+    """The landing field ``psi(X) X + lam X (X^T X - I)`` with ``psi(X) = skew(G X^T)``.
+
+    Ablin & Peyre 2022 (AISTATS), eq. (5); ``X (X^T X - I)`` is the gradient of
+    ``N(X) = ||X^T X - I||_F^2 / 4``. Computed as ``(G (X^T X) - X (G^T X)) / 2``, never forming the
+    ``p x p`` matrix ``G X^T`` (O(p r^2)). The two terms are Frobenius-orthogonal for every ``X``
+    (derived here; tested in ``tests/nn/test_riemannian.py::test_landing_components_orthogonal``).
+    """
+    xtx = _t(x) @ x
+    rel = 0.5 * (g @ xtx - x @ (_t(g) @ x))
+    eye = jnp.eye(x.shape[-1], dtype=x.dtype)
+    return rel + lam * x @ (xtx - eye)
+
+
+def feasibility(x):
+    """``||X^T X - I||_F`` over the last two axes (distance to the manifold, up to constants)."""
+    eye = jnp.eye(x.shape[-1], dtype=x.dtype)
+    return jnp.linalg.norm(_t(x) @ x - eye, axis=(-2, -1))
+
+
+def _check_tall(params, who):
+    for leaf in jax.tree_util.tree_leaves(params):
+        if leaf.ndim < 2 or leaf.shape[-2] < leaf.shape[-1]:
+            raise ValueError(
+                f"`params` of {who} must be Stiefel matrices of shape (..., p, r) with p >= r; "
+                f"got a leaf of shape {leaf.shape}."
+            )
+
+
+class _EmptyState(NamedTuple):
+    pass
+
+
+def stiefel_retraction(method: str = "qr") -> optax.GradientTransformation:
+    """Map an update ``u`` at ``X`` to ``R_X(P_X u) - X``: a Riemannian step under additive apply.
+
+    Parameters
+    ----------
+    method : {"qr", "polar", "cayley"}
+        The retraction (:func:`retract_qr`, :func:`retract_polar`, :func:`retract_cayley`).
+
+    Chain it after a Euclidean optimiser: ``optax.chain(optax.sgd(lr), stiefel_retraction())`` is
+    Riemannian gradient descent (projection of the Euclidean gradient is the Riemannian gradient
+    for the embedded metric; Absil et al. 2008, eq. (3.37)). Every leaf it sees must be
+    ``(..., p, r)`` with ``p >= r``; mask the other leaves with :func:`optax.masked`.
+
+    Examples
+    --------
+    >>> tx = optax.chain(optax.sgd(1e-2), stiefel_retraction("polar"))  # doctest: +SKIP
+    """
+    if method not in RETRACTIONS:
+        opts = ", ".join(map(repr, RETRACTIONS))
+        raise ValueError(f"`method` must be one of {opts}; got {method!r}.")
+    retract = RETRACTIONS[method]
+
+    def init_fn(params):
+        _check_tall(params, "stiefel_retraction")
+        return _EmptyState()
+
+    def update_fn(updates, state, params=None):
+        if params is None:
+            raise ValueError("`params` must be given to stiefel_retraction's update (it needs X).")
+
+        def one(u, x):
+            return retract(x, project_tangent(x, u)) - x
+
+        return jax.tree_util.tree_map(one, updates, params), state
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def landing(lam: float = 1.0) -> optax.GradientTransformation:
+    """Replace each gradient ``G`` at ``X`` by the landing field (see :func:`landing_field`).
+
+    Parameters
+    ----------
+    lam : float > 0
+        Weight of the attraction ``X (X^T X - I)`` towards the manifold (PoLAR's ``reg_lambda``).
+
+    Chain it *before* a Euclidean optimiser: ``optax.chain(landing(lam), optax.sgd(lr))`` is the
+    landing iteration ``X <- X - lr * Lambda(X)`` of Ablin & Peyre 2022, Alg. 1;
+    ``optax.chain(landing(lam), optax.adamw(lr))`` is what PoLAR's code runs.
+    """
+    if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not lam > 0 or lam != lam:
+        raise ValueError(f"`lam` must be a positive real number; got {lam!r}.")
+    lam = float(lam)
+
+    def init_fn(params):
+        _check_tall(params, "landing")
+        return _EmptyState()
+
+    def update_fn(updates, state, params=None):
+        if params is None:
+            raise ValueError("`params` must be given to landing's update (it needs X).")
+        return jax.tree_util.tree_map(lambda g, x: landing_field(x, g, lam), updates, params), state
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def random_stiefel(p: int, r: int, *, key, dtype=None):
+    """A Haar-distributed point of St(p, r): the sign-fixed Q factor of a Gaussian ``p x r`` matrix.
+
+    (Mezzadri 2007, Notices AMS 54, Sec. 5.)
+    """
+    if not (isinstance(p, int) and isinstance(r, int)) or r < 1 or p < r:
+        raise ValueError(f"`p` and `r` must be integers with 1 <= r <= p; got p={p!r}, r={r!r}.")
+    z = jax.random.normal(key, (p, r), dtype=dtype)
+    return retract_qr(jnp.zeros_like(z), z)
