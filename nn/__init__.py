@@ -1,1 +1,79 @@
-"""theorylab: nn."""
+"""theorylab.nn: a small, batch-native JAX NN core on equinox + optax.
+
+Modules (all act on arrays with arbitrary leading batch axes; ``__call__`` takes ``key=None``):
+:class:`Linear` (weight ``(out, in)``, a static ``matmul`` hook), :class:`MLP`, :class:`Embedding`,
+:class:`RMSNorm`, :func:`causal_attention`, :class:`CausalSelfAttention` (``num_heads=1`` = single
+head), :class:`TransformerBlock`, :class:`TransformerLM`. Optimisers: use ``optax`` directly.
+Training: :func:`train` (jitted step, tqdm progress), :func:`make_step`, :func:`evaluate`,
+:func:`save` / :func:`load` (exact round trip), :func:`lm_loss`, :func:`cross_entropy`.
+FP4 formats and quantised matmuls: :mod:`nn.quant`.
+
+Trainable vs frozen
+-------------------
+A leaf is **trainable** iff it is an inexact JAX array *not* inside a :class:`Frozen` node. Mark any
+sub-module or array frozen by wrapping it::
+
+    # = eqx.tree_at(where, model, replace_fn=nn.Frozen)
+    model = nn.freeze(model, lambda m: m.blocks[0].attn.q_proj)
+    trainable, frozen = nn.split(model)      # eqx.partition by nn.trainable_mask(model)
+    opt_state = optax.adamw(1e-3).init(trainable)
+    model = nn.combine(trainable, frozen)
+
+:func:`train` and :func:`make_step` differentiate and update only ``trainable``; the optimiser never
+sees frozen arrays, so weight decay cannot leak into them. Calling a ``Frozen`` module forwards to
+the wrapped module with ``stop_gradient`` on its arrays; a wrapped *array* is read with :func:`value`
+(the built-in layers read their parameters through it, so ``freeze(m, lambda m: m.head.weight)``
+works). Integer arrays and static fields are never trainable. :func:`unfreeze` removes all wrappers.
+
+Quantised matmul hook
+---------------------
+``Linear.matmul`` is ``None`` (plain ``x @ W.T``) or a hashable callable ``matmul(x, W, *, key)``;
+:func:`set_matmul` sets it on every ``Linear`` of a model, e.g. ``set_matmul(lm,
+nn.quant.QuantMatmul(...))``.
+"""
+
+from ._layers import (
+    MLP,
+    CausalSelfAttention,
+    Embedding,
+    Linear,
+    RMSNorm,
+    TransformerBlock,
+    TransformerLM,
+    causal_attention,
+    default_float,
+    set_matmul,
+    uniform_fan_in,
+)
+from ._train import TrainResult, cross_entropy, evaluate, lm_loss, load, make_step, save, train
+from ._tree import Frozen, combine, count_params, freeze, split, trainable_mask, unfreeze, value
+
+__all__ = [
+    "Linear",
+    "MLP",
+    "Embedding",
+    "RMSNorm",
+    "causal_attention",
+    "CausalSelfAttention",
+    "TransformerBlock",
+    "TransformerLM",
+    "default_float",
+    "uniform_fan_in",
+    "set_matmul",
+    "Frozen",
+    "freeze",
+    "unfreeze",
+    "value",
+    "trainable_mask",
+    "split",
+    "combine",
+    "count_params",
+    "train",
+    "make_step",
+    "evaluate",
+    "TrainResult",
+    "save",
+    "load",
+    "lm_loss",
+    "cross_entropy",
+]

@@ -1,0 +1,344 @@
+"""Batch-native equinox layers: every module acts on arrays with arbitrary leading (batch) axes.
+
+Unlike ``equinox.nn`` (one example at a time, batched with ``vmap``), these layers see the whole
+batch, which is what a block-quantised matmul needs (its weight-gradient GEMM reduces over tokens).
+Every ``__call__`` takes a keyword-only ``key=None`` that is split and passed down to each
+``Linear``;
+it is only consumed by a stochastic ``matmul`` (e.g. FP4 stochastic rounding, :mod:`nn.quant`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ._tree import value
+
+__all__ = [
+    "default_float",
+    "uniform_fan_in",
+    "Linear",
+    "MLP",
+    "Embedding",
+    "RMSNorm",
+    "causal_attention",
+    "CausalSelfAttention",
+    "TransformerBlock",
+    "TransformerLM",
+    "set_matmul",
+]
+
+Initializer = Callable[[jax.Array, tuple, jnp.dtype], jax.Array]
+
+
+def default_float(dtype=None):
+    """``dtype`` if given, else JAX's default float (float64 under x64, float32 otherwise)."""
+    return jnp.dtype(jnp.result_type(float) if dtype is None else dtype)
+
+
+def uniform_fan_in(fan_in: int) -> Initializer:
+    """U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the PyTorch / equinox ``Linear`` default."""
+    lim = 1.0 / math.sqrt(max(fan_in, 1))
+
+    def init(key, shape, dtype):
+        return jax.random.uniform(key, shape, dtype, -lim, lim)
+
+    return init
+
+
+def _keys(key, n):
+    return [None] * n if key is None else list(jax.random.split(key, n))
+
+
+def _check_dim(name, v):
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ValueError(f"{name} must be a positive int, got {v!r}")
+
+
+class Linear(eqx.Module):
+    """Affine map ``y = x @ W.T + b`` on the last axis.
+
+    Parameters
+    ----------
+    in_features, out_features : int
+    use_bias : bool
+    init, bias_init : initializer ``(key, shape, dtype) -> array`` (``jax.nn.initializers`` style);
+        default :func:`uniform_fan_in` for both.
+    matmul : callable ``matmul(x, weight, *, key) -> x @ weight.T`` or None (plain ``jnp.matmul``).
+        The hook that fake-quantised training uses (:class:`nn.quant.QuantMatmul`); a static field,
+        so it must be hashable. Replace it with :func:`set_matmul` or ``eqx.tree_at``.
+    dtype : floating dtype, default JAX's default float.
+    key : PRNG key (keyword-only).
+
+    Attributes ``weight`` has shape ``(out_features, in_features)``, ``bias`` ``(out_features,)``
+    or None.
+    """
+
+    weight: jax.Array
+    bias: jax.Array | None
+    in_features: int = eqx.field(static=True)
+    out_features: int = eqx.field(static=True)
+    matmul: Callable | None = eqx.field(static=True, default=None)
+
+    def __init__(
+        self,
+        in_features,
+        out_features,
+        use_bias=True,
+        *,
+        init=None,
+        bias_init=None,
+        matmul=None,
+        dtype=None,
+        key,
+    ):
+        _check_dim("in_features", in_features)
+        _check_dim("out_features", out_features)
+        dtype = default_float(dtype)
+        wkey, bkey = jax.random.split(key)
+        init = uniform_fan_in(in_features) if init is None else init
+        self.weight = jnp.asarray(init(wkey, (out_features, in_features), dtype), dtype)
+        if use_bias:
+            bias_init = uniform_fan_in(in_features) if bias_init is None else bias_init
+            self.bias = jnp.asarray(bias_init(bkey, (out_features,), dtype), dtype)
+        else:
+            self.bias = None
+        self.in_features, self.out_features, self.matmul = in_features, out_features, matmul
+
+    def __call__(self, x, *, key=None):
+        w = value(self.weight)
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"x must have last axis {self.in_features}, got shape {x.shape}")
+        y = jnp.matmul(x, w.T) if self.matmul is None else self.matmul(x, w, key=key)
+        if self.bias is not None:
+            y = y + value(self.bias)
+        return y
+
+
+def set_matmul(model, matmul):
+    """Return ``model`` with the ``matmul`` hook of every :class:`Linear` set to ``matmul``."""
+
+    def swap(node):
+        if not isinstance(node, Linear):
+            return node
+        new = copy.copy(node)
+        object.__setattr__(new, "matmul", matmul)
+        return new
+
+    return jax.tree.map(swap, model, is_leaf=lambda n: isinstance(n, Linear))
+
+
+class MLP(eqx.Module):
+    """``depth`` hidden layers of width ``width``: Linear, activation, ..., Linear."""
+
+    layers: tuple
+    activation: Callable = eqx.field(static=True)
+    final_activation: Callable = eqx.field(static=True)
+
+    def __init__(
+        self,
+        in_features,
+        out_features,
+        width,
+        depth,
+        *,
+        activation=jax.nn.gelu,
+        final_activation=lambda x: x,
+        use_bias=True,
+        dtype=None,
+        key,
+    ):
+        _check_dim("width", width)
+        if not isinstance(depth, int) or depth < 0:
+            raise ValueError(f"depth must be a non-negative int, got {depth!r}")
+        sizes = [in_features] + [width] * depth + [out_features]
+        keys = jax.random.split(key, len(sizes) - 1)
+        self.layers = tuple(
+            Linear(a, b, use_bias, dtype=dtype, key=k)
+            for a, b, k in zip(sizes[:-1], sizes[1:], keys, strict=False)
+        )
+        self.activation, self.final_activation = activation, final_activation
+
+    def __call__(self, x, *, key=None):
+        keys = _keys(key, len(self.layers))
+        for lin, k in zip(self.layers[:-1], keys[:-1], strict=False):
+            x = self.activation(lin(x, key=k))
+        return self.final_activation(self.layers[-1](x, key=keys[-1]))
+
+
+class Embedding(eqx.Module):
+    """Lookup table ``weight`` of shape ``(num_embeddings, dim)``, init N(0, init_std^2)."""
+
+    weight: jax.Array
+
+    def __init__(self, num_embeddings, dim, *, init_std=0.02, dtype=None, key):
+        _check_dim("num_embeddings", num_embeddings)
+        _check_dim("dim", dim)
+        self.weight = init_std * jax.random.normal(key, (num_embeddings, dim), default_float(dtype))
+
+    def __call__(self, ids, *, key=None):
+        if not jnp.issubdtype(jnp.asarray(ids).dtype, jnp.integer):
+            raise TypeError(f"ids must be an integer array, got dtype {jnp.asarray(ids).dtype}")
+        return jnp.take(value(self.weight), ids, axis=0)
+
+
+class RMSNorm(eqx.Module):
+    """``x / rms(x) * scale`` over the last axis (Zhang & Sennrich 2019)."""
+
+    scale: jax.Array
+    eps: float = eqx.field(static=True)
+
+    def __init__(self, dim, *, eps=1e-6, dtype=None):
+        self.scale = jnp.ones((dim,), default_float(dtype))
+        self.eps = eps
+
+    def __call__(self, x, *, key=None):
+        ms = jnp.mean(jnp.square(x), axis=-1, keepdims=True)
+        return x * jax.lax.rsqrt(ms + self.eps) * value(self.scale)
+
+
+def causal_attention(q, k, v, *, return_weights=False):
+    """Softmax attention with a causal mask, ``q, k, v`` of shape ``(..., heads, T, head_dim)``.
+
+    ``softmax(q k^T / sqrt(head_dim) + mask) v`` (Vaswani et al. 2017, eq. 1), mask ``-inf`` above
+    the
+    diagonal. Returns the output ``(..., heads, T, head_dim)`` (and the weights ``(..., heads, T,
+    T)``).
+    """
+    T = q.shape[-2]
+    s = jnp.einsum("...td,...sd->...ts", q, k) / math.sqrt(q.shape[-1])
+    mask = jnp.tril(jnp.ones((T, k.shape[-2]), bool))
+    s = jnp.where(mask, s, -jnp.inf)
+    w = jax.nn.softmax(s, axis=-1)
+    out = jnp.einsum("...ts,...sd->...td", w, v)
+    return (out, w) if return_weights else out
+
+
+class CausalSelfAttention(eqx.Module):
+    """Multi-head causal self-attention; ``num_heads=1`` is single-head attention.
+
+    Four :class:`Linear` maps ``q_proj, k_proj, v_proj, o_proj`` (so adapters and quantised
+    matmuls apply to
+    each). ``x`` has shape ``(..., T, d_model)``.
+    """
+
+    q_proj: Linear
+    k_proj: Linear
+    v_proj: Linear
+    o_proj: Linear
+    num_heads: int = eqx.field(static=True)
+    head_dim: int = eqx.field(static=True)
+
+    def __init__(self, d_model, num_heads, *, head_dim=None, use_bias=False, dtype=None, key):
+        _check_dim("d_model", d_model)
+        _check_dim("num_heads", num_heads)
+        if head_dim is None:
+            if d_model % num_heads:
+                raise ValueError(f"num_heads must divide d_model={d_model}, got {num_heads}")
+            head_dim = d_model // num_heads
+        inner = num_heads * head_dim
+        kq, kk, kv, ko = jax.random.split(key, 4)
+        self.q_proj = Linear(d_model, inner, use_bias, dtype=dtype, key=kq)
+        self.k_proj = Linear(d_model, inner, use_bias, dtype=dtype, key=kk)
+        self.v_proj = Linear(d_model, inner, use_bias, dtype=dtype, key=kv)
+        self.o_proj = Linear(inner, d_model, use_bias, dtype=dtype, key=ko)
+        self.num_heads, self.head_dim = num_heads, head_dim
+
+    def _heads(self, y):
+        y = y.reshape(*y.shape[:-1], self.num_heads, self.head_dim)
+        return jnp.swapaxes(y, -2, -3)  # (..., H, T, dh)
+
+    def __call__(self, x, *, key=None, return_weights=False):
+        kq, kk, kv, ko = _keys(key, 4)
+        q = self._heads(self.q_proj(x, key=kq))
+        k = self._heads(self.k_proj(x, key=kk))
+        v = self._heads(self.v_proj(x, key=kv))
+        out, w = causal_attention(q, k, v, return_weights=True)
+        out = jnp.swapaxes(out, -2, -3)
+        out = self.o_proj(out.reshape(*out.shape[:-2], -1), key=ko)
+        return (out, w) if return_weights else out
+
+
+class TransformerBlock(eqx.Module):
+    """Pre-norm block: ``x + attn(norm(x))`` then ``x + mlp(norm(x))``."""
+
+    norm1: RMSNorm
+    attn: CausalSelfAttention
+    norm2: RMSNorm
+    mlp: MLP
+
+    def __init__(self, d_model, num_heads, *, mlp_ratio=4, use_bias=False, dtype=None, key):
+        ka, km = jax.random.split(key)
+        self.norm1 = RMSNorm(d_model, dtype=dtype)
+        self.attn = CausalSelfAttention(d_model, num_heads, use_bias=use_bias, dtype=dtype, key=ka)
+        self.norm2 = RMSNorm(d_model, dtype=dtype)
+        self.mlp = MLP(
+            d_model, d_model, mlp_ratio * d_model, 1, use_bias=use_bias, dtype=dtype, key=km
+        )
+
+    def __call__(self, x, *, key=None):
+        ka, km = _keys(key, 2)
+        x = x + self.attn(self.norm1(x), key=ka)
+        return x + self.mlp(self.norm2(x), key=km)
+
+
+class TransformerLM(eqx.Module):
+    """Small decoder-only Transformer language model (GPT-style, pre-norm RMSNorm, learned
+    positions).
+
+    ``model(tokens)`` maps integer tokens ``(..., T)`` with ``T <= max_len`` to logits ``(..., T,
+    vocab_size)``.
+    The output head is an untied :class:`Linear` without bias.
+    """
+
+    embed: Embedding
+    pos_embed: Embedding
+    blocks: tuple
+    norm: RMSNorm
+    head: Linear
+    max_len: int = eqx.field(static=True)
+
+    def __init__(
+        self,
+        vocab_size,
+        d_model,
+        num_heads,
+        num_layers,
+        max_len,
+        *,
+        mlp_ratio=4,
+        use_bias=False,
+        dtype=None,
+        key,
+    ):
+        _check_dim("vocab_size", vocab_size)
+        _check_dim("max_len", max_len)
+        if not isinstance(num_layers, int) or num_layers < 0:
+            raise ValueError(f"num_layers must be a non-negative int, got {num_layers!r}")
+        ke, kp, kh, kb = jax.random.split(key, 4)
+        self.embed = Embedding(vocab_size, d_model, dtype=dtype, key=ke)
+        self.pos_embed = Embedding(max_len, d_model, dtype=dtype, key=kp)
+        self.blocks = tuple(
+            TransformerBlock(
+                d_model, num_heads, mlp_ratio=mlp_ratio, use_bias=use_bias, dtype=dtype, key=k
+            )
+            for k in jax.random.split(kb, num_layers)
+        )
+        self.norm = RMSNorm(d_model, dtype=dtype)
+        self.head = Linear(d_model, vocab_size, False, dtype=dtype, key=kh)
+        self.max_len = max_len
+
+    def __call__(self, tokens, *, key=None):
+        T = tokens.shape[-1]
+        if T > self.max_len:
+            raise ValueError(f"tokens must have length <= max_len={self.max_len}, got {T}")
+        keys = _keys(key, len(self.blocks) + 1)
+        x = self.embed(tokens) + self.pos_embed(jnp.arange(T))
+        for blk, k in zip(self.blocks, keys[:-1], strict=False):
+            x = blk(x, key=k)
+        return self.head(self.norm(x), key=keys[-1])

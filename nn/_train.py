@@ -1,0 +1,191 @@
+"""Jitted training loop, evaluation and checkpoints (optax optimisers are used directly)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from tqdm.auto import tqdm
+
+from ._tree import combine, split
+
+__all__ = [
+    "cross_entropy",
+    "lm_loss",
+    "make_step",
+    "TrainResult",
+    "train",
+    "evaluate",
+    "save",
+    "load",
+]
+
+
+def cross_entropy(logits, targets):
+    """Mean token cross-entropy (nats), ``logits (..., V)``, integer ``targets (...)``."""
+    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, targets))
+
+
+def lm_loss(model, batch, *, key=None):
+    """Next-token loss of a language model on ``batch`` of tokens ``(B, T + 1)``."""
+    logits = model(batch[..., :-1], key=key)
+    return cross_entropy(logits, batch[..., 1:])
+
+
+def make_step(loss_fn: Callable, optimizer: optax.GradientTransformation):
+    """Jitted ``step(trainable, frozen, opt_state, batch, key) -> (trainable, opt_state, loss)``.
+
+    ``loss_fn(model, batch, *, key) -> scalar``. Gradients are taken w.r.t. ``trainable`` only,
+    and the
+    optimiser only ever sees the trainable half (see :func:`nn.split`).
+    """
+
+    @eqx.filter_jit
+    def step(trainable, frozen, opt_state, batch, key):
+        def f(tr):
+            return loss_fn(combine(tr, frozen), batch, key=key)
+
+        loss, grads = eqx.filter_value_and_grad(f)(trainable)
+        updates, opt_state = optimizer.update(grads, opt_state, trainable)
+        return eqx.apply_updates(trainable, updates), opt_state, loss
+
+    return step
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+    """Outcome of :func:`train`: final ``model`` and ``opt_state``, per-step ``losses``, and
+    evaluations."""
+
+    model: Any
+    opt_state: Any
+    losses: np.ndarray
+    eval_steps: np.ndarray
+    eval_losses: np.ndarray
+
+    def summary(self) -> str:
+        lines = ["TrainResult", "-" * 36, f"{'steps':<18}{len(self.losses):>18d}"]
+        if len(self.losses):
+            lines.append(f"{'first loss':<18}{self.losses[0]:>18.6g}")
+            lines.append(f"{'final loss':<18}{self.losses[-1]:>18.6g}")
+        if len(self.eval_losses):
+            lines.append(f"{'final eval loss':<18}{self.eval_losses[-1]:>18.6g}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        last = f"{self.losses[-1]:.4g}" if len(self.losses) else "-"
+        return f"TrainResult(steps={len(self.losses)}, final_loss={last})"
+
+
+def _batch_source(batches):
+    if callable(batches):
+        return batches
+    it = iter(batches)
+    return lambda step: next(it)
+
+
+def train(
+    model,
+    loss_fn: Callable,
+    batches,
+    optimizer: optax.GradientTransformation,
+    steps: int,
+    *,
+    key,
+    opt_state=None,
+    start_step: int = 0,
+    eval_fn: Callable | None = None,
+    eval_every: int | None = None,
+    progress: bool = True,
+) -> TrainResult:
+    """Train ``model`` for ``steps`` optimiser steps.
+
+    Parameters
+    ----------
+    model : equinox module (frozen parts marked with :class:`nn.Frozen`).
+    loss_fn : ``loss_fn(model, batch, *, key) -> scalar``.
+    batches : callable ``step -> batch`` or an iterable of batches.
+    optimizer : an ``optax.GradientTransformation``.
+    steps : number of steps.
+    key : PRNG key; step ``t`` gets ``fold_in(key, t)`` (so a resumed run with ``start_step``
+    continues
+        the same key stream).
+    opt_state : resume from this optimiser state (default ``optimizer.init`` of the trainable half).
+    eval_fn : optional ``eval_fn(model) -> float`` run every ``eval_every`` steps and at the end.
+    progress : tqdm bar (``disable=None``: off when not a terminal).
+    """
+    if not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
+        raise ValueError(f"eval_every must be a positive int or None, got {eval_every!r}")
+    get = _batch_source(batches)
+    trainable, frozen = split(model)
+    if opt_state is None:
+        opt_state = optimizer.init(trainable)
+    step_fn = make_step(loss_fn, optimizer)
+    losses, ev_steps, ev_losses = [], [], []
+    bar = tqdm(
+        range(start_step, start_step + steps), disable=None if progress else True, leave=False
+    )
+    for t in bar:
+        trainable, opt_state, loss = step_fn(
+            trainable, frozen, opt_state, get(t), jax.random.fold_in(key, t)
+        )
+        losses.append(loss)
+        if (
+            eval_fn is not None
+            and eval_every is not None
+            and (t + 1 - start_step) % eval_every == 0
+        ):
+            ev_steps.append(t + 1)
+            ev_losses.append(float(eval_fn(combine(trainable, frozen))))
+        if (t - start_step) % max(1, steps // 50) == 0:
+            bar.set_postfix(loss=f"{float(loss):.4f}")
+    model = combine(trainable, frozen)
+    if eval_fn is not None and (not ev_steps or ev_steps[-1] != start_step + steps):
+        ev_steps.append(start_step + steps)
+        ev_losses.append(float(eval_fn(model)))
+    return TrainResult(
+        model,
+        opt_state,
+        np.asarray(jax.device_get(losses), dtype=float).reshape(-1),
+        np.asarray(ev_steps, int),
+        np.asarray(ev_losses, float),
+    )
+
+
+@eqx.filter_jit
+def _eval_one(model, loss_fn, batch, key):
+    return loss_fn(model, batch, key=key)
+
+
+def evaluate(model, loss_fn: Callable, batches: Iterable, *, key=None) -> float:
+    """Mean of ``loss_fn(model, batch, key=...)`` over ``batches`` (equal weight per batch)."""
+    vals = []
+    for i, b in enumerate(batches):
+        k = None if key is None else jax.random.fold_in(key, i)
+        vals.append(_eval_one(model, loss_fn, b, k))
+    if not vals:
+        raise ValueError("batches must contain at least one batch")
+    return float(jnp.mean(jnp.stack(vals)))
+
+
+def save(path: str | os.PathLike, tree) -> None:
+    """Write the array leaves of ``tree`` (a model, or ``(model, opt_state)``) to ``path``,
+    bit-exact."""
+    with open(path, "wb") as f:
+        eqx.tree_serialise_leaves(f, tree)
+
+
+def load(path: str | os.PathLike, like):
+    """Read a tree saved by :func:`save`; ``like`` supplies structure, static fields, shapes and
+    dtypes."""
+    with open(path, "rb") as f:
+        return eqx.tree_deserialise_leaves(f, like)

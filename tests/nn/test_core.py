@@ -1,0 +1,143 @@
+"""NN core: shapes, dtypes, causality, the trainable/frozen split, training, checkpoints."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import nn
+
+
+def _lm(key=0, **kw):
+    cfg = dict(vocab_size=11, d_model=16, num_heads=2, num_layers=2, max_len=8)
+    cfg.update(kw)
+    return nn.TransformerLM(**cfg, key=jax.random.PRNGKey(key))
+
+
+def test_linear_shapes_dtype_and_value():
+    lin = nn.Linear(3, 5, key=jax.random.PRNGKey(0))
+    assert lin.weight.shape == (5, 3) and lin.bias.shape == (5,)
+    assert lin.weight.dtype == jnp.float64  # x64 is on in tests: default float follows it
+    x = jax.random.normal(jax.random.PRNGKey(1), (4, 2, 3))
+    np.testing.assert_allclose(lin(x), x @ lin.weight.T + lin.bias, rtol=1e-14)
+    assert nn.Linear(3, 5, dtype=jnp.float32, key=jax.random.PRNGKey(0)).weight.dtype == jnp.float32
+    with jax.enable_x64(False):
+        assert nn.Linear(3, 5, key=jax.random.PRNGKey(0)).weight.dtype == jnp.float32
+    z = nn.Linear(3, 5, False, init=jax.nn.initializers.zeros, key=jax.random.PRNGKey(0))
+    assert z.bias is None and not np.any(z.weight)
+
+
+def test_linear_matmul_hook_and_set_matmul():
+    calls = []
+
+    def mm(x, w, *, key):
+        calls.append(key)
+        return 2.0 * (x @ w.T)
+
+    lin = nn.Linear(3, 2, False, matmul=mm, key=jax.random.PRNGKey(0))
+    x = jnp.ones((1, 3))
+    np.testing.assert_allclose(lin(x), 2.0 * (x @ lin.weight.T))
+    lm = nn.set_matmul(_lm(), mm)
+    lins = [n for n in jax.tree.leaves(lm, is_leaf=lambda n: isinstance(n, nn.Linear))
+            if isinstance(n, nn.Linear)]
+    assert len(lins) == 2 * 6 + 1 and all(n.matmul is mm for n in lins)
+
+
+def test_bad_input_names_argument():
+    with pytest.raises(ValueError, match="in_features"):
+        nn.Linear(0, 3, key=jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match="num_heads"):
+        nn.CausalSelfAttention(10, 3, key=jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match="max_len"):
+        _lm()(jnp.zeros((1, 9), int))
+    with pytest.raises(TypeError, match="ids"):
+        nn.Embedding(4, 2, key=jax.random.PRNGKey(0))(jnp.zeros(3))
+    with pytest.raises(ValueError, match="steps"):
+        nn.train(_lm(), nn.lm_loss, lambda t: None, optax.sgd(0.1), -1, key=jax.random.PRNGKey(0))
+
+
+def test_attention_is_causal_and_rows_sum_to_one():
+    att = nn.CausalSelfAttention(8, 2, key=jax.random.PRNGKey(0))
+    x = jax.random.normal(jax.random.PRNGKey(1), (3, 6, 8))
+    y, w = att(x, return_weights=True)
+    assert y.shape == x.shape and w.shape == (3, 2, 6, 6)
+    np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-12)
+    assert np.all(np.asarray(w)[..., np.triu_indices(6, 1)[0], np.triu_indices(6, 1)[1]] == 0)
+    # changing a future token leaves earlier outputs unchanged
+    x2 = x.at[:, 4:].set(0.0)
+    np.testing.assert_allclose(att(x2)[:, :4], y[:, :4], rtol=1e-12)
+    # single head: explicit formula
+    a1 = nn.CausalSelfAttention(8, 1, key=jax.random.PRNGKey(2))
+    q, k, v = (x @ a1.q_proj.weight.T, x @ a1.k_proj.weight.T, x @ a1.v_proj.weight.T)
+    s = q @ jnp.swapaxes(k, -1, -2) / np.sqrt(8) + jnp.where(jnp.tril(jnp.ones((6, 6))) > 0, 0,
+    -jnp.inf)
+    np.testing.assert_allclose(a1(x), jax.nn.softmax(s, -1) @ v @ a1.o_proj.weight.T, rtol=1e-12)
+
+
+def test_lm_causal_logits():
+    lm = _lm()
+    toks = jax.random.randint(jax.random.PRNGKey(3), (2, 8), 0, 11)
+    out = lm(toks)
+    assert out.shape == (2, 8, 11)
+    np.testing.assert_allclose(lm(toks.at[:, 5:].set(0))[:, :5], out[:, :5], rtol=1e-12)
+
+
+def test_split_combine_and_freeze_semantics():
+    lm = nn.freeze(_lm(), lambda m: (m.embed, m.blocks[0].attn.q_proj, m.head.weight))
+    tr, fr = nn.split(lm)
+    assert tr.embed.value.weight is None and fr.embed.value.weight is not None
+    assert tr.head.weight.value is None and tr.blocks[1].attn.q_proj.weight is not None
+    assert eqx.tree_equal(nn.combine(tr, fr), lm)
+    # jax.grad through the whole model gives zero on frozen parts (stop_gradient inside Frozen)
+    toks = jax.random.randint(jax.random.PRNGKey(3), (2, 9), 0, 11)
+    g = jax.grad(lambda m: nn.lm_loss(m, toks))(lm)
+    assert not np.any(g.embed.value.weight) and not np.any(g.head.weight.value)
+    assert np.any(g.blocks[1].attn.q_proj.weight)
+    assert nn.count_params(nn.unfreeze(lm)) > nn.count_params(lm)
+
+
+def test_frozen_unchanged_after_training_with_weight_decay_and_loss_decreases():
+    lm = nn.freeze(_lm(), lambda m: (m.embed, m.blocks[0].mlp))
+    data = jax.random.randint(jax.random.PRNGKey(4), (4, 9), 0, 11)
+    res = nn.train(lm, nn.lm_loss, lambda t: data, optax.adamw(1e-2, weight_decay=0.5), 30,
+                   key=jax.random.PRNGKey(5), progress=False)
+    assert res.losses.shape == (30,) and res.losses[-1] < res.losses[0] - 0.5
+    assert eqx.tree_equal(res.model.embed, lm.embed)
+    assert eqx.tree_equal(res.model.blocks[0].mlp, lm.blocks[0].mlp)
+    assert not np.allclose(res.model.blocks[1].mlp.layers[0].weight,
+    lm.blocks[1].mlp.layers[0].weight)
+    ev = nn.evaluate(res.model, nn.lm_loss, [data, data])
+    assert abs(ev - float(nn.lm_loss(res.model, data))) < 1e-12
+    assert "final loss" in res.summary()
+
+
+def test_train_resume_matches_single_run():
+    lm = _lm()
+    data = lambda t: jax.random.randint(jax.random.PRNGKey(t), (3, 9), 0, 11)  # noqa: E731
+    opt, k = optax.adam(1e-2), jax.random.PRNGKey(0)
+    full = nn.train(lm, nn.lm_loss, data, opt, 6, key=k, progress=False)
+    a = nn.train(lm, nn.lm_loss, data, opt, 3, key=k, progress=False)
+    b = nn.train(a.model, nn.lm_loss, data, opt, 3, key=k, opt_state=a.opt_state, start_step=3,
+                 progress=False)
+    np.testing.assert_allclose(np.r_[a.losses, b.losses], full.losses, rtol=1e-12)
+
+
+def test_checkpoint_round_trip_exact(tmp_path):
+    lm = nn.freeze(_lm(), lambda m: m.embed)
+    opt = optax.adamw(1e-3)
+    state = opt.init(nn.split(lm)[0])
+    p = tmp_path / "ck.eqx"
+    nn.save(p, (lm, state))
+    lm9 = nn.freeze(_lm(key=9), lambda m: m.embed)
+    like = (lm9, opt.init(nn.split(lm9)[0]))
+    lm2, state2 = nn.load(p, like)
+    assert eqx.tree_equal(lm2, lm) and eqx.tree_equal(state2, state)
+    for a, b in zip(jax.tree.leaves(lm), jax.tree.leaves(lm2), strict=True):
+        assert a.dtype == b.dtype and np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_mlp():
+    m = nn.MLP(3, 2, 7, 2, key=jax.random.PRNGKey(0))
+    assert len(m.layers) == 3 and m(jnp.ones((5, 3))).shape == (5, 2)
