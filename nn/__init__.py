@@ -21,9 +21,9 @@ sub-module or array frozen by wrapping it::
 
 :func:`train` and :func:`make_step` differentiate and update only ``trainable``; the optimiser never
 sees frozen arrays, so weight decay cannot leak into them. Calling a ``Frozen`` module forwards to
-the wrapped module with ``stop_gradient`` on its arrays; a wrapped *array* is read with :func:`value`
+the wrapped module with ``stop_gradient`` on its arrays; a wrapped *array* is read by :func:`value`
 (the built-in layers read their parameters through it, so ``freeze(m, lambda m: m.head.weight)``
-works). Integer arrays and static fields are never trainable. :func:`unfreeze` removes all wrappers.
+works). Integer arrays and static fields are never trainable; :func:`unfreeze` removes wrappers.
 
 Quantised matmul hook
 ---------------------

@@ -40,8 +40,11 @@ def test_linear_matmul_hook_and_set_matmul():
     x = jnp.ones((1, 3))
     np.testing.assert_allclose(lin(x), 2.0 * (x @ lin.weight.T))
     lm = nn.set_matmul(_lm(), mm)
-    lins = [n for n in jax.tree.leaves(lm, is_leaf=lambda n: isinstance(n, nn.Linear))
-            if isinstance(n, nn.Linear)]
+    lins = [
+        n
+        for n in jax.tree.leaves(lm, is_leaf=lambda n: isinstance(n, nn.Linear))
+        if isinstance(n, nn.Linear)
+    ]
     assert len(lins) == 2 * 6 + 1 and all(n.matmul is mm for n in lins)
 
 
@@ -71,8 +74,9 @@ def test_attention_is_causal_and_rows_sum_to_one():
     # single head: explicit formula
     a1 = nn.CausalSelfAttention(8, 1, key=jax.random.PRNGKey(2))
     q, k, v = (x @ a1.q_proj.weight.T, x @ a1.k_proj.weight.T, x @ a1.v_proj.weight.T)
-    s = q @ jnp.swapaxes(k, -1, -2) / np.sqrt(8) + jnp.where(jnp.tril(jnp.ones((6, 6))) > 0, 0,
-    -jnp.inf)
+    s = q @ jnp.swapaxes(k, -1, -2) / np.sqrt(8) + jnp.where(
+        jnp.tril(jnp.ones((6, 6))) > 0, 0, -jnp.inf
+    )
     np.testing.assert_allclose(a1(x), jax.nn.softmax(s, -1) @ v @ a1.o_proj.weight.T, rtol=1e-12)
 
 
@@ -101,13 +105,21 @@ def test_split_combine_and_freeze_semantics():
 def test_frozen_unchanged_after_training_with_weight_decay_and_loss_decreases():
     lm = nn.freeze(_lm(), lambda m: (m.embed, m.blocks[0].mlp))
     data = jax.random.randint(jax.random.PRNGKey(4), (4, 9), 0, 11)
-    res = nn.train(lm, nn.lm_loss, lambda t: data, optax.adamw(1e-2, weight_decay=0.5), 30,
-                   key=jax.random.PRNGKey(5), progress=False)
+    res = nn.train(
+        lm,
+        nn.lm_loss,
+        lambda t: data,
+        optax.adamw(1e-2, weight_decay=0.5),
+        30,
+        key=jax.random.PRNGKey(5),
+        progress=False,
+    )
     assert res.losses.shape == (30,) and res.losses[-1] < res.losses[0] - 0.5
     assert eqx.tree_equal(res.model.embed, lm.embed)
     assert eqx.tree_equal(res.model.blocks[0].mlp, lm.blocks[0].mlp)
-    assert not np.allclose(res.model.blocks[1].mlp.layers[0].weight,
-    lm.blocks[1].mlp.layers[0].weight)
+    assert not np.allclose(
+        res.model.blocks[1].mlp.layers[0].weight, lm.blocks[1].mlp.layers[0].weight
+    )
     ev = nn.evaluate(res.model, nn.lm_loss, [data, data])
     assert abs(ev - float(nn.lm_loss(res.model, data))) < 1e-12
     assert "final loss" in res.summary()
@@ -119,8 +131,17 @@ def test_train_resume_matches_single_run():
     opt, k = optax.adam(1e-2), jax.random.PRNGKey(0)
     full = nn.train(lm, nn.lm_loss, data, opt, 6, key=k, progress=False)
     a = nn.train(lm, nn.lm_loss, data, opt, 3, key=k, progress=False)
-    b = nn.train(a.model, nn.lm_loss, data, opt, 3, key=k, opt_state=a.opt_state, start_step=3,
-                 progress=False)
+    b = nn.train(
+        a.model,
+        nn.lm_loss,
+        data,
+        opt,
+        3,
+        key=k,
+        opt_state=a.opt_state,
+        start_step=3,
+        progress=False,
+    )
     np.testing.assert_allclose(np.r_[a.losses, b.losses], full.losses, rtol=1e-12)
 
 
