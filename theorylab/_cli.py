@@ -131,14 +131,14 @@ def _write_report(rows, figures, out: Path, scale: str) -> None:
     (out / "report.md").write_text("\n".join(md) + "\n")
 
 
-def _make_figures(pattern, scale, out: Path):
+def _make_figures(pattern, scale, out: Path, package: str):
     import matplotlib
 
     matplotlib.use("Agg")
     from figures import figure_modules, save
 
     done = []
-    for mod in tqdm(figure_modules(pattern), desc="figures", unit="fig", disable=None):
+    for mod in tqdm(figure_modules(pattern, package), desc="figures", unit="fig", disable=None):
         try:
             done.append((mod.ID, "written", save(mod.make(scale), out, mod.ID)))
         except Exception as err:
@@ -181,7 +181,7 @@ def main(argv=None, *, registry=None, figures_package: str | None = "figures") -
         return 2
     out = Path(args.out)
     rows = run_claims(claims, args.scale)
-    figs = _make_figures(args.only, args.scale, out) if figures_package else []
+    figs = _make_figures(args.only, args.scale, out, figures_package) if figures_package else []
     _write_report(rows, figs, out, args.scale)
     print(_table(rows))
     for fid, status, _ in figs:

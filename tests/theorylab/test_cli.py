@@ -76,3 +76,24 @@ def test_registry_rejects_bad_and_duplicate_ids():
         claim("a.b", paper="p", statement="s", where="w", registry=reg)(lambda s: None)
     with pytest.raises(ValueError, match="AREA.NAME"):
         claim("nodot", paper="p", statement="s", where="w", registry=reg)(lambda s: None)
+
+
+def test_figures_written_as_png_and_pdf_and_errors_reported(registry, tmp_path, monkeypatch):
+    pkg = tmp_path / "demo_figures"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ok.py").write_text(
+        "import matplotlib.pyplot as plt\nID = 'demo.true'\nTITLE = 't'\n"
+        "def make(scale):\n    fig, ax = plt.subplots()\n    ax.plot([0, 1])\n    return fig\n")
+    (pkg / "bad.py").write_text("ID = 'demo.bad'\nTITLE = 't'\n"
+                                "def make(scale):\n    raise ValueError('no data')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out"
+    code = main(["reproduce", "--only", "demo.t*", "--out", str(out)], registry=registry,
+                figures_package="demo_figures")
+    assert code == 0  # the failing figure is not selected by the glob
+    assert (out / "demo_true.png").stat().st_size > 0 and (out / "demo_true.pdf").stat().st_size > 0
+    code = main(["reproduce", "--only", "demo.*", "--out", str(out)], registry=registry,
+                figures_package="demo_figures")
+    assert code == 1
+    assert "`demo.bad`: error: ValueError: no data" in (out / "report.md").read_text()
