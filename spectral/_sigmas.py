@@ -1,0 +1,271 @@
+"""Nonlinearities σ for the nonlinear Laplacian, each with what exact integration needs.
+
+Every σ here is bounded and non-decreasing (the hypotheses of Ma & Kunisky 2025, Sec. 3, as used
+by the official code), declares its kinks and jumps (``breaks``), its supremum and infimum
+(``upper``, ``lower``) and computes ``gap_upper(t) = upper - σ(t)`` and ``gap_lower(t) = σ(t) -
+lower`` without cancellation, so that the theory never sees a fake atom at sup σ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theory._validation import as_array, check_scalar
+
+__all__ = ["Sigma", "tanh", "zshape", "step", "constant", "zero", "monotone_mlp", "custom"]
+
+
+class Sigma:
+    """Base class: a bounded non-decreasing σ: ℝ → ℝ with declared breaks and bounds."""
+
+    upper: float
+    lower: float
+    breaks: tuple[float, ...] = ()
+    name: str = "sigma"
+
+    def __call__(self, t):
+        return self.upper - self.gap_upper(t)
+
+    def gap_upper(self, t):
+        raise NotImplementedError
+
+    def gap_lower(self, t):
+        return (self.upper - self.lower) - self.gap_upper(t)
+
+    def __add__(self, c):
+        c = check_scalar(c, "c")
+        return _Shifted(self, c)
+
+    __radd__ = __add__
+
+    def __repr__(self):
+        return self.name
+
+
+class _Shifted(Sigma):
+    def __init__(self, base: Sigma, c: float):
+        self.base, self.c = base, c
+        self.upper, self.lower = base.upper + c, base.lower + c
+        self.breaks = base.breaks
+        self.name = f"({base.name}) + {c:g}"
+
+    def __call__(self, t):
+        return self.base(t) + self.c
+
+    def gap_upper(self, t):
+        return self.base.gap_upper(t)
+
+    def gap_lower(self, t):
+        return self.base.gap_lower(t)
+
+
+class _Tanh(Sigma):
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+        top = a if b > 0 else 0.0
+        self.upper, self.lower = top, -top
+        self.name = f"tanh(a={a:.10g}, b={b:.10g})"
+
+    def __call__(self, t):
+        return self.a * np.tanh(self.b * np.asarray(t, dtype=float))
+
+    def gap_upper(self, t):
+        if self.upper == 0.0:
+            return np.zeros_like(np.asarray(t, dtype=float))
+        # a - a tanh(bt) = 2a / (1 + e^{2bt}), exact in floating point
+        with np.errstate(over="ignore"):
+            return 2.0 * self.a / (1.0 + np.exp(2.0 * self.b * np.asarray(t, dtype=float)))
+
+    def gap_lower(self, t):
+        return self.gap_upper(-np.asarray(t, dtype=float))
+
+
+def tanh(a: float, b: float) -> Sigma:
+    """σ(t) = a·tanh(b t), a, b >= 0 (Ma & Kunisky 2025, Sec. 4 "tanh" family)."""
+    a = check_scalar(a, "a", lower=0.0)
+    b = check_scalar(b, "b", lower=0.0)
+    return _Tanh(a, b)
+
+
+class _Step(Sigma):
+    def __init__(self, breaks: np.ndarray, levels: np.ndarray):
+        self._breaks, self.levels = breaks, levels
+        self.breaks = tuple(float(x) for x in breaks)
+        self.upper, self.lower = float(levels[-1]), float(levels[0])
+        self.name = f"step({len(breaks)} jumps, levels {levels[0]:.4g}..{levels[-1]:.4g})"
+
+    def _index(self, t):
+        return np.searchsorted(self._breaks, np.asarray(t, dtype=float), side="right")
+
+    def __call__(self, t):
+        return self.levels[self._index(t)]
+
+    def gap_upper(self, t):
+        return self.upper - self.levels[self._index(t)]
+
+    def gap_lower(self, t):
+        return self.levels[self._index(t)] - self.lower
+
+
+def step(breaks, levels) -> Sigma:
+    """Non-decreasing step function: σ = levels[i] on [breaks[i-1], breaks[i]) (Sec. 4, steps).
+
+    ``levels`` has one entry more than ``breaks``; ``levels[0]`` is the value below the first
+    break. Breaks must be non-decreasing, levels non-decreasing.
+    """
+    b = as_array(breaks, "breaks", ndim=1)
+    v = as_array(levels, "levels", ndim=1)
+    if v.size != b.size + 1:
+        raise ValueError(f"`levels` must have len(breaks) + 1 = {b.size + 1} entries; "
+                         f"got {v.size}.")
+    if np.any(np.diff(b) < 0):
+        raise ValueError("`breaks` must be non-decreasing.")
+    if np.any(np.diff(v) < 0):
+        raise ValueError("`levels` must be non-decreasing (σ non-decreasing); got a decrease at "
+                         f"index {int(np.argmax(np.diff(v) < 0)) + 1}.")
+    return _Step(b, v)
+
+
+class _ZShape(Sigma):
+    def __init__(self, a, b, c):
+        self.a, self.b, self.c = a, b, c
+        self.upper, self.lower = b, 0.0
+        self.breaks = (c, c + a)
+        self.name = f"zshape(a={a:.10g}, b={b:.10g}, c={c:.10g})"
+
+    def gap_upper(self, t):
+        t = np.asarray(t, dtype=float)
+        return self.b * np.clip((self.c + self.a - t) / self.a, 0.0, 1.0)
+
+    def gap_lower(self, t):
+        t = np.asarray(t, dtype=float)
+        return self.b * np.clip((t - self.c) / self.a, 0.0, 1.0)
+
+
+def zshape(a: float, b: float, c: float) -> Sigma:
+    """σ(t) = min(b, max(0, (b/a)(t - c))): 0 below c, linear on [c, c+a], b above (Sec. 4).
+
+    ``a = 0`` gives the single step b·1{t >= c}.
+    """
+    a = check_scalar(a, "a", lower=0.0)
+    b = check_scalar(b, "b", lower=0.0)
+    c = check_scalar(c, "c")
+    if a == 0.0:
+        return step([c], [0.0, b])
+    return _ZShape(a, b, c)
+
+
+class _Constant(Sigma):
+    def __init__(self, c):
+        self.upper = self.lower = c
+        self.name = f"constant({c:g})"
+
+    def gap_upper(self, t):
+        return np.zeros_like(np.asarray(t, dtype=float))
+
+    gap_lower = gap_upper
+
+
+def constant(c: float) -> Sigma:
+    """σ ≡ c (then L = Ŷ + cI: plain PCA shifted by c)."""
+    return _Constant(check_scalar(c, "c"))
+
+
+def zero() -> Sigma:
+    """σ ≡ 0 (plain PCA; BBP threshold β* = 1)."""
+    return _Constant(0.0)
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+class _MonotoneMLP(Sigma):
+    def __init__(self, v, w, b, c0):
+        self.v, self.w, self.b, self.c0 = v, w, b, c0
+        self.amp, self.slope = _softplus(v), _softplus(w)
+        tot = float(self.amp.sum())
+        self.upper, self.lower = c0 + tot, c0 - tot
+        self.name = f"monotone_mlp({v.size} units)"
+
+    def __call__(self, t):
+        t = np.asarray(t, dtype=float)
+        return self.c0 + (self.amp * np.tanh(t[..., None] * self.slope + self.b)).sum(-1)
+
+    def gap_upper(self, t):
+        t = np.asarray(t, dtype=float)
+        with np.errstate(over="ignore"):
+            z = 2.0 * (t[..., None] * self.slope + self.b)
+            return (2.0 * self.amp / (1.0 + np.exp(z))).sum(-1)
+
+    def gap_lower(self, t):
+        t = np.asarray(t, dtype=float)
+        with np.errstate(over="ignore"):
+            z = -2.0 * (t[..., None] * self.slope + self.b)
+            return (2.0 * self.amp / (1.0 + np.exp(z))).sum(-1)
+
+
+def monotone_mlp(v, w, b, c0: float = 0.0) -> Sigma:
+    """σ(t) = c0 + Σ_k softplus(v_k) tanh(softplus(w_k) t + b_k): a one-hidden-layer MLP.
+
+    Positive output and input weights make it non-decreasing and bounded by construction
+    (|σ - c0| < Σ softplus(v_k)), instead of the official code's cumulative-maximum repair.
+    """
+    v = as_array(v, "v", ndim=1)
+    w = as_array(w, "w", shape=v.shape)
+    b = as_array(b, "b", shape=v.shape)
+    return _MonotoneMLP(v, w, b, check_scalar(c0, "c0"))
+
+
+class _Custom(Sigma):
+    def __init__(self, fn, upper, lower, breaks, name):
+        self.fn, self.upper, self.lower, self.breaks, self.name = fn, upper, lower, breaks, name
+
+    def __call__(self, t):
+        return np.asarray(self.fn(np.asarray(t, dtype=float)), dtype=float)
+
+    def gap_upper(self, t):
+        return np.clip(self.upper - self(t), 0.0, None)
+
+    def gap_lower(self, t):
+        return np.clip(self(t) - self.lower, 0.0, None)
+
+
+def custom(fn, *, upper: float, lower: float, breaks=(), name: str = "custom") -> Sigma:
+    """Wrap a vectorised callable with its bounds and kinks; checked on a grid of [-40, 40].
+
+    Raises ``ValueError`` naming ``fn`` when it leaves [lower, upper] or decreases on the grid.
+    Gaps are computed as differences, so an ``fn`` approaching ``upper`` only asymptotically
+    loses accuracy near the top; prefer a family of :mod:`spectral.sigmas` then.
+    """
+    if not callable(fn):
+        raise TypeError(f"`fn` must be callable; got {type(fn).__name__}.")
+    upper = check_scalar(upper, "upper")
+    lower = check_scalar(lower, "lower", upper=upper)
+    br = tuple(float(x) for x in as_array(breaks, "breaks").ravel())
+    grid = np.sort(np.concatenate([np.linspace(-40, 40, 16001), br]))
+    vals = np.asarray(fn(grid), dtype=float)
+    if vals.shape != grid.shape or not np.all(np.isfinite(vals)):
+        raise ValueError("`fn` must be vectorised and finite on [-40, 40].")
+    tol = 1e-12 * max(1.0, abs(upper), abs(lower))
+    if vals.max() > upper + tol or vals.min() < lower - tol:
+        raise ValueError(f"`fn` must be bounded by [lower, upper] = [{lower:g}, {upper:g}]; got "
+                         f"values in [{vals.min():g}, {vals.max():g}].")
+    if np.any(np.diff(vals) < -tol):
+        i = int(np.argmax(np.diff(vals) < -tol))
+        raise ValueError(f"`fn` must be non-decreasing; it decreases near t = {grid[i]:g}.")
+    return _Custom(fn, upper, lower, br, name)
+
+
+def as_sigma(sigma, name: str = "sigma") -> Sigma:
+    """Validate a σ argument: a :class:`Sigma`, or a number (constant σ)."""
+    if isinstance(sigma, Sigma):
+        return sigma
+    if isinstance(sigma, (int, float, np.floating, np.integer)) and not isinstance(sigma, bool):
+        return constant(float(sigma))
+    if callable(sigma):
+        raise TypeError(f"`{name}` must be a spectral.sigmas object (bounds and kinks declared); "
+                        f"wrap a plain callable with spectral.sigmas.custom(fn, upper=..., "
+                        f"lower=..., breaks=...). Got {type(sigma).__name__}.")
+    raise TypeError(f"`{name}` must be a spectral.sigmas object or a number; got "
+                    f"{type(sigma).__name__}.")

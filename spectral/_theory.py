@@ -1,0 +1,85 @@
+"""Public entry points for the asymptotic theory (validated wrappers of
+:mod:`theory.nonlinear_laplacian`): ``critical_threshold``, ``outlier``, ``bulk_edge``."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from theory import nonlinear_laplacian as _nl
+from theory._validation import check_scalar
+from theory.free_convolution import free_convolution_density
+from theory.nonlinear_laplacian import EtaLaw, null_law
+
+from ._sigmas import as_sigma
+
+__all__ = ["as_prior", "critical_threshold", "threshold", "outlier", "outlier_limits",
+           "bulk_edge", "bulk_density", "PRIORS"]
+
+PRIORS = ("planted_submatrix", "sparse_nnpca")
+
+
+@cache
+def _builtin(name: str) -> EtaLaw:
+    return EtaLaw.point(1.0) if name == "planted_submatrix" else EtaLaw.half_normal()
+
+
+def as_prior(prior) -> EtaLaw:
+    """``"planted_submatrix"`` (η = δ1), ``"sparse_nnpca"`` (η = |N(0,1)|), an
+    :class:`~theory.nonlinear_laplacian.EtaLaw`, or a frozen continuous scipy.stats law on
+    [0, ∞)."""
+    if isinstance(prior, str):
+        if prior not in PRIORS:
+            raise ValueError(f"`prior` must be one of {PRIORS} or a law for eta; got {prior!r}.")
+        return _builtin(prior)
+    if isinstance(prior, EtaLaw):
+        return prior
+    if hasattr(prior, "pdf") and hasattr(prior, "ppf"):
+        return EtaLaw.from_scipy(prior)
+    raise TypeError(f"`prior` must be a name in {PRIORS}, an EtaLaw or a frozen scipy.stats law; "
+                    f"got {type(prior).__name__}.")
+
+
+def threshold(sigma, prior="planted_submatrix") -> _nl.ThresholdResult:
+    """β*(σ) with z*, the regime and the edge (a :class:`ThresholdResult`)."""
+    return _nl.critical_threshold(as_sigma(sigma), as_prior(prior))
+
+
+def critical_threshold(sigma, prior="planted_submatrix") -> float:
+    """Critical signal strength β*(σ): L_σ has an outlier iff β > β* (Ma & Kunisky 2025, Sec. 3).
+
+    β*(σ) = inf{β : H'(θ(β)) > 0}, computed as the unique root of β S_β(z*) = 1 (see
+    :mod:`theory.nonlinear_laplacian`), to ~1e-12.
+
+    Examples
+    --------
+    >>> from spectral import sigmas
+    >>> round(critical_threshold(sigmas.tanh(1.70974534, 0.58384117)), 8)
+    0.75500739
+    """
+    return threshold(sigma, prior).beta_star
+
+
+def outlier_limits(sigma, beta, prior="planted_submatrix") -> _nl.OutlierResult:
+    """Full :class:`OutlierResult` (θ, H'(θ), edge, whether an outlier exists) at ``beta``."""
+    beta = check_scalar(beta, "beta", lower=0.0)
+    return _nl.outlier(as_sigma(sigma), beta, as_prior(prior))
+
+
+def outlier(sigma, beta, prior="planted_submatrix") -> tuple[float, float]:
+    """Limits (λ1(L), ⟨v1(L), x⟩²) at signal strength ``beta`` (Ma & Kunisky 2025, Sec. 3).
+
+    Above β*: (H(θ(β)), H'(θ)·⟨v1(X), x⟩²); below: (E₊, 0). σ = 0 gives BBP:
+    (β + 1/β, 1 - 1/β²).
+    """
+    r = outlier_limits(sigma, beta, prior)
+    return r.eigenvalue, r.overlap
+
+
+def bulk_edge(sigma) -> float:
+    """Right edge of the bulk μ_SC ⊞ Law(σ(g)) of L_σ: the null limit of λ1(L)."""
+    return _nl.bulk_edge(as_sigma(sigma))
+
+
+def bulk_density(sigma, *, points: int = 2001):
+    """Density of μ_SC ⊞ Law(σ(g)) (a callable :class:`FreeConvolutionDensity`)."""
+    return free_convolution_density(null_law(as_sigma(sigma)), points=points)
