@@ -1,0 +1,90 @@
+r"""Baseline losses for learning Koopman singular subspaces: VAMP-2, VAMP-E and DPNet (plain /
+relaxed).
+
+Pure JAX functions of minibatch features ``f = f(X)`` (B, k) and ``g = g(X')`` (B, k), written so
+that
+the comparison with :func:`dynamics.koopman.lora_loss` is like for like (same features, same batch).
+All are *losses* (to minimise, i.e. minus the scores). Each is a nonlinear function of the minibatch
+moments, which is why its minibatch gradient is biased (Jeong et al. 2025, Sec. 1-2; the bias is
+measured in ``paper_checks/koopman.py``).
+
+* VAMP-2 (Wu & Noe 2020, arXiv 1707.04659, Def. 4/eq. 38): score ``||M_f^{-1/2} T
+M_g^{-1/2}||_F^2``,
+  computed as ``tr(M_f^{-1} T M_g^{-1} T^T)`` by Cholesky solves with an ``eps`` ridge (no eigh, so
+  no gradient blow-up at degenerate spectra). ``center=True`` uses centred covariances and adds 1
+  (the constant mode), the usual "1 + sum" convention.
+* VAMP-E (Wu & Noe 2020, Sec. 3.2, eq. 41; Jeong et al. 2025 App. B.1): with the SVD
+  ``M_f^{-1/2} T M_g^{-1/2} = U S V^T``, score ``2 tr(S U'^T T V') - tr(S U'^T M_f U' S V'^T M_g
+  V')``
+  with ``U' = M_f^{-1/2} U``, ``V' = M_g^{-1/2} V``; backpropagates through eigh and SVD.
+* DPNet (Kostic et al. ICLR 2024, arXiv 2307.09912, eq. 8 and the relaxed score of Sec. 3):
+  ``P = ||M_f^{-1/2} T M_g^{-1/2}||_F^2 - gamma (R(M_f) + R(M_g))`` with the metric distortion
+  ``R(C) = tr(C^2 - C - log C)``; relaxed: ``||T||_F^2 / (||M_f||_op ||M_g||_op) - gamma (R_f +
+  R_g)``.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+
+__all__ = ["vamp2_loss", "vampe_loss", "dpnet_loss"]
+
+
+def _moments(f, g, center):
+    B = f.shape[0]
+    if center:
+        f = f - jnp.mean(f, 0)
+        g = g - jnp.mean(g, 0)
+    return f.T @ f / B, g.T @ g / B, f.T @ g / B
+
+
+def _ridge(M, eps):
+    return M + eps * jnp.eye(M.shape[0], dtype=M.dtype)
+
+
+def _whitened_frob2(Mf, Mg, T, eps):
+    """``tr(Mf^{-1} T Mg^{-1} T^T)`` by two Cholesky solves."""
+    cf = jsl.cho_factor(_ridge(Mf, eps))
+    cg = jsl.cho_factor(_ridge(Mg, eps))
+    return jnp.sum(jsl.cho_solve(cf, T) * jsl.cho_solve(cg, T.T).T)
+
+
+def vamp2_loss(f, g, *, center=True, eps=1e-6):
+    """Minus the VAMP-2 score of minibatch features (Wu & Noe 2020, eq. 38)."""
+    Mf, Mg, T = _moments(f, g, center)
+    return -(_whitened_frob2(Mf, Mg, T, eps) + (1.0 if center else 0.0))
+
+
+def _inv_sqrt(M, eps):
+    w, V = jnp.linalg.eigh(_ridge(M, eps))
+    return (V / jnp.sqrt(jnp.clip(w, eps, None))) @ V.T
+
+
+def vampe_loss(f, g, *, center=True, eps=1e-6):
+    """Minus the VAMP-E score of minibatch features (Wu & Noe 2020, eq. 41)."""
+    Mf, Mg, T = _moments(f, g, center)
+    Wf, Wg = _inv_sqrt(Mf, eps), _inv_sqrt(Mg, eps)
+    U, s, Vt = jnp.linalg.svd(Wf @ T @ Wg)
+    Up, Vp = Wf @ U, Wg @ Vt.T
+    S = jnp.diag(s)
+    score = 2 * jnp.trace(S @ Up.T @ T @ Vp) - jnp.trace(S @ Up.T @ Mf @ Up @ S @ Vp.T @ Mg @ Vp)
+    return -(score + (1.0 if center else 0.0))
+
+
+def _distortion(C, eps):
+    """``R(C) = tr(C^2 - C - log C)`` (Kostic et al. 2024, eq. 7); zero iff C = I."""
+    _, logdet = jnp.linalg.slogdet(_ridge(C, eps))
+    return jnp.sum(C * C) - jnp.trace(C) - logdet
+
+
+def dpnet_loss(f, g, *, gamma=0.01, relaxed=False, center=False, eps=1e-6):
+    """Minus the DPNet score ``P^gamma`` (Kostic et al. 2024, eq. 8), or its relaxed form."""
+    Mf, Mg, T = _moments(f, g, center)
+    if relaxed:
+        opf = jnp.linalg.eigvalsh(Mf)[-1]
+        opg = jnp.linalg.eigvalsh(Mg)[-1]
+        score = jnp.sum(T * T) / (opf * opg + 1e-8)
+    else:
+        score = _whitened_frob2(Mf, Mg, T, eps)
+    return -(score - gamma * (_distortion(Mf, eps) + _distortion(Mg, eps)))

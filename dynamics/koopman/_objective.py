@@ -1,0 +1,141 @@
+r"""The low-rank-approximation (LoRA) objective for the Koopman SVD, its minibatch estimators and
+nesting.
+
+For k pairs of features ``f = (f_1..f_k)`` on the state and ``g = (g_1..g_k)`` on the next state,
+Jeong, Ryu, Yun & Wornell 2025 (arXiv 2507.07222, Sec. 3.1) minimise
+
+.. math::
+    L_{lora}(f, g) = -2\,tr\,T[f, g] + tr(M_{\rho_0}[f] M_{\rho_1}[g])
+                   = \|K - \textstyle\sum_i f_i \otimes g_i\|_{HS}^2 - \|K\|_{HS}^2,
+
+with ``M_rho0[f] = E f(X) f(X)^T``, ``M_rho1[g] = E g(X') g(X')^T`` and ``T = E f(X) g(X')^T``. Its
+minimum
+over k pairs is ``-sum_{i<k} s_i^2`` (Eckart-Young-Mirsky-Schmidt).
+
+Nesting (Ryu et al. ICML 2024, NestedLoRA, Sec. 3; restated in Jeong et al. 2025 Sec. 3.1):
+
+* ``"jnt"`` -- joint: ``sum_l w_l L(f_{1:l}, g_{1:l}) = -2 sum_i m_i T_ii + sum_ij W_ij (M_f)_ij
+(M_g)_ij``,
+  ``m_i = sum_{l >= i} w_l``, ``W_ij = m_{max(i,j)}``;
+* ``"seq"`` -- sequential: pair l receives only the gradient of ``L(f_{1:l}, g_{1:l})`` in ``(f_l,
+g_l)``,
+  implemented by stop-gradients so that every entry of the moments differentiates only its
+  higher-index function; its *value* equals the plain objective.
+
+Minibatch estimators of ``tr(M_f M_g) = E_{X ~ rho0, X~' ~ rho1 indep.} (f(X)^T g(X~'))^2`` on B
+pairs:
+
+* ``"unbiased"`` -- the U-statistic ``1/(B(B-1)) sum_{b != b'} (f(x_b)^T g(x'_{b'}))^2``, exactly
+unbiased
+  (derived here; checked by exact enumeration in ``tests/dynamics/koopman/test_objective.py``);
+* ``"plugin"`` -- ``tr(M^_f M^_g)`` from the same batch (the official code), whose mean is
+  ``(1 - 1/B) tr(M_f M_g) + (1/B) E_joint (f(X)^T g(X'))^2``: biased by O(1/B).
+
+All functions here are pure JAX functions of feature matrices ``f`` (B, k) and ``g`` (B, k); they
+trace under ``jit`` and ``grad`` and do no validation (the public training API validates once).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "NESTINGS",
+    "ESTIMATORS",
+    "nesting_masks",
+    "lora_from_moments",
+    "lora_loss",
+    "lora_population",
+]
+
+NESTINGS = (None, "jnt", "seq")
+ESTIMATORS = ("unbiased", "plugin")
+
+
+def nesting_masks(k, weights=None):
+    """Joint-nesting masks ``(m, W)``: ``m_i = sum_{l >= i} w_l`` and ``W_ij = m_{max(i, j)}``.
+
+    ``weights`` defaults to ``w_l = 1/k`` (the official code). NestedLoRA, Ryu et al. 2024, Sec. 3.
+    """
+    w = jnp.full((k,), 1.0 / k) if weights is None else jnp.asarray(weights)
+    m = jnp.cumsum(w[::-1])[::-1]
+    return m, jnp.minimum(m[:, None], m[None, :])
+
+
+def lora_from_moments(Mf, Mg, T, *, nesting=None, weights=None):
+    """``-2 sum_i m_i T_ii + sum_ij W_ij (Mf)_ij (Mg)_ij`` (plain: m = 1, W = 1).
+
+    Population value of the (nested) objective from the three second-moment matrices
+    (Jeong et al. 2025, Sec. 3.1, eq. for L_lora; joint nesting from NestedLoRA Sec. 3). The value
+    of
+    ``"seq"`` equals the plain one.
+    """
+    if nesting == "jnt":
+        m, W = nesting_masks(Mf.shape[0], weights)
+        return -2.0 * jnp.sum(m * jnp.diagonal(T)) + jnp.sum(W * Mf * Mg)
+    return -2.0 * jnp.trace(T) + jnp.sum(Mf * Mg)
+
+
+def _seq_moment(f):
+    """``f^T f / B`` whose entry (i, j) differentiates only ``f_{max(i,j)}`` (seq nesting)."""
+    sf = jax.lax.stop_gradient(f)
+    a = f.T @ sf
+    return (jnp.tril(a, -1) + jnp.triu(a.T, 1) + jnp.diag(jnp.sum(f * f, 0))) / f.shape[0]
+
+
+def lora_loss(f, g, *, nesting=None, estimator="unbiased", weights=None):
+    """Minibatch estimate of the (nested) LoRA objective from features ``f = f(X)``, ``g = g(X')``.
+
+    Parameters
+    ----------
+    f, g : (B, k) arrays, row b holding the features of the pair ``(x_b, x'_b)``.
+    nesting : None, "jnt" or "seq".
+    estimator : "unbiased" (U-statistic, no same-pair terms; needs B >= 2) or "plugin".
+    weights : joint-nesting weights ``w_l`` (length k, positive); default uniform 1/k.
+
+    Returns
+    -------
+    Scalar whose expectation over i.i.d. batches is the population objective for
+    ``estimator="unbiased"`` (for any nesting; derived here, see the module docstring).
+    """
+    B = f.shape[0]
+    h = f * g
+    if nesting == "seq":
+        Mf, Mg = _seq_moment(f), _seq_moment(g)
+        corr = -2.0 * jnp.sum(jnp.mean(h, 0))
+        metric = jnp.sum(Mf * Mg)
+        if estimator == "unbiased":
+            lower = jnp.tril(jnp.ones((h.shape[1],) * 2), -1)
+            same = 2.0 * jnp.einsum("bi,ij,bj->", h, lower, jax.lax.stop_gradient(h)) + jnp.sum(
+                h * h
+            )
+            metric = (B * B * metric - same) / (B * (B - 1.0))
+        return corr + metric
+    if nesting == "jnt":
+        m, W = nesting_masks(f.shape[1], weights)
+    else:
+        m, W = 1.0, None
+    Mf, Mg = f.T @ f / B, g.T @ g / B
+    corr = -2.0 * jnp.sum(m * jnp.mean(h, 0))
+    metric = jnp.sum(Mf * Mg) if W is None else jnp.sum(W * Mf * Mg)
+    if estimator == "unbiased":
+        same = jnp.sum(jnp.sum(h, 1) ** 2) if W is None else jnp.einsum("bi,ij,bj->", h, W, h)
+        metric = (B * B * metric - same) / (B * (B - 1.0))
+    return corr + metric
+
+
+def lora_population(F, G, kernel, rho0, *, nesting=None, weights=None):
+    """Exact objective for tabular features on a finite chain: ``F = f(states)``, ``G = g(states)``.
+
+    ``M_f = F^T D0 F``, ``M_g = G^T D1 G``, ``T = F^T D0 P G`` with ``D1 = diag(rho0 P)``.
+    Equals ``||K~ - F~ G~^T||_F^2 - ||K~||_F^2`` with ``F~ = D0^{1/2} F``, ``G~ = D1^{1/2} G``
+    (derived here; property-tested in ``tests/dynamics/koopman/test_objective.py``).
+    """
+    rho0 = jnp.asarray(rho0)
+    kernel = jnp.asarray(kernel)
+    rho1 = rho0 @ kernel
+    Mf = F.T @ (rho0[:, None] * F)
+    Mg = G.T @ (rho1[:, None] * G)
+    T = F.T @ ((rho0[:, None] * kernel) @ G)
+    return lora_from_moments(Mf, Mg, T, nesting=nesting, weights=weights)
