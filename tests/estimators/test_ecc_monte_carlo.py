@@ -82,3 +82,33 @@ def test_mp_constants_carry_finite_sample_bias():
     se = est_mp[2].std(ddof=1) / np.sqrt(4000)
     assert abs(est_emp[2].mean() - PSI) <= 3 * se
     assert abs(est_mp[2].mean() - PSI) > 3 * se
+
+
+@cache
+def ci_test_rates(n, p, reps, lam=0.5, seed=7):
+    """Rejection rates at level 5% of the debiased DR test and the naive GCM, under H0 (psi = 0)."""
+    rng = np.random.default_rng([seed, n, p])
+    al, be = rng.uniform(size=p), rng.uniform(size=p)
+    al /= np.linalg.norm(al)
+    be /= np.linalg.norm(be)
+    rej = np.empty((2, reps), bool)
+    for r in range(reps):
+        X = rng.standard_normal((n, p))
+        e = rng.standard_normal((n, 2))
+        t = estimators.ecc_test(X @ be + e[:, 0], X @ al + e[:, 1], X, lam=lam, rng=rng)
+        rej[:, r] = t.pvalue < 0.05, t.gcm_pvalue < 0.05
+    return rej.mean(1)
+
+
+def test_ci_test_size():
+    reps = 400
+    ours, gcm = ci_test_rates(600, 150, reps)
+    assert abs(ours - 0.05) <= 3 * np.sqrt(0.05 * 0.95 / reps)
+    assert gcm > 0.3  # the naive GCM statistic is biased when p ~ n (shah & Peters' rate fails)
+
+
+@pytest.mark.slow
+def test_ci_test_size_large():
+    ours, gcm = ci_test_rates(1000, 250, 2000)
+    assert 0.03 <= ours <= 0.07
+    assert gcm > 0.5
