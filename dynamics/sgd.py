@@ -1,0 +1,312 @@
+r"""Simulators for the last iterate of constant-step SGD (Attia et al. 2025, arXiv 2507.11274).
+
+* :func:`expected_excess_risk` -- :math:`E[F(w_T)] - F_\star` on a grid of horizons, exactly for
+  quadratic finite sums (second-moment recursion, one eigendecomposition for every ``T``) or by
+  vectorised JAX Monte Carlo for any instance, with standard errors.
+* :func:`expected_quadratic_form` -- exact :math:`E[(w_T-w_\star)^\top W (w_T-w_\star)]`.
+* :func:`simulate_iterates` -- whole paths (small ``T``), for pathwise checks such as Fejér
+  monotonicity.
+* :func:`continual_learning` -- average loss and forgetting of continual linear regression under
+  random task orderings, with and without replacement.
+* :func:`simulate_divergence` -- the same simulator without the stepsize check, to show what
+  happens at and beyond :math:`\eta = 2/\beta`.
+* :func:`pep_worst_case` -- performance-estimation SDP for the worst case over finite sums.
+
+Instances live in :mod:`dynamics._sgd_instances` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+from scipy.stats import norm as _norm
+
+from dynamics._sgd_exact import quadratic_spectral
+from dynamics._sgd_instances import (
+    ContinualTasks,
+    FiniteSum,
+    QuadraticSum,
+    ar1,
+    commuting,
+    continual_tasks,
+    gaussian_design,
+    kaczmarz,
+    least_squares,
+    logistic_separable,
+    random_continual_tasks,
+    rare_curvature,
+    separable_data,
+    squared_hinge,
+)
+from dynamics._sgd_mc import simulate_recorded
+from dynamics._sgd_pep import PEPResult, pep_worst_case, pepit_worst_case
+from theory._validation import as_array, check_choice, check_int, check_scalar
+from theory.sgd import check_stepsize
+
+__all__ = [
+    "RiskCurve",
+    "ContinualCurve",
+    "expected_excess_risk",
+    "expected_quadratic_form",
+    "simulate_iterates",
+    "simulate_divergence",
+    "continual_learning",
+    "pep_worst_case",
+    "pepit_worst_case",
+    "PEPResult",
+    "QuadraticSum",
+    "FiniteSum",
+    "ContinualTasks",
+    "least_squares",
+    "gaussian_design",
+    "kaczmarz",
+    "continual_tasks",
+    "random_continual_tasks",
+    "rare_curvature",
+    "ar1",
+    "commuting",
+    "logistic_separable",
+    "squared_hinge",
+    "separable_data",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# results
+# --------------------------------------------------------------------------------------------------
+def _z(level):
+    level = check_scalar(level, "level", lower=0.0, upper=1.0, closed="neither")
+    return float(_norm.ppf(0.5 + level / 2.0))
+
+
+@dataclass(frozen=True)
+class RiskCurve:
+    """Expected excess risk :math:`E F(w_T) - F_\\star` at horizons ``T``.
+
+    ``se`` is the Monte Carlo standard error (zeros for ``method="exact"``); ``n_paths`` is 0 for
+    the exact method.
+    """
+
+    T: np.ndarray
+    mean: np.ndarray
+    se: np.ndarray
+    method: str
+    eta: float
+    n_paths: int
+    instance: str
+
+    def conf_int(self, level=0.95):
+        """Normal-approximation interval ``(lower, upper)`` at each ``T``."""
+        z = _z(level)
+        return self.mean - z * self.se, self.mean + z * self.se
+
+    def summary(self) -> str:
+        head = (f"SGD last-iterate excess risk: {self.instance}, eta = {self.eta:.6g}, "
+                f"method = {self.method}" + (f", {self.n_paths} paths" if self.n_paths else ""))
+        lines = [head, f"{'T':>10} {'E[F(w_T)]-F*':>16} {'se':>12}"]
+        lines += [f"{int(t):>10d} {m:>16.6e} {s:>12.3e}"
+                  for t, m, s in zip(self.T, self.mean, self.se, strict=True)]
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (f"RiskCurve({self.instance}, eta={self.eta:.4g}, method={self.method!r}, "
+                f"{self.T.size} horizons, T<={int(self.T.max())})")
+
+
+@dataclass(frozen=True)
+class ContinualCurve:
+    """Normalised average loss and forgetting of continual linear regression after ``k`` tasks."""
+
+    k: np.ndarray
+    loss: np.ndarray
+    loss_se: np.ndarray
+    forgetting: np.ndarray
+    forgetting_se: np.ndarray
+    replacement: bool
+    n_paths: int
+
+    def conf_int(self, level=0.95, *, which="loss"):
+        check_choice(which, "which", ("loss", "forgetting"))
+        z = _z(level)
+        m, s = ((self.loss, self.loss_se) if which == "loss"
+                else (self.forgetting, self.forgetting_se))
+        return m - z * s, m + z * s
+
+    def summary(self) -> str:
+        lines = [f"continual linear regression, random order "
+                 f"({'with' if self.replacement else 'without'} replacement), "
+                 f"{self.n_paths} orderings",
+                 f"{'k':>8} {'loss':>12} {'se':>10} {'forgetting':>12} {'se':>10}"]
+        lines += [f"{int(k):>8d} {a:>12.5e} {b:>10.2e} {c:>12.5e} {e:>10.2e}" for k, a, b, c, e
+                  in zip(self.k, self.loss, self.loss_se, self.forgetting, self.forgetting_se,
+                         strict=True)]
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------------------------------
+def _check_instance(inst):
+    if not isinstance(inst, QuadraticSum | FiniteSum):
+        raise TypeError("`instance` must be a QuadraticSum or FiniteSum (see dynamics.sgd); got "
+                        f"{type(inst).__name__}.")
+    return inst
+
+
+def _horizons(T, name="T"):
+    arr = np.atleast_1d(as_array(T, name))
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"`{name}` must be an integer or a 1-D grid of integers; got shape "
+                         f"{np.shape(T)}.")
+    if np.any(arr != np.round(arr)) or np.any(arr < 1):
+        raise ValueError(f"`{name}` must hold integers >= 1; got min {arr.min():g}.")
+    return np.unique(arr.astype(np.int64))
+
+
+def _key(key):
+    if key is None:
+        raise ValueError("`key` is required for method='monte_carlo' (a jax.random key).")
+    return key
+
+
+def _mean_se(x):
+    n = x.shape[0]
+    return x.mean(axis=0), (x.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(x.shape[1:]))
+
+
+# --------------------------------------------------------------------------------------------------
+# public simulators
+# --------------------------------------------------------------------------------------------------
+def expected_excess_risk(instance, eta, T, *, method="exact", key=None, n_paths=10_000,
+                         chunk=4096) -> RiskCurve:
+    r"""Expected last-iterate excess risk :math:`E[F(w_T)] - F_\star` of constant-step SGD.
+
+    Parameters
+    ----------
+    instance : QuadraticSum or FiniteSum
+        The problem (start point ``instance.w0``).
+    eta : float
+        Stepsize, ``0 < eta < 2/instance.beta`` (Attia et al. 2025, Thm 1); ``ValueError``
+        otherwise (see :func:`simulate_divergence` for larger stepsizes).
+    T : int or 1-D array of int
+        Horizons (>= 1); the curve is returned at the sorted unique horizons.
+    method : {"exact", "monte_carlo"}
+        ``"exact"``: second-moment recursion (quadratic instances only), one eigendecomposition
+        serves every ``T``. ``"monte_carlo"``: ``n_paths`` JAX paths, mean and standard error.
+    key : jax.random key
+        Required for Monte Carlo; path ``i`` uses ``fold_in(key, i)``.
+
+    Returns
+    -------
+    RiskCurve
+
+    Examples
+    --------
+    >>> from dynamics.sgd import rare_curvature, expected_excess_risk
+    >>> c = expected_excess_risk(rare_curvature(1.0, 0.1), 1.0, [1, 10])
+    >>> bool(abs(c.mean[1] - 0.05 * 0.9 ** 10) < 1e-12)
+    True
+    """
+    inst = _check_instance(instance)
+    eta, _ = check_stepsize(eta, inst.beta)
+    grid = _horizons(T)
+    check_choice(method, "method", ("exact", "monte_carlo"))
+    if method == "exact":
+        if not isinstance(inst, QuadraticSum):
+            raise ValueError("`method`='exact' needs a quadratic instance (QuadraticSum); use "
+                             "method='monte_carlo' for " + inst.name + ".")
+        mean = quadratic_spectral(inst, eta).quadratic_form(0.5 * inst.H, grid)
+        mean = np.maximum(mean, 0.0)   # round-off only: a PSD form
+        return RiskCurve(grid, mean, np.zeros_like(mean), "exact", eta, 0, inst.name)
+    n_paths = check_int(n_paths, "n_paths", lower=2)
+    W = simulate_recorded(inst, eta, grid, key=_key(key), n_paths=n_paths, chunk=chunk)
+    m, s = _mean_se(np.asarray(inst.excess_risk(W)))
+    return RiskCurve(grid, m, s, "monte_carlo", eta, n_paths, inst.name)
+
+
+def expected_quadratic_form(instance, eta, T, weight=None):
+    r"""Exact :math:`E[(w_T - w_\star)^\top W (w_T - w_\star)]` for a quadratic instance.
+
+    ``weight`` defaults to the identity (the expected squared distance to ``w_star``). Derived
+    here (module :mod:`dynamics._sgd_exact`); returns an array over the sorted unique ``T``.
+    """
+    inst = _check_instance(instance)
+    if not isinstance(inst, QuadraticSum):
+        raise ValueError("`instance` must be a QuadraticSum for the exact recursion.")
+    eta, _ = check_stepsize(eta, inst.beta)
+    grid = _horizons(T)
+    d = inst.dim
+    W = np.eye(d) if weight is None else as_array(weight, "weight", shape=(d, d))
+    return quadratic_spectral(inst, eta).quadratic_form(W, grid)
+
+
+def simulate_iterates(instance, eta, T, *, key, n_paths=16, order="iid"):
+    """Whole SGD paths ``w_0, ..., w_T``: array ``(n_paths, T + 1, d)`` (keep ``T`` small)."""
+    inst = _check_instance(instance)
+    eta, _ = check_stepsize(eta, inst.beta)
+    T = check_int(T, "T", lower=1)
+    n_paths = check_int(n_paths, "n_paths", lower=1)
+    check_choice(order, "order", ("iid", "reshuffle"))
+    return simulate_recorded(inst, eta, np.arange(T + 1), key=_key(key), n_paths=n_paths,
+                             order=order)
+
+
+def simulate_divergence(instance, eta, T, *, key, n_paths=64) -> RiskCurve:
+    r"""Monte Carlo excess risk for *any* ``eta > 0``, including :math:`\eta \ge 2/\beta`.
+
+    The stepsize range of Thm 1 is not enforced here: this is the function that shows what happens
+    outside it (on :func:`rare_curvature` with ``p = 1``, a deterministic quadratic of curvature
+    :math:`\beta`, the loss stays constant at :math:`\eta = 2/\beta` and grows like
+    :math:`|1-\beta\eta|^{2T}` beyond; compare :func:`theory.sgd.quadratic_gd_loss_ratio`).
+    """
+    inst = _check_instance(instance)
+    eta = check_scalar(eta, "eta", lower=0.0, closed="neither")
+    grid = _horizons(T)
+    n_paths = check_int(n_paths, "n_paths", lower=2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = simulate_recorded(inst, eta, grid, key=_key(key), n_paths=n_paths)
+        m, s = _mean_se(np.asarray(inst.excess_risk(W)))
+    return RiskCurve(grid, m, s, "monte_carlo", eta, n_paths, inst.name + " (unchecked eta)")
+
+
+def continual_learning(tasks, k, *, replacement=True, key=None, n_paths=1000,
+                       method="monte_carlo") -> ContinualCurve:
+    r"""Average loss and forgetting after learning ``k`` tasks in random order (to convergence).
+
+    Each step projects onto the solution set of the current task (SGD with :math:`\eta = 1` on
+    the 1-smooth task losses of :class:`ContinualTasks`). ``replacement=True`` draws tasks i.i.d.
+    uniformly; ``False`` goes through fresh random permutations (single pass for ``k <= T``).
+    Loss :math:`\mathcal L(w_k)` and forgetting :math:`\frac1k\sum_{t\le k}\|X_{\tau(t)} w_k -
+    y_{\tau(t)}\|^2`, both divided by :math:`\|w_\star\|^2R^2` (Evron et al. 2025; Tsipory et al.
+    2025, Def. 2.3 and Remark 2.4). ``method="exact"`` (with replacement only) returns the exact
+    expected loss from the second-moment recursion; forgetting is path-dependent, so its arrays
+    are then empty.
+    """
+    if not isinstance(tasks, ContinualTasks):
+        raise TypeError(f"`tasks` must be ContinualTasks; got {type(tasks).__name__}.")
+    grid = _horizons(k, "k")
+    check_choice(method, "method", ("exact", "monte_carlo"))
+    inst = tasks.instance
+    if method == "exact":
+        if not replacement:
+            raise ValueError("`method`='exact' is available with `replacement`=True only.")
+        Wt = np.einsum("mki,mkj->ij", tasks.Xs, tasks.Xs) / tasks.n_tasks / tasks.norm
+        loss = quadratic_spectral(inst, 1.0).quadratic_form(Wt, grid)
+        z = np.zeros(0)
+        return ContinualCurve(grid, np.maximum(loss, 0.0), np.zeros_like(loss), z, z, True, 0)
+    n_paths = check_int(n_paths, "n_paths", lower=2)
+    W, C = simulate_recorded(inst, 1.0, grid, key=_key(key), n_paths=n_paths,
+                             order="iid" if replacement else "reshuffle", track_counts=True)
+    per_task = tasks.task_losses(W) / tasks.norm                      # (N, G, T)
+    loss = per_task.mean(axis=-1)
+    forget = np.sum(C * per_task, axis=-1) / grid[None, :]
+    lm, ls = _mean_se(loss)
+    fm, fs = _mean_se(forget)
+    return ContinualCurve(grid, lm, ls, fm, fs, bool(replacement), n_paths)
+
+
+def _jax_key(seed):
+    """A JAX key from an int seed (helper for paper checks and figures)."""
+    return jax.random.key(seed)
