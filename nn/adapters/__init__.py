@@ -1,0 +1,59 @@
+"""Parameter-efficient adapters on the nn core: inject, split (``nn.split``), merge, save/load.
+
+``adapted = inject(model, "lora", targets=["q_proj", "v_proj"], key=key, r=8)`` wraps the
+selected :class:`nn.Linear` layers; ``nn.split(adapted)`` gives ``(trainable, frozen)`` so optax
+only ever sees adapter leaves; ``merge(adapted)`` folds the updates into dense weights;
+``save_adapter`` / ``load_adapter`` write and read a self-describing file.
+
+Methods (``METHODS``): "lora" (with rsLoRA), "polar", "unilora", "vera", "tied_lora", "vblora",
+"ravan", "moore". TFB (:func:`tfb_bayesianize`) and Curvature Tuning (:func:`ct_steer`,
+:func:`ct_trainable`) act on a trained adapter and on activations.
+"""
+
+from ._core import (
+    METHODS,
+    Adapted,
+    AdapterLayer,
+    AdapterSpec,
+    delta_weights,
+    inject,
+    linear_paths,
+    merge,
+    stable_rank,
+)
+from ._io import load_adapter, read_header, save_adapter
+from ._lora import LoRALinear, lora_scale
+from ._polar import PoLARLinear, polar_optimizer, stiefel_mask
+from ._tied import TiedLoRALinear
+from ._unilora import (
+    ProjectedLoRALinear,
+    UniLoRALinear,
+    VeRALinear,
+    isometric_projection,
+    kaiming_uniform_bases,
+    project,
+    project_transpose,
+    vera_projection,
+)
+from ._vblora import VBLoRALinear, topk_mixture_weights
+
+
+def num_params(method: str, shapes, **config) -> int:
+    """The trainable count of ``method`` on layers of ``(out, in)`` ``shapes`` (its formula)."""
+    if method not in METHODS:
+        from ._core import check_choice
+
+        check_choice(method, "method", METHODS)
+    return int(METHODS[method].num_params([tuple(s) for s in shapes], **config))
+
+
+__all__ = [
+    "METHODS", "AdapterLayer", "Adapted", "AdapterSpec", "delta_weights", "inject",
+    "linear_paths", "merge", "stable_rank", "num_params",
+    "save_adapter", "load_adapter", "read_header",
+    "LoRALinear", "lora_scale",
+    "PoLARLinear", "polar_optimizer", "stiefel_mask",
+    "ProjectedLoRALinear", "UniLoRALinear", "VeRALinear", "TiedLoRALinear", "VBLoRALinear",
+    "isometric_projection", "vera_projection", "kaiming_uniform_bases", "project",
+    "project_transpose", "topk_mixture_weights",
+]

@@ -1,0 +1,118 @@
+"""PoLAR (Lion, Zhang, Li & He 2025, arXiv 2506.03133): polar-decomposed low-rank adapter.
+
+``h = W0 x + (alpha / r) X Theta Y^T x`` with ``X in St(m, r)``, ``Y in St(n, r)`` (Stiefel) and an
+unconstrained ``Theta in R^{r x r}`` (Sec. 3, the "identity" parameterisation of the official code).
+Init (official code): ``X``, ``Y`` Haar-orthogonal, ``Theta = 0``, so the update is zero at step 0.
+Stored trainable count ``r (m + n) + r^2`` per matrix.
+
+Because ``X`` and ``Y`` have orthonormal columns, the nonzero singular values of ``X Theta Y^T``
+are those of ``Theta``: ``sr(Delta W) = sr(Theta)`` and ``||Delta W||_F = ||Theta||_F`` (derived
+here; ``tests/nn/adapters/test_polar.py::test_stable_rank_identity``).
+
+The factors are trained with the landing field (Sec. 3.2, :func:`nn.riemannian.landing`) or a
+retraction (:func:`nn.riemannian.stiefel_retraction`); :func:`polar_optimizer` builds either.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+
+import nn as _nn
+from nn import riemannian as _rm
+from theory._validation import check_choice, check_scalar
+
+from ._core import AdapterLayer, _check_rank, register_method
+
+__all__ = ["PoLARLinear", "stiefel_mask", "polar_optimizer"]
+
+
+@register_method("polar")
+class PoLARLinear(AdapterLayer):
+    """A PoLAR-adapted Linear: ``X (out, r)``, ``Theta (r, r)``, ``Y (in, r)`` trainable."""
+
+    X: jax.Array
+    Theta: jax.Array
+    Y: jax.Array
+    scale: float = eqx.field(static=True)
+
+    @classmethod
+    def check_config(cls, config, linears):
+        unknown = set(config) - {"r", "alpha"}
+        if unknown:
+            raise ValueError(f"unknown PoLAR option(s) {sorted(unknown)}; use r, alpha.")
+        r = _check_rank(config.get("r", 8), linears)
+        alpha = check_scalar(config.get("alpha", float(r)), "alpha", lower=0, closed="neither")
+        return {"r": r, "alpha": alpha}
+
+    @classmethod
+    def build(cls, linear, *, key, r, alpha, **_):
+        m, n = linear.out_features, linear.in_features
+        dt = _nn.value(linear.weight).dtype
+        kx, ky = jax.random.split(key)
+        x = _rm.random_stiefel(m, r, key=kx, dtype=dt)
+        y = _rm.random_stiefel(n, r, key=ky, dtype=dt)
+        return cls(_nn.Frozen(linear), x, jnp.zeros((r, r), dt), y, alpha / r)
+
+    @classmethod
+    def num_params(cls, shapes, *, r, **_):
+        """``sum_l r (m_l + n_l) + r^2`` (stored numbers; the manifold dimension is
+        ``r (m + n) + r^2 - r (r + 1)``)."""
+        return sum(r * (m + n) + r * r for m, n in shapes)
+
+    def delta_weight(self, ctx):
+        return self.scale * (self.X @ self.Theta @ self.Y.T)
+
+    def delta(self, x, ctx, *, key=None):
+        return self.scale * (((x @ self.Y) @ self.Theta.T) @ self.X.T)
+
+
+def _is_polar(n):
+    return isinstance(n, PoLARLinear)
+
+
+def stiefel_mask(tree):
+    """Boolean pytree over ``tree`` (an Adapted model or its trainable half), True at X and Y."""
+
+    def mark(node):
+        if _is_polar(node):
+            false = jax.tree.map(lambda _: False, node)
+            return eqx.tree_at(lambda n: (n.X, n.Y), false, (True, True))
+        return False
+
+    return jax.tree.map(mark, tree, is_leaf=_is_polar)
+
+
+def polar_optimizer(
+    learning_rate, *, stiefel: str = "landing", lam: float = 1.0, base: str = "adam",
+    weight_decay: float = 0.0,
+) -> optax.GradientTransformation:
+    """The PoLAR optimiser for a whole trainable tree.
+
+    Stiefel leaves (X, Y) get ``chain(landing(lam), base(lr))`` (``stiefel="landing"``, the
+    paper's Sec. 3.2; the official code pairs the landing field with AdamW) or
+    ``chain(base(lr), stiefel_retraction(stiefel))`` for ``stiefel`` in {"qr", "polar",
+    "cayley"} (a feasible Riemannian method). Every other trainable leaf gets ``base(lr)``
+    (AdamW with ``weight_decay`` when given). ``base`` in {"adam", "sgd"}.
+    """
+    check_choice(stiefel, "stiefel", ("landing", *_rm.RETRACTIONS))
+    check_choice(base, "base", ("adam", "sgd"))
+    weight_decay = check_scalar(weight_decay, "weight_decay", lower=0)
+
+    def make_base():
+        if base == "sgd":
+            return optax.sgd(learning_rate)
+        return optax.adamw(learning_rate, weight_decay=weight_decay)
+
+    if stiefel == "landing":
+        st = optax.chain(_rm.landing(lam), make_base())
+    else:
+        st = optax.chain(make_base(), _rm.stiefel_retraction(stiefel))
+
+    def labels(params):
+        mask = stiefel_mask(params)
+        return jax.tree.map(lambda b: "stiefel" if b else "euclid", mask)
+
+    return optax.partition({"stiefel": st, "euclid": make_base()}, labels)

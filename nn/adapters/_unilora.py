@@ -1,0 +1,218 @@
+"""Uni-LoRA (Li et al. 2025, arXiv 2506.00799) and the baselines it unifies as projections.
+
+Flatten every LoRA factor of the model into ``theta_D = concat_l [vec(A_l); vec(B_l)] in R^D``,
+``D = sum_l r (m_l + n_l)``; a method is then ``theta_D = P theta_d`` with a fixed
+``P in R^{D x d}`` (Uni-LoRA, Sec. 3.1). All projections here have **one nonzero per row**, so
+``P theta`` is a gather ``theta[index] * value`` (O(D), no ``D x d`` matrix) and ``P^T g`` a
+segment sum:
+
+* **Uni-LoRA** (Sec. 3.2; official code ``generate_index``): a balanced random partition of the
+  D coordinates into d groups of sizes ``n_j in {floor(D/d), floor(D/d)+1}``, value
+  ``1/sqrt(n_j)``. Then ``P^T P = I_d`` exactly (isometric; derived in the note, tested in
+  ``tests/nn/adapters/test_unilora.py``). No ``alpha/r`` scaling; ``theta ~ U(-0.02, 0.02)``.
+* **VeRA** (Kopiczko et al. 2024, arXiv 2310.11454, eq. (1)): ``Delta W = diag(lambda_b) B
+  diag(lambda_d) A`` with frozen random ``A, B`` shared by all layers (sliced ``A[:, :n]``,
+  ``B[:m]`` as PEFT does); per layer ``theta_l = [lambda_b; lambda_d]``, ``lambda_b = 0``,
+  ``lambda_d = 0.1`` at init. Row ``(i, k)`` of ``B'`` has its nonzero ``B_ik`` in column
+  ``lambda_b,i``: ``P^T P`` is diagonal but not ``I`` (not isometric).
+
+Tied-LoRA (Renduchintala et al., NAACL 2024) and VB-LoRA (Li et al., NeurIPS 2024) are in
+``_tied.py`` and ``_vblora.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import nn as _nn
+from theory._validation import check_int, check_scalar
+
+from ._core import AdapterLayer, _check_rank, register_method
+
+__all__ = [
+    "isometric_projection",
+    "vera_projection",
+    "project",
+    "project_transpose",
+    "ProjectedLoRALinear",
+    "UniLoRALinear",
+    "VeRALinear",
+    "kaiming_uniform_bases",
+]
+
+
+def isometric_projection(D: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Uni-LoRA's projection as ``(index, value)`` of length ``D``: ``P[i, index[i]] = value[i]``.
+
+    Balanced random partition (official code ``generate_index``): ``floor(D/d)`` copies of every
+    column id, ``D mod d`` extra ids drawn without replacement, shuffled by
+    ``np.random.default_rng(seed)``; ``value = 1/sqrt(n_j)`` with ``n_j`` the group size.
+    Requires ``1 <= d <= D`` (else a group would be empty and ``P^T P != I``).
+    """
+    D = check_int(D, "D", lower=1)
+    d = check_int(d, "d", lower=1, upper=D)
+    rng = np.random.default_rng(seed)
+    index = np.repeat(np.arange(d), D // d)
+    extra = rng.choice(d, size=D % d, replace=False)
+    index = np.concatenate([index, extra])
+    rng.shuffle(index)
+    counts = np.bincount(index, minlength=d)
+    return index.astype(np.int32), 1.0 / np.sqrt(counts[index])
+
+
+def project(theta, index, value):
+    """``P theta`` for a one-nonzero-per-row projection: ``theta[index] * value`` (a gather)."""
+    return jnp.take(theta, index, axis=0) * value
+
+
+def project_transpose(g, index, value, d: int):
+    """``P^T g``: group ``j`` receives ``sum_{i: index_i = j} value_i g_i`` (a segment sum)."""
+    return jax.ops.segment_sum(g * value, index, num_segments=d)
+
+
+def kaiming_uniform_bases(r: int, m_max: int, n_max: int, *, key, dtype=None):
+    """VeRA's shared frozen bases: ``A (r, n_max)``, ``B (m_max, r)``, each Kaiming-uniform
+    (a = sqrt(5), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, PEFT ``vera`` ``_kaiming_init``)."""
+    ka, kb = jax.random.split(key)
+    dt = _nn.default_float(dtype)
+    a = jax.random.uniform(ka, (r, n_max), dt, -1 / math.sqrt(n_max), 1 / math.sqrt(n_max))
+    b = jax.random.uniform(kb, (m_max, r), dt, -1 / math.sqrt(r), 1 / math.sqrt(r))
+    return a, b
+
+
+def vera_projection(shapes, a, b):
+    """VeRA (and Tied-LoRA with frozen ``A, B``) as a one-nonzero projection.
+
+    Returns a list, per layer of shape ``(m, n)``, of ``(index_A, value_A, index_B, value_B)``
+    with ``theta_l = [lambda_b (m); lambda_d (r)]`` stored at consecutive offsets, so that
+    ``A' = diag(lambda_d) A[:, :n]`` and ``B' = diag(lambda_b) B[:m]``.
+    """
+    r = a.shape[0]
+    out, off = [], 0
+    for m, n in shapes:
+        ib = np.broadcast_to(off + np.arange(m)[:, None], (m, r))
+        ia = np.broadcast_to(off + m + np.arange(r)[:, None], (r, n))
+        out.append((jnp.asarray(ia, jnp.int32), a[:, :n], jnp.asarray(ib, jnp.int32), b[:m]))
+        off += m + r
+    return out
+
+
+class ProjectedLoRALinear(AdapterLayer):
+    """``Delta W = B A`` with ``A = theta[index_A] * value_A``, ``B = theta[index_B] * value_B``.
+
+    ``theta`` is the shared vector ``adapted.shared["theta"]``; the indices and values are frozen.
+    """
+
+    index_A: _nn.Frozen
+    value_A: _nn.Frozen
+    index_B: _nn.Frozen
+    value_B: _nn.Frozen
+
+    def factors(self, ctx):
+        theta = ctx["theta"]
+        a = project(theta, _nn.value(self.index_A), _nn.value(self.value_A))
+        b = project(theta, _nn.value(self.index_B), _nn.value(self.value_B))
+        return a, b
+
+    def delta_weight(self, ctx):
+        a, b = self.factors(ctx)
+        return b @ a
+
+    def delta(self, x, ctx, *, key=None):
+        a, b = self.factors(ctx)
+        return (x @ a.T) @ b.T
+
+
+def _uni_layout(shapes, r):
+    """Offsets of each layer's ``[vec(A); vec(B)]`` block inside ``theta_D``."""
+    sizes = [r * (m + n) for m, n in shapes]
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+
+
+@register_method("unilora")
+class UniLoRALinear(ProjectedLoRALinear):
+    """Uni-LoRA: one trainable vector ``theta in R^d`` for the whole model (isometric ``P``)."""
+
+    @classmethod
+    def check_config(cls, config, linears):
+        unknown = set(config) - {"r", "d", "seed", "init_bound"}
+        if unknown:
+            raise ValueError(f"unknown Uni-LoRA option(s) {sorted(unknown)}; use r, d, seed.")
+        r = _check_rank(config.get("r", 4), linears)
+        D = sum(r * (lin.out_features + lin.in_features) for lin in linears)
+        if "d" not in config:
+            raise ValueError("`d` (the trainable dimension) must be given for Uni-LoRA.")
+        d = check_int(config["d"], "d", lower=1, upper=D)
+        seed = check_int(config.get("seed", 0), "seed", lower=0)
+        bound = check_scalar(config.get("init_bound", 0.02), "init_bound", lower=0)
+        return {"r": r, "d": d, "seed": seed, "init_bound": bound}
+
+    @classmethod
+    def build_shared(cls, shapes, *, key, r, d, seed, init_bound, **_):
+        dt = _nn.default_float()
+        return {"theta": jax.random.uniform(key, (d,), dt, -init_bound, init_bound)}
+
+    @classmethod
+    def build(cls, linear, *, key, index, shapes, r, d, seed, **_):
+        off = _uni_layout(shapes, r)
+        idx, val = isometric_projection(int(off[-1]), d, seed)
+        m, n = shapes[index]
+        lo = off[index]
+        sl = slice(lo, lo + r * n), slice(lo + r * n, off[index + 1])
+        dt = _nn.value(linear.weight).dtype
+        ia, ib = idx[sl[0]].reshape(r, n), idx[sl[1]].reshape(m, r)
+        va, vb = val[sl[0]].reshape(r, n), val[sl[1]].reshape(m, r)
+        fz = _nn.Frozen
+        return cls(
+            fz(linear), fz(jnp.asarray(ia)), fz(jnp.asarray(va, dt)), fz(jnp.asarray(ib)),
+            fz(jnp.asarray(vb, dt)),
+        )
+
+    @classmethod
+    def num_params(cls, shapes, *, d, **_):
+        """``d``: one vector for the whole model."""
+        return d
+
+
+@register_method("vera")
+class VeRALinear(ProjectedLoRALinear):
+    """VeRA: ``Delta W = diag(lambda_b) B diag(lambda_d) A`` (frozen shared random ``A, B``)."""
+
+    @classmethod
+    def check_config(cls, config, linears):
+        unknown = set(config) - {"r", "d_initial"}
+        if unknown:
+            raise ValueError(f"unknown VeRA option(s) {sorted(unknown)}; use r, d_initial.")
+        # VeRA's r may exceed a layer's size (A, B are random, not factors of it), but not D.
+        r = check_int(config.get("r", 256), "r", lower=1)
+        d0 = check_scalar(config.get("d_initial", 0.1), "d_initial")
+        return {"r": r, "d_initial": d0}
+
+    @classmethod
+    def _bases(cls, shapes, key, r):
+        m_max = max(m for m, _ in shapes)
+        n_max = max(n for _, n in shapes)
+        return kaiming_uniform_bases(r, m_max, n_max, key=jax.random.fold_in(key, 1))
+
+    @classmethod
+    def build_shared(cls, shapes, *, key, r, d_initial, **_):
+        dt = _nn.default_float()
+        parts = [p for m, _ in shapes for p in (jnp.zeros(m, dt), jnp.full(r, d_initial, dt))]
+        return {"theta": jnp.concatenate(parts)}
+
+    @classmethod
+    def build(cls, linear, *, shared_key, index, shapes, r, **_):
+        a, b = cls._bases(shapes, shared_key, r)
+        dt = _nn.value(linear.weight).dtype
+        ia, va, ib, vb = vera_projection(shapes, a.astype(dt), b.astype(dt))[index]
+        fz = _nn.Frozen
+        return cls(fz(linear), fz(ia), fz(va), fz(ib), fz(vb))
+
+    @classmethod
+    def num_params(cls, shapes, *, r, **_):
+        """``sum_l (m_l + r)``."""
+        return sum(m + r for m, _ in shapes)

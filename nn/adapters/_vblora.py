@@ -1,0 +1,103 @@
+"""VB-LoRA (Li, Han & Ji, NeurIPS 2024, arXiv 2405.15179): LoRA factors drawn from a vector bank.
+
+A global bank ``V in R^{h x b}`` (``adapted.shared["bank"]``); every length-``b`` sub-vector of
+every ``A_l`` and ``B_l`` is a top-k mixture ``sum_{j in topk(z)} softmax(z_topk)_j V_j`` of bank
+vectors, with per-sub-vector logits ``z in R^h`` (PEFT ``tuners/vblora``: ``logits_A (r, n/b, h)``,
+``logits_B (m/b, r, h)``, init N(0, 0.1^2); bank U(-0.02, 0.02); defaults h = 256, b = 256,
+k = 2; no ``alpha/r`` scaling). As a projection ``theta_D = (W(z) (x) I_b) vec(V)``: ``k``
+nonnegative weights summing to 1 per row block, depending on the trained logits (not a fixed P).
+Count ``h b + sum_l h r (m_l + n_l) / b``.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+import nn as _nn
+from theory._validation import check_int, check_scalar
+
+from ._core import AdapterLayer, _check_rank, register_method
+
+__all__ = ["VBLoRALinear", "topk_mixture_weights"]
+
+
+def topk_mixture_weights(logits, k: int):
+    """``(weights, index)``: the softmax over the top-``k`` logits (last axis) and their ids."""
+    vals, idx = jax.lax.top_k(logits, k)
+    return jax.nn.softmax(vals, axis=-1), idx
+
+
+def _mix(logits, bank, k):
+    w, idx = topk_mixture_weights(logits, k)
+    return jnp.einsum("...k,...kb->...b", w, jnp.take(bank, idx, axis=0))
+
+
+@register_method("vblora")
+class VBLoRALinear(AdapterLayer):
+    """VB-LoRA layer: trainable ``logits_A (r, n/b, h)``, ``logits_B (m/b, r, h)``."""
+
+    logits_A: jax.Array
+    logits_B: jax.Array
+    k: int = eqx.field(static=True)
+
+    @classmethod
+    def check_config(cls, config, linears):
+        unknown = set(config) - {"r", "num_vectors", "vector_length", "topk", "init_logits_std",
+                                 "init_vector_bank_bound"}
+        if unknown:
+            raise ValueError(f"unknown VB-LoRA option(s) {sorted(unknown)}.")
+        r = _check_rank(config.get("r", 4), linears)
+        h = check_int(config.get("num_vectors", 256), "num_vectors", lower=1)
+        b = check_int(config.get("vector_length", 256), "vector_length", lower=1)
+        for lin in linears:
+            if lin.in_features % b or lin.out_features % b:
+                raise ValueError(
+                    f"`vector_length` must divide every adapted layer's in and out sizes; got "
+                    f"{b} for a layer of shape ({lin.out_features}, {lin.in_features})."
+                )
+        k = check_int(config.get("topk", 2), "topk", lower=1, upper=h)
+        std = check_scalar(config.get("init_logits_std", 0.1), "init_logits_std", lower=0)
+        bound = check_scalar(config.get("init_vector_bank_bound", 0.02),
+                             "init_vector_bank_bound", lower=0)
+        return {"r": r, "num_vectors": h, "vector_length": b, "topk": k, "init_logits_std": std,
+                "init_vector_bank_bound": bound}
+
+    @classmethod
+    def build_shared(cls, shapes, *, key, num_vectors, vector_length, init_vector_bank_bound,
+                     **_):
+        dt = _nn.default_float()
+        bd = init_vector_bank_bound
+        return {"bank": jax.random.uniform(key, (num_vectors, vector_length), dt, -bd, bd)}
+
+    @classmethod
+    def build(cls, linear, *, key, r, num_vectors, vector_length, topk, init_logits_std, **_):
+        m, n, b, h = linear.out_features, linear.in_features, vector_length, num_vectors
+        dt = _nn.value(linear.weight).dtype
+        ka, kb = jax.random.split(key)
+        la = init_logits_std * jax.random.normal(ka, (r, n // b, h), dt)
+        lb = init_logits_std * jax.random.normal(kb, (m // b, r, h), dt)
+        return cls(_nn.Frozen(linear), la, lb, topk)
+
+    @classmethod
+    def num_params(cls, shapes, *, r, num_vectors, vector_length, **_):
+        h, b = num_vectors, vector_length
+        return h * b + sum(h * r * (m + n) // b for m, n in shapes)
+
+    def factors(self, ctx):
+        bank = ctx["bank"]
+        r = self.logits_A.shape[0]
+        m, n = self.shape
+        a = _mix(self.logits_A, bank, self.k).reshape(r, n)  # (r, n/b, b) -> (r, n)
+        bm = _mix(self.logits_B, bank, self.k)  # (m/b, r, b)
+        b = jnp.swapaxes(bm, 1, 2).reshape(m, r)
+        return a, b
+
+    def delta_weight(self, ctx):
+        a, b = self.factors(ctx)
+        return b @ a
+
+    def delta(self, x, ctx, *, key=None):
+        a, b = self.factors(ctx)
+        return (x @ a.T) @ b.T
