@@ -13,7 +13,7 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+from scipy import linalg, stats
 
 from theory import ecc as _th
 from theory._validation import as_array, as_generator, check_choice, check_scalar
@@ -179,29 +179,36 @@ class CITestResult:
 class _RidgePath:
     """Ridge fits ``(X^T X / m + lam)^{-1} X^T t / m`` of several targets, for any ``lam``.
 
-    ``p <= m``: eigendecomposition of the ``p x p`` Gram ``X^T X``; ``p > m``: of the ``m x m``
-    ``X X^T``. ``eigenvalues`` are the ``p`` eigenvalues of ``X^T X / m`` (zeros included).
+    ``p <= m``: the ``p x p`` Gram ``X^T X``; ``p > m``: the ``m x m`` kernel ``X X^T`` (the
+    smaller one). ``eigenvalues`` are the ``p`` eigenvalues of ``X^T X / m`` (zeros included). With
+    ``vectors=True`` one eigendecomposition serves every penalty of a grid; with ``vectors=False``
+    only the eigenvalues are computed (all the tuning and the corrections need) and each requested
+    penalty costs one Cholesky solve, which is cheaper for a handful of penalties.
     """
 
-    def __init__(self, X, targets, m_eff):
+    def __init__(self, X, targets, m_eff, vectors=True):
         mrows, p = X.shape
-        self.m = m_eff
-        self.p = p
-        if p <= mrows:
-            w, V = np.linalg.eigh(X.T @ X)
+        self.m, self.p, self.vectors = m_eff, p, vectors
+        self.primal = p <= mrows
+        K = X.T @ X if self.primal else X @ X.T
+        if vectors:
+            w, V = np.linalg.eigh(K)
             w = np.clip(w, 0.0, None)
-            self.basis = V  # coef = V diag(1/(w + m lam)) z
-            self.proj = {k: V.T @ (X.T @ t) for k, t in targets.items()}
-            self.h = np.ones_like(w)
-            ev = w
+            if self.primal:
+                self.basis = V  # coef = V diag(1/(w + m lam)) V^T X^T t
+                self.proj = {k: V.T @ (X.T @ t) for k, t in targets.items()}
+                self.h = np.ones_like(w)
+            else:
+                self.basis = X.T @ V  # coef = X^T U diag(1/(w + m lam)) U^T t
+                self.proj = {k: V.T @ t for k, t in targets.items()}
+                self.h = w
+            self.w = w
         else:
-            w, U = np.linalg.eigh(X @ X.T)
-            w = np.clip(w, 0.0, None)
-            self.basis = X.T @ U  # coef = X^T U diag(1/(w + m lam)) U^T t
-            self.proj = {k: U.T @ t for k, t in targets.items()}
-            self.h = w
-            ev = np.concatenate([w, np.zeros(p - mrows)])
-        self.w = w
+            w = np.clip(np.linalg.eigvalsh(K), 0.0, None)
+            self.K, self.X = K, X
+            self.rhs = {k: (X.T @ t if self.primal else t) for k, t in targets.items()}
+            self._coefs = {}
+        ev = w if self.primal else np.concatenate([w, np.zeros(p - mrows)])
         self.eigenvalues = np.sort(ev) / m_eff
 
     def _shrink(self, lam):
@@ -210,10 +217,25 @@ class _RidgePath:
 
     def coef(self, key, lam):
         """Coefficients, shape ``(G, p)`` for ``G`` penalties."""
-        return (self._shrink(lam) * self.proj[key][None, :]) @ self.basis.T
+        if self.vectors:
+            return (self._shrink(lam) * self.proj[key][None, :]) @ self.basis.T
+        lam = np.atleast_1d(np.asarray(lam, float))
+        rows = []
+        for t in lam:
+            ck = (key, float(t))
+            if ck not in self._coefs:
+                Kl = self.K.copy()
+                Kl.flat[:: Kl.shape[0] + 1] += self.m * t
+                sol = linalg.cho_solve(linalg.cho_factor(Kl, lower=True, check_finite=False),
+                                       self.rhs[key], check_finite=False)
+                self._coefs[ck] = sol if self.primal else self.X.T @ sol
+            rows.append(self._coefs[ck])
+        return np.array(rows)
 
     def inner(self, k1, lam1, k2, lam2):
         """``coef(k1, lam1) . coef(k2, lam2)`` for coefficients of this one fold, shape ``(G,)``."""
+        if not self.vectors:
+            return (self.coef(k1, lam1) * self.coef(k2, lam2)).sum(-1)
         return (self._shrink(lam1) * self._shrink(lam2) * self.h
                 * self.proj[k1] * self.proj[k2]).sum(-1)
 
@@ -326,7 +348,7 @@ def _moments(y, a, X, n):
 class _Prepared:
     """Whitened, split, centred data with the ridge eigendecompositions of the training folds."""
 
-    def __init__(self, y, a, X, split, cov, center, rng):
+    def __init__(self, y, a, X, split, cov, center, rng, vectors=True):
         y, a, X = _check_data(y, a, X)
         self.n, self.p = X.shape
         if cov is not None:
@@ -348,14 +370,14 @@ class _Prepared:
         if split == 2:
             yt, at, Xt = part(train[0])
             self.m_train = len(train[0]) - dof
-            self.paths = {"a": _RidgePath(Xt, {"a": at, "y": yt}, self.m_train)}
+            self.paths = {"a": _RidgePath(Xt, {"a": at, "y": yt}, self.m_train, vectors)}
             self.paths["y"] = self.paths["a"]
         else:
             ya_, aa, Xa = part(train[0])
             yy, ay_, Xy = part(train[1])
             self.m_train = len(train[0]) - dof
-            self.paths = {"a": _RidgePath(Xa, {"a": aa}, self.m_train),
-                          "y": _RidgePath(Xy, {"y": yy}, len(train[1]) - dof)}
+            self.paths = {"a": _RidgePath(Xa, {"a": aa}, self.m_train, vectors),
+                          "y": _RidgePath(Xy, {"y": yy}, len(train[1]) - dof, vectors)}
         self.gamma = self.p / self.m_train
 
     # ---- estimates for arrays of penalties -------------------------------------------------
@@ -529,7 +551,7 @@ def ecc(y, a, X, *, estimator="dr", split=2, lam="auto", cov=None, level=0.95, r
     lam = _check_lam(lam)
     level = check_scalar(level, "level", lower=0.0, upper=1.0, closed="neither")
     constants = check_choice(constants, "constants", ("empirical", "mp"))
-    prep = _Prepared(y, a, X, split, cov, bool(center), rng)
+    prep = _Prepared(y, a, X, split, cov, bool(center), rng, vectors=False)
     if lam == "auto":
         lam = _auto_lambda(prep, estimator)
     return _result(prep, estimator, lam, level, constants)
@@ -662,7 +684,7 @@ def ecc_test(y, a, X, *, split=2, lam="auto", cov=None, rng=None, center=True) -
     if center:
         y, a, X = _center(y, a, X)
     n = X.shape[0]
-    path = _RidgePath(X, {"a": a, "y": y}, n - (1 if center else 0))
+    path = _RidgePath(X, {"a": a, "y": y}, n - (1 if center else 0), vectors=False)
     ra = a - X @ path.coef("a", res.lam[0])[0]
     ry = y - X @ path.coef("y", res.lam[1])[0]
     R = ra * ry

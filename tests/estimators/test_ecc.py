@@ -54,12 +54,16 @@ def test_ridge_fit_matches_direct_solve():
     rng = np.random.default_rng(2)
     for m, p in [(60, 20), (20, 60)]:
         Xt, t = rng.standard_normal((m, p)), rng.standard_normal(m)
-        path = _RidgePath(Xt, {"a": t}, m)
-        for lam in (0.01, 0.7):
-            direct = np.linalg.solve(Xt.T @ Xt / m + lam * np.eye(p), Xt.T @ t / m)
-            np.testing.assert_allclose(path.coef("a", lam)[0], direct, rtol=1e-8, atol=1e-12)
-        ev = np.linalg.eigvalsh(Xt.T @ Xt / m)
-        np.testing.assert_allclose(path.eigenvalues, ev, atol=1e-10)
+        for vectors in (True, False):
+            path = _RidgePath(Xt, {"a": t}, m, vectors=vectors)
+            for lam in (0.01, 0.7):
+                direct = np.linalg.solve(Xt.T @ Xt / m + lam * np.eye(p), Xt.T @ t / m)
+                np.testing.assert_allclose(path.coef("a", lam)[0], direct, rtol=1e-8,
+                                           atol=1e-12)
+                assert path.inner("a", lam, "a", 0.3)[0] == pytest.approx(
+                    direct @ path.coef("a", 0.3)[0], rel=1e-10)
+            ev = np.linalg.eigvalsh(Xt.T @ Xt / m)
+            np.testing.assert_allclose(path.eigenvalues, ev, atol=1e-10)
 
 
 @settings(max_examples=8)
