@@ -17,6 +17,16 @@ from ._models import (
                       spiked_wigner,
                       top_eigenpair,
 )
+from ._search import (
+    FAMILIES,
+    Family,
+    GridResult,
+    OptimizationResult,
+    family,
+    optimize_threshold,
+    threshold_and_gradient,
+    threshold_grid,
+)
 from ._theory import (
                       PRIORS,
                       as_prior,
@@ -31,4 +41,6 @@ from ._theory import (
 __all__ = ["sigmas", "nonlinear_laplacian", "critical_threshold", "outlier", "bulk_edge",
            "threshold", "outlier_limits", "bulk_density", "as_prior", "PRIORS", "Instance",
            "goe", "spiked_wigner", "planted_submatrix", "planted_clique", "Detection", "detect",
-           "top_eigenpair", "finite_sample_limits"]
+           "top_eigenpair", "finite_sample_limits", "Family", "FAMILIES", "family",
+           "threshold_and_gradient", "GridResult", "threshold_grid", "OptimizationResult",
+           "optimize_threshold"]

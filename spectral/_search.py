@@ -1,0 +1,326 @@
+"""Searching for σ: grids, Nelder–Mead on β*, gradient descent on β* by implicit differentiation.
+
+The paper's modes (Ma & Kunisky 2025, Sec. 4; official ``zshape_grid_search.py`` and
+``blackbox_optimization.py``): exhaustive grids over simple classes and black-box Nelder–Mead on
+the asymptotic β*. Added here: the gradient of β* with respect to σ's parameters by the
+implicit-function theorem through the two root solves (derived here; checked against finite
+differences in
+``tests/spectral/test_search.py``):
+
+- inner: z* = s₊ + u*, R1(u, p) = E[(u + gap_p(g))^{-2}] - 1 = 0 (u* = 0 in the irregular case);
+- outer: R2(β, u, p) = β E_{η,g}[(η²/m2)/(u + gap_p(βηm1/m2 + g))] - 1 = 0 at u = u*;
+- du*/dp = -∂_p R1/∂_u R1, dβ*/dp = -(∂_p R2 + ∂_u R2 du*/dp)/∂_β R2.
+
+The partial derivatives come from JAX applied to the same split Gauss–Legendre rule, with the
+cut points (σ's breaks moved by the shift) as functions of p and β, so moving kinks and jumps
+are differentiated exactly (Leibniz terms included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.optimize import minimize
+from tqdm import tqdm
+
+from theory._validation import as_array, check_choice
+from theory.nonlinear_laplacian import critical_threshold as _threshold
+
+from . import _sigmas
+from ._theory import as_prior
+
+__all__ = ["Family", "FAMILIES", "family", "threshold_and_gradient", "GridResult",
+           "threshold_grid", "OptimizationResult", "optimize_threshold"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """A parametrised σ family: numpy constructor, JAX gap s₊ - σ(t), JAX breaks, bounds."""
+
+    name: str
+    make: object            # params (np.ndarray) -> Sigma
+    gap: object             # (params, t) -> jnp array, upper - σ(t)
+    breaks: object          # params -> jnp array of kinks/jumps
+    bounds: tuple           # per-parameter (lo, hi) for L-BFGS-B
+    size: int
+
+
+def _tanh_gap(p, t):
+    return 2.0 * p[0] / (1.0 + jnp.exp(jnp.clip(2.0 * p[1] * t, -700.0, 700.0)))
+
+
+def _z_gap(p, t):
+    a, b, c = p[0], p[1], p[2]
+    return b * jnp.clip((c + a - t) / a, 0.0, 1.0)
+
+
+def _step_parts(p, k):
+    return jnp.cumsum(p[:k]), p[k:]
+
+
+def _step_gap(p, t, k):
+    x, jumps = _step_parts(p, k)
+    return jnp.sum(jumps * (t[..., None] < x), axis=-1)
+
+
+def _step_make(p, k):
+    x = np.cumsum(p[:k])
+    return _sigmas.step(x, np.concatenate([[0.0], np.cumsum(p[k:])]))
+
+
+def _make_step_family(k: int) -> Family:
+    bounds = ((None, None),) + ((0.0, None),) * (k - 1) + ((0.0, None),) * k
+    return Family(f"step{k}", partial(_step_make, k=k), partial(_step_gap, k=k),
+                  lambda p: _step_parts(p, k)[0], bounds, 2 * k)
+
+
+FAMILIES = {
+    "tanh": Family("tanh", lambda p: _sigmas.tanh(p[0], p[1]), _tanh_gap,
+                   lambda p: jnp.zeros(0), ((1e-6, None), (1e-6, None)), 2),
+    "zshape": Family("zshape", lambda p: _sigmas.zshape(p[0], p[1], p[2]), _z_gap,
+                     lambda p: jnp.stack([p[2], p[2] + p[0]]),
+                     ((1e-6, None), (0.0, None), (None, None)), 3),
+}
+
+
+def family(name: str) -> Family:
+    """``"tanh"`` (a, b), ``"zshape"`` (a, b, c) or ``"stepK"`` (a_0..a_{K-1}, b_0..b_{K-1}):
+    breaks cumsum(a), levels (0, cumsum(b)) as in the official ``beta_to_sigma`` (K = 16 there)."""
+    if name in FAMILIES:
+        return FAMILIES[name]
+    if name.startswith("step") and name[4:].isdigit() and int(name[4:]) >= 1:
+        return _make_step_family(int(name[4:]))
+    raise ValueError(f"`family` must be 'tanh', 'zshape' or 'stepK' (K >= 1); got {name!r}.")
+
+
+_XQ, _WQ = np.polynomial.legendre.leggauss(20)
+_GRID = np.arange(-12.0, 12.5, 1.0)
+_SQ2PI = np.sqrt(2 * np.pi)
+
+
+def _jnodes(cuts_g):
+    """Split Gauss–Legendre rule in g (as theory.gaussian.gaussian_nodes): points and weights."""
+    cuts = jnp.sort(jnp.concatenate([jnp.asarray(_GRID), jnp.clip(cuts_g, -12.0, 12.0)]))
+    lo, hi = cuts[:-1], cuts[1:]
+    half = 0.5 * (hi - lo)
+    g = (0.5 * (hi + lo))[:, None] + half[:, None] * _XQ
+    w = half[:, None] * _WQ * jnp.exp(-0.5 * g * g) / _SQ2PI
+    return g.ravel(), w.ravel()
+
+
+def _jexpect(fam: Family, p, shift, h):
+    """E[h(gap_p(shift + g))] with exact derivatives in p and shift (Leibniz rule).
+
+    The rule's cut points are held fixed (stop_gradient: sorting ties between a break and a grid
+    point would otherwise mis-assign their derivative); the motion of each break c_i = x_i - shift
+    enters through the boundary term φ(c_i)[F(c_i-) - F(c_i+)] dc_i, added with zero value.
+    """
+    br = fam.breaks(p)
+    c = br - shift
+    g, w = _jnodes(jax.lax.stop_gradient(c))
+    value = jnp.sum(w * h(fam.gap(p, shift + g)))
+    if br.size:
+        delta = 1e-9 * (1.0 + jnp.abs(jax.lax.stop_gradient(br)))
+        jump = h(fam.gap(p, br - delta)) - h(fam.gap(p, br + delta))
+        phi = jnp.exp(-0.5 * c * c) / _SQ2PI
+        value = value + jnp.sum(jax.lax.stop_gradient(phi * jump) * (c - jax.lax.stop_gradient(c)))
+    return value
+
+
+def _residuals(fam: Family, q, pw):
+    """JAX residual functions R1(u, p) and R2(β, u, p) for a family and an η-rule (q, weights)."""
+
+    def r1(u, p):
+        return _jexpect(fam, p, 0.0, lambda d: 1.0 / (u + d) ** 2) - 1.0
+
+    def r2(beta, u, p):
+        def one(qk):
+            return _jexpect(fam, p, beta * qk, lambda d: 1.0 / (u + d))
+        return beta * jnp.sum(pw * jax.vmap(one)(q)) - 1.0
+
+    return r1, r2
+
+
+_GRADS: dict = {}
+
+
+def _grad_fns(fam: Family, prior_key, eta):
+    key = (fam.name, prior_key)
+    if key not in _GRADS:
+        keep = eta.probs * eta.nodes ** 2 > 0
+        q = jnp.asarray(eta.nodes[keep] * eta.m1 / eta.m2)
+        pw = jnp.asarray(eta.probs[keep] * eta.nodes[keep] ** 2 / eta.m2)
+        r1, r2 = _residuals(fam, q, pw)
+        _GRADS[key] = (jax.jit(jax.grad(r1, argnums=(0, 1))),
+                       jax.jit(jax.grad(r2, argnums=(0, 1, 2))))
+    return _GRADS[key]
+
+
+def threshold_and_gradient(fam, params, prior="planted_submatrix"):
+    """β*(σ_p) and dβ*/dp by implicit differentiation (see the module docstring).
+
+    Returns ``(beta_star, gradient, result)`` with the :class:`ThresholdResult`.
+    """
+    fam = family(fam) if isinstance(fam, str) else fam
+    p = as_array(params, "params", shape=(fam.size,))
+    eta = as_prior(prior)
+    res = _threshold(fam.make(p), eta)
+    pkey = prior if isinstance(prior, str) else id(eta)
+    g1, g2 = _grad_fns(fam, pkey, eta)
+    u = res.z_star - fam.make(p).upper
+    with jax.enable_x64(True):
+        pj = jnp.asarray(p)
+        db, du2, dp2 = g2(jnp.float64(res.beta_star), jnp.float64(u), pj)
+        total = np.asarray(dp2)
+        if res.regular:
+            du1, dp1 = g1(jnp.float64(u), pj)
+            total = total - float(du2) * np.asarray(dp1) / float(du1)
+        grad = -total / float(db)
+    return res.beta_star, grad, res
+
+
+@dataclass(frozen=True)
+class GridResult:
+    """β* on a parameter grid: ``values[i, j]`` at (``x[i]``, ``y[j]``) with the rest ``fixed``."""
+
+    family: str
+    axes: tuple[str, str]
+    x: np.ndarray
+    y: np.ndarray
+    values: np.ndarray
+    fixed: dict = field(default_factory=dict)
+
+    @property
+    def argmin(self) -> tuple[float, float, float]:
+        i, j = np.unravel_index(np.nanargmin(self.values), self.values.shape)
+        return float(self.x[i]), float(self.y[j]), float(self.values[i, j])
+
+    def summary(self) -> str:
+        x, y, v = self.argmin
+        below = float(np.mean(self.values < 1.0))
+        return (f"beta* grid ({self.family}; {self.axes[0]} x {self.axes[1]}, fixed {self.fixed})\n"
+                f"min {v:.6f} at {self.axes[0]}={x:g}, {self.axes[1]}={y:g}; "
+                f"fraction with beta* < 1: {below:.2f}")
+
+
+def threshold_grid(fam: str, axes: dict, fixed: dict, prior="planted_submatrix") -> GridResult:
+    """β* over the product of two parameter grids (the paper's exhaustive search; Z-shape heatmaps).
+
+    ``axes`` maps two parameter names to 1-D grids, ``fixed`` the others to values; names are
+    ``a, b`` (tanh) or ``a, b, c`` (zshape). Each cell is an exact β* (no bracket capping).
+    """
+    names = {"tanh": ("a", "b"), "zshape": ("a", "b", "c")}[check_choice(fam, "family",
+                                                                          ("tanh", "zshape"))]
+    if len(axes) != 2 or set(axes) | set(fixed) != set(names):
+        raise ValueError(f"`axes` (two names) and `fixed` must cover {names}; got {list(axes)} "
+                         f"and {list(fixed)}.")
+    (nx, gx), (ny, gy) = axes.items()
+    gx, gy = as_array(gx, "axes", ndim=1), as_array(gy, "axes", ndim=1)
+    eta = as_prior(prior)
+    maker = getattr(_sigmas, fam)
+    vals = np.empty((gx.size, gy.size))
+    for i in tqdm(range(gx.size), desc=f"beta* grid {nx}x{ny}", leave=False, disable=None):
+        for j in range(gy.size):
+            kw = dict(fixed, **{nx: gx[i], ny: gy[j]})
+            vals[i, j] = _threshold(maker(**kw), eta).beta_star
+    return GridResult(fam, (nx, ny), gx, gy, vals, dict(fixed))
+
+
+@dataclass(frozen=True)
+class OptimizationResult:
+    """Optimised parameters, β* there, and the number of β* evaluations spent."""
+
+    family: str
+    method: str
+    params: np.ndarray
+    beta_star: float
+    evaluations: int
+    iterations: int
+    history: np.ndarray
+
+    @property
+    def sigma(self):
+        return family(self.family).make(self.params)
+
+    def evaluations_to_reach(self, target: float) -> int | None:
+        """β* evaluations until the running best is <= ``target`` (None if never)."""
+        best = np.minimum.accumulate(self.history)
+        hit = np.flatnonzero(best <= target)
+        return int(hit[0]) + 1 if hit.size else None
+
+    def summary(self) -> str:
+        return (f"{self.method} on {self.family}: beta* = {self.beta_star:.10f} after "
+                f"{self.evaluations} beta* evaluations ({self.iterations} iterations)\n"
+                f"params = {np.array2string(self.params, precision=8)}")
+
+
+def optimize_threshold(fam: str, x0, prior="planted_submatrix", *, method: str = "gradient",
+                       maxiter: int = 2000, tol: float = 1e-12,
+                       initial_simplex=None) -> OptimizationResult:
+    """Minimise β*(σ_p) over the parameters of a family.
+
+    ``method="nelder-mead"``: the paper's black-box search (scipy Nelder–Mead on the exact β*).
+    ``method="gradient"``: L-BFGS-B (bounds of the family) with the implicit-differentiation
+    gradient of :func:`threshold_and_gradient`; each evaluation is one β* plus its gradient.
+    """
+    fam_ = family(fam)
+    x0 = as_array(x0, "x0", shape=(fam_.size,))
+    method = check_choice(method, "method", ("gradient", "nelder-mead"))
+    eta = as_prior(prior)
+    hist: list[float] = []
+    best_p = [x0, np.inf]
+    big = 10.0  # β* of an infeasible point (parameters outside the family's domain)
+
+    def feasible(p):
+        return all((lo is None or v >= lo) and (hi is None or v <= hi)
+                   for v, (lo, hi) in zip(p, fam_.bounds, strict=True))
+
+    if method == "nelder-mead":
+        def f(p):
+            val = _threshold(fam_.make(p), eta).beta_star if feasible(p) else big
+            hist.append(val)
+            if val < best_p[1]:
+                best_p[:] = [np.array(p, dtype=float), val]
+            return val
+        opts = dict(maxiter=maxiter, maxfev=2 * maxiter, xatol=1e-8, fatol=tol)
+        if initial_simplex is not None:
+            opts["initial_simplex"] = initial_simplex
+        r = minimize(f, x0, method="Nelder-Mead", options=opts)
+    else:
+        def fg(p):
+            val, grad, _ = threshold_and_gradient(fam_, p, prior)
+            hist.append(val)
+            if val < best_p[1]:
+                best_p[:] = [np.array(p, dtype=float), val]
+            return val, grad
+        # β* has a kink where the edge switches regime (H'(s₊) = 0, Sec. 3.2 of the note): a
+        # minimiser there is a smooth minimum of β* restricted to that boundary, found by SLSQP
+        # with the constraint E[gap^-2] = 1 (only families without an atom at s₊ have one).
+        g1, _ = _grad_fns(fam_, prior if isinstance(prior, str) else id(eta), eta)
+        r1_fn = _residuals(fam_, jnp.zeros(1), jnp.zeros(1))[0]
+
+        def cons(p):
+            with jax.enable_x64(True):
+                return float(r1_fn(0.0, jnp.asarray(p)))
+
+        def cons_jac(p):
+            with jax.enable_x64(True):
+                return np.asarray(g1(jnp.float64(0.0), jnp.asarray(p))[1])
+
+        kinked = np.isfinite(cons(x0))  # no atom at s₊: a regime boundary may exist
+        lb = dict(jac=True, method="L-BFGS-B", bounds=fam_.bounds)
+        r = minimize(fg, x0, **lb, options=dict(maxiter=15 if kinked else maxiter, ftol=tol,
+                                                 gtol=1e-10))
+        c_end = cons(best_p[0]) if kinked else np.inf
+        if abs(c_end) < 0.25:
+            r = minimize(fg, best_p[0], jac=True, method="SLSQP", bounds=fam_.bounds,
+                         constraints=[dict(type="eq", fun=cons, jac=cons_jac)],
+                         options=dict(maxiter=200, ftol=tol))
+        if kinked:  # polish (also when the minimiser is interior to one regime)
+            r = minimize(fg, best_p[0], **lb, options=dict(maxiter=maxiter, ftol=tol, gtol=1e-10))
+    return OptimizationResult(fam_.name, method, best_p[0], float(best_p[1]), len(hist),
+                              int(r.nit), np.array(hist))
