@@ -37,6 +37,7 @@ from ._systems import (
     PrinzLangevin,
     make_pairs,
 )
+from ._train import LOSSES, Encoders, KoopmanModel, fit_koopman
 
 __all__ = [
     "FiniteChain",
@@ -62,4 +63,8 @@ __all__ = [
     "principal_angles",
     "directed_hausdorff",
     "forecast_rmse",
+    "LOSSES",
+    "Encoders",
+    "KoopmanModel",
+    "fit_koopman",
 ]

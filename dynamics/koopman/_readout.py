@@ -129,7 +129,16 @@ class KoopmanReadout:
         return f"KoopmanReadout(rank={self.rank}, singular_values=[{s}{more}])"
 
 
-def cca_readout(fx, gy, fy=None, *, rtol=1e-7):
+def _weights(weights, n):
+    if weights is None:
+        return np.full(n, 1.0 / n)
+    w = as_array(weights, "weights", shape=(n,))
+    if (w < 0).any() or w.sum() <= 0:
+        raise ValueError("`weights` must be non-negative with a positive sum.")
+    return w / w.sum()
+
+
+def cca_readout(fx, gy, fy=None, *, weights=None, rtol=1e-7):
     """CCA + LoRA read-out from features ``fx = f(X)``, ``gy = g(X')`` (and ``fy = f(X')``) of N
     pairs.
 
@@ -137,6 +146,8 @@ def cca_readout(fx, gy, fy=None, *, rtol=1e-7):
     ``rtol * max`` dropped), SVD of ``W_f T W_g``, singular values clipped to ``[0, 1]``. The
     Koopman
     matrix ``E_rho1[psi~ phi~^T]`` needs ``fy``; it assumes stationary data (rho0 = rho1).
+    ``weights`` (n,) turns the sample means into weighted means, e.g. quadrature weights of the
+    joint law for population read-outs.
     """
     fx = _features(fx, "fx")
     n, k = fx.shape
@@ -144,19 +155,20 @@ def cca_readout(fx, gy, fy=None, *, rtol=1e-7):
     if n < 2:
         raise ValueError(f"`fx` must hold at least 2 pairs; got {n}.")
     rtol = check_scalar(rtol, "rtol", lower=0, upper=1, closed="neither")
-    Mf, Mg, T = fx.T @ fx / n, gy.T @ gy / n, fx.T @ gy / n
+    w = _weights(weights, n)
+    Mf, Mg, T = fx.T @ (w[:, None] * fx), gy.T @ (w[:, None] * gy), fx.T @ (w[:, None] * gy)
     Wf, Wg = _inv_sqrt(Mf, rtol), _inv_sqrt(Mg, rtol)
     U, s, Vt = np.linalg.svd(Wf.T @ T @ Wg, full_matrices=False)
     s = np.clip(s, 0.0, 1.0)
     sq = np.sqrt(s)
     cf, cg = (Wf @ U) * sq, (Wg @ Vt.T) * sq
     # sign convention: each aligned left function has a positive mean (ties: no flip)
-    sign = np.where((fx @ cf).mean(0) < 0, -1.0, 1.0)
+    sign = np.where(w @ (fx @ cf) < 0, -1.0, 1.0)
     cf, cg = cf * sign, cg * sign
     K = lam = A = None
     if fy is not None:
         fy = _features(fy, "fy", n=n, k=k)
-        K = (gy @ cg).T @ (fy @ cf) / n
+        K = (gy @ cg).T @ (w[:, None] * (fy @ cf))
         lam, A = _sorted_eig(K)
     return KoopmanReadout(s, cf, cg, K, lam, A)
 
@@ -192,13 +204,15 @@ class EDMDReadout:
         return "\n".join(lines)
 
 
-def edmd_readout(bx, by, *, rcond=1e-7):
-    """EDMD on basis values ``bx = b(X)``, ``by = b(X')`` (Jeong et al. 2025, Sec. 3.2.2, eq. 9)."""
+def edmd_readout(bx, by, *, weights=None, rcond=1e-7):
+    """EDMD on basis values ``bx = b(X)``, ``by = b(X')`` (Jeong et al. 2025, Sec. 3.2.2, eq. 9);
+    ``weights`` as in :func:`cca_readout`."""
     bx = _features(bx, "bx")
     n, k = bx.shape
     by = _features(by, "by", n=n, k=k)
     rcond = check_scalar(rcond, "rcond", lower=0, upper=1, closed="neither")
-    G = np.linalg.pinv(bx.T @ bx / n, rcond=rcond, hermitian=True)
-    K = G @ (bx.T @ by / n)
+    w = _weights(weights, n)
+    G = np.linalg.pinv(bx.T @ (w[:, None] * bx), rcond=rcond, hermitian=True)
+    K = G @ (bx.T @ (w[:, None] * by))
     lam, A = _sorted_eig(K)
     return EDMDReadout(K, G, lam, A)
