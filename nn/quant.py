@@ -1,0 +1,570 @@
+"""FP4 number formats, block quantisers and a fake-quantised matmul with its own VJP.
+
+Source: Chmiel, Fishman, Banner & Soudry, "FP4 All the Way: Fully Quantized Training of LLMs",
+NeurIPS 2025 (arXiv 2505.19115), Sec. 2-3 and Eqs. (4)-(6); formats per OCP MX v1.0 (MXFP4) and
+NVIDIA's NVFP4 (two-level scale, as in TensorRT-ModelOpt ``compute_fp4_scales``).
+
+Element formats
+---------------
+``"e2m1"`` (FP4: 0, 0.5, 1, 1.5, 2, 3, 4, 6), ``"e4m3"`` (OCP E4M3FN, max 448), ``"e5m2"``,
+``"e3m4"``
+(ml_dtypes IEEE-style), ``"e8m0"`` (powers of two 2^-127..2^127, no zero), and the 8-bit
+scale formats of the paper's Fig. 1 without an ml_dtypes type, ``"e1m6"``, ``"e2m5"``, ``"e6m1"``
+(bias 2^(E-1)-1, every exponent code normal, no Inf/NaN codes). :func:`round_to` rounds onto a grid:
+
+* ``"nearest"``: round half to even. For formats with an ml_dtypes type this *is* the
+  ``jnp.astype`` cast (bit-identical to ``ml_dtypes``) after saturating to ``+-max``; the others use
+  exact power-of-two grid arithmetic (checked against the casts in ``tests/nn/test_quant.py``).
+* ``"stochastic"``: with ``lo <= |x| <= hi`` the neighbouring grid points, returns ``hi`` with
+  probability ``(|x| - lo) / (hi - lo)`` and ``lo`` otherwise: unbiased, variance
+  ``(|x| - lo)(hi - |x|)`` (paper Sec. 3, "stochastic rounding").
+
+Documented special values: finite values beyond ``max`` saturate to ``+-max`` (ml_dtypes already
+saturates E2M1; it returns NaN for E4M3 above 464, which we do not copy); ``NaN`` and ``+-inf``
+become
+NaN (never a silent finite value; ml_dtypes maps NaN to -0 in E2M1). E8M0 has no zero or sign:
+zero/negative inputs give NaN, as in ml_dtypes.
+
+Block formats
+-------------
+:class:`BlockFormat` ``(block_size, scale_fmt, tensor_scale, scale_rule)``; :data:`NVFP4` =
+``(16, "e4m3", True, "nearest")``, :data:`MXFP4` = ``(32, "e8m0", False, "floor")``. Blocks are
+``block_size`` consecutive elements along ``axis``. With amax_b the block's and amax_T the tensor's
+largest finite magnitude, and elem_max = 6:
+
+* per-tensor scale (NVFP4): ``s_enc = elem_max * scale_max / amax_T`` (1 if amax_T = 0), block
+decode
+  scale ``s_b = round_scale(amax_b / elem_max * s_enc)`` (so the largest block's scale is exactly
+  448);
+* without it: ``s_b = round_scale(amax_b / elem_max)``, clamped to the scale format's range; for
+E8M0
+  ``scale_rule`` picks ``"floor"`` (OCP MX v1.0: 2^(floor(log2 amax_b) - 2), the block max may
+  clip),
+  ``"ceil"`` (2^ceil(log2(amax_b/6)), never clips; the paper's code) or ``"nearest"``;
+  ``scale_fmt="fp32"`` keeps the exact unrounded scale amax_b/6.
+* with ``rounding="stochastic"`` the block scale is rounded *up* on its grid (E8M0: the ``"ceil"``
+  rule), so that no element clips and SR stays exactly unbiased (derived here: an RNE or floor scale
+  can put the block maximum above 6, and saturating it biases SR; tested in ``test_quant.py``);
+* elements: ``q = round_e2m1(|x| s_enc / s_b)`` (saturating at 6), dequantised ``x_hat = sign(x) q
+s_b / s_enc``.
+
+All-zero blocks, and blocks whose scale underflows to 0, dequantise to exact zeros. A block
+containing
+NaN or +-inf dequantises to all-NaN (the tensor amax ignores non-finite values, so other blocks are
+unaffected). ``pad=True`` zero-pads the blocked axis to a multiple of ``block_size``; otherwise a
+block
+size that does not divide it is a ``ValueError``.
+
+Quantised matmul
+----------------
+:class:`QuantMatmul` is the ``matmul`` hook of :class:`nn.Linear`: ``y = Q(x) Q(W)^T`` with a
+custom VJP
+in which the forward, input-gradient and weight-gradient GEMMs each quantise each operand with its
+own
+:class:`Operand` (format, rounding), blocked along that GEMM's reduction axis, re-quantised from the
+saved high-precision tensors (paper Eqs. 4-6; the official ``FP4LinearF``):
+
+* forward ``y = Q_fx(x) Q_fw(W)^T`` (blocks along in_features),
+* input grad ``dx = Q_bg(g) Q_bw(W)`` (blocks along out_features),
+* weight grad ``dW = Q_ug(g)^T Q_ux(x)`` (blocks along tokens).
+
+:meth:`QuantMatmul.fqt` is the paper's recipe (round-to-nearest for weights and forward activations,
+stochastic rounding for the neural gradients and for the activations of the update GEMM);
+:meth:`QuantMatmul.qaf` keeps the forward in FP4 and both backward GEMMs in high precision (the
+paper's quantisation-aware finetuning). Everything outside ``Linear`` layers (attention score and
+value products, softmax, norms, embeddings, loss, optimiser and master weights) stays in the model's
+float dtype: the paper's code quantises only the linear layers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = [
+    "FloatFormat",
+    "FORMATS",
+    "round_to",
+    "BlockFormat",
+    "NVFP4",
+    "MXFP4",
+    "BlockQuantized",
+    "quantize_blocks",
+    "quantize",
+    "Operand",
+    "QuantMatmul",
+    "sr_variance",
+]
+
+_ROUNDINGS = ("nearest", "stochastic")
+
+
+@dataclasses.dataclass(frozen=True)
+class FloatFormat:
+    """A floating grid: ``man_bits`` mantissa bits, min normal exponent ``emin``, largest value
+    ``max``.
+
+    Spacing is ``2^(max(e, emin) - man_bits)`` on the binade ``[2^e, 2^(e+1))``; ``subnormal=False``
+    (E8M0) means no zero and no subnormals. ``dtype`` names the ml_dtypes type when one exists.
+    """
+
+    name: str
+    exp_bits: int
+    man_bits: int
+    emin: int
+    emax: int
+    max: float
+    dtype: str | None
+    subnormal: bool = True
+
+
+def _generic(name, e, m):
+    bias = 2 ** (e - 1) - 1
+    emax = 2**e - 1 - bias
+    return FloatFormat(name, e, m, 1 - bias, emax, 2.0**emax * (2 - 2.0**-m), None)
+
+
+FORMATS = {
+    "e2m1": FloatFormat("e2m1", 2, 1, 0, 2, 6.0, "float4_e2m1fn"),
+    "e4m3": FloatFormat("e4m3", 4, 3, -6, 8, 448.0, "float8_e4m3fn"),
+    "e5m2": FloatFormat("e5m2", 5, 2, -14, 15, 57344.0, "float8_e5m2"),
+    "e3m4": FloatFormat("e3m4", 3, 4, -2, 3, 15.5, "float8_e3m4"),
+    "e8m0": FloatFormat("e8m0", 8, 0, -127, 127, 2.0**127, "float8_e8m0fnu", subnormal=False),
+    "e1m6": _generic("e1m6", 1, 6),
+    "e2m5": _generic("e2m5", 2, 5),
+    "e6m1": _generic("e6m1", 6, 1),
+}
+
+
+def _check_choice(name, v, choices):
+    if not isinstance(v, str) or v not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {v!r}")
+
+
+def _as_float(x, name="x"):
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise TypeError(f"{name} must be a floating array, got dtype {x.dtype}")
+    if x.dtype.itemsize < 4:
+        x = x.astype(jnp.float32)
+    return x
+
+
+def _floor_log2(a):
+    """floor(log2 a) for a > 0, exact (frexp)."""
+    _, ex = jnp.frexp(a)
+    return ex - 1
+
+
+def _pow2(k, dtype):
+    return jnp.ldexp(jnp.ones((), dtype), k.astype(jnp.int32))
+
+
+def _grid(a, f: FloatFormat, rounding: str, u=None):
+    """Round magnitudes ``0 <= a <= f.max`` (finite) onto the grid of ``f`` by exact arithmetic."""
+    e = jnp.clip(_floor_log2(jnp.where(a > 0, a, 1)), f.emin, f.emax)
+    ulp = _pow2(e - f.man_bits, a.dtype)
+    t = a / ulp  # exact: division by a power of two
+    if rounding == "nearest":
+        q = jnp.round(t)  # half to even
+    elif rounding == "stochastic":
+        lo = jnp.floor(t)
+        q = lo + (u < (t - lo)).astype(a.dtype)
+    elif rounding == "up":
+        q = jnp.ceil(t)
+    else:
+        raise AssertionError(rounding)
+    return jnp.minimum(q * ulp, f.max)
+
+
+def _round_mag(a, f: FloatFormat, rounding: str, u=None, cast=True):
+    """Magnitudes (finite, >= 0) onto the grid, saturating at ``f.max``."""
+    a = jnp.minimum(a, f.max)
+    if rounding == "nearest" and cast and f.dtype is not None and f.subnormal:
+        return a.astype(getattr(jnp, f.dtype)).astype(a.dtype)
+    return _grid(a, f, rounding, u)
+
+
+def round_to(x, fmt="e2m1", rounding="nearest", *, key=None):
+    """Round ``x`` elementwise onto the grid of element format ``fmt`` (no scaling).
+
+    Parameters
+    ----------
+    x : floating array.
+    fmt : one of :data:`FORMATS` (``"e2m1"``, ``"e4m3"``, ``"e8m0"``, ...).
+    rounding : ``"nearest"`` (half to even; equals the ml_dtypes cast for finite values in range)
+        or ``"stochastic"`` (needs ``key``).
+
+    Returns the rounded values in ``x``'s dtype; see the module docstring for saturation and NaN.
+
+    >>> float(round_to(jnp.float32(2.5)))
+    2.0
+    """
+    _check_choice("fmt", fmt, FORMATS)
+    _check_choice("rounding", rounding, _ROUNDINGS)
+    x = _as_float(x)
+    if rounding == "stochastic" and key is None:
+        raise ValueError("key is required for rounding='stochastic' (got None)")
+    return _round_to(x, key, fmt, rounding)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _round_to(x, key, fmt, rounding):
+    f = FORMATS[fmt]
+    u = jax.random.uniform(key, x.shape, x.dtype) if rounding == "stochastic" else None
+    a = jnp.abs(x)
+    ok = jnp.isfinite(x)
+    if not f.subnormal:  # E8M0: positive only, no zero
+        ok = ok & (x > 0)
+        q = jnp.maximum(_round_mag(jnp.where(ok, a, 1), f, rounding, u), 2.0**f.emin)
+        return jnp.where(ok, q, jnp.nan).astype(x.dtype)
+    q = _round_mag(jnp.where(ok, a, 0), f, rounding, u)
+    return jnp.where(ok, jnp.where(jnp.signbit(x), -q, q), jnp.nan).astype(x.dtype)
+
+
+def sr_variance(x, fmt="e2m1"):
+    """Exact variance of stochastic rounding of ``x`` onto ``fmt``: ``(|x| - lo)(hi - |x|)``.
+
+    Paper Sec. 3 (two-point distribution on the neighbouring grid points); for ``|x| >= max`` it
+    is 0.
+    """
+    _check_choice("fmt", fmt, FORMATS)
+    x = _as_float(x)
+    f = FORMATS[fmt]
+    a = jnp.minimum(jnp.abs(x), f.max)
+    e = jnp.clip(_floor_log2(jnp.where(a > 0, a, 1)), f.emin, f.emax)
+    ulp = _pow2(e - f.man_bits, a.dtype)
+    lo = jnp.floor(a / ulp) * ulp
+    return (a - lo) * jnp.maximum(lo + ulp - a, 0) * (a < f.max)
+
+
+# ----------------------------------------------------------------------------------------------
+# block formats
+
+
+_SCALE_RULES = ("nearest", "floor", "ceil")
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockFormat:
+    """Block-scaled E2M1: ``block_size`` elements share one scale in ``scale_fmt``.
+
+    Parameters
+    ----------
+    block_size : int >= 1.
+    scale_fmt : a :data:`FORMATS` name or ``"fp32"`` (exact, unrounded scale).
+    tensor_scale : second-level FP32 per-tensor scale (NVFP4) or not (MXFP4).
+    scale_rule : ``"nearest"``; for ``scale_fmt="e8m0"`` also ``"floor"`` (OCP MX) or ``"ceil"``.
+    elem_fmt : element format, default ``"e2m1"``.
+    """
+
+    block_size: int = 16
+    scale_fmt: str = "e4m3"
+    tensor_scale: bool = True
+    scale_rule: str = "nearest"
+    elem_fmt: str = "e2m1"
+
+    def __post_init__(self):
+        b = self.block_size
+        if not isinstance(b, int | np.integer) or isinstance(b, bool) or b < 1:
+            raise ValueError(f"block_size must be a positive int, got {b!r}")
+        _check_choice("scale_fmt", self.scale_fmt, (*FORMATS, "fp32"))
+        _check_choice("elem_fmt", self.elem_fmt, FORMATS)
+        _check_choice("scale_rule", self.scale_rule, _SCALE_RULES)
+        if self.scale_rule != "nearest" and self.scale_fmt != "e8m0":
+            raise ValueError(
+                f"scale_rule={self.scale_rule!r} needs scale_fmt='e8m0', got {self.scale_fmt!r}"
+            )
+        if not FORMATS[self.elem_fmt].subnormal:
+            raise ValueError("elem_fmt must have a zero (not 'e8m0')")
+
+    def replace(self, **kw) -> BlockFormat:
+        return dataclasses.replace(self, **kw)
+
+
+NVFP4 = BlockFormat(16, "e4m3", True, "nearest")
+MXFP4 = BlockFormat(32, "e8m0", False, "floor")
+_NAMED = {"nvfp4": NVFP4, "mxfp4": MXFP4}
+
+
+class BlockQuantized(eqx.Module):
+    """A block-quantised tensor: signed element values ``values (..., n_blocks, block_size)`` on the
+    element grid, decode ``scales (..., n_blocks)`` in the scale format, FP32-style ``tensor_scale``
+    (``s_enc``; 1 without a per-tensor scale). ``dequantize()`` gives ``values * scales /
+    tensor_scale``
+    in the original shape (NaN blocks stay NaN)."""
+
+    values: jax.Array
+    scales: jax.Array
+    tensor_scale: jax.Array
+    nonfinite: jax.Array
+    axis: int = eqx.field(static=True)
+    length: int = eqx.field(static=True)
+
+    def dequantize(self):
+        c = (self.scales / self.tensor_scale)[..., None]
+        out = jnp.where(self.nonfinite[..., None], jnp.nan, self.values * c)
+        out = out.reshape(*out.shape[:-2], -1)[..., : self.length]
+        return jnp.moveaxis(out, -1, self.axis)
+
+
+def _resolve(fmt) -> BlockFormat:
+    if isinstance(fmt, BlockFormat):
+        return fmt
+    if isinstance(fmt, str) and fmt in _NAMED:
+        return _NAMED[fmt]
+    raise ValueError(f"fmt must be 'nvfp4', 'mxfp4' or a BlockFormat, got {fmt!r}")
+
+
+def _check_axis(axis, ndim):
+    if not isinstance(axis, int | np.integer) or not -ndim <= axis < ndim:
+        raise ValueError(f"axis must be an int in [{-ndim}, {ndim}), got {axis!r}")
+    return int(axis) % ndim
+
+
+def _scales(amax_b, bf: BlockFormat, dtype, up=False):
+    """Decode scales s_b and s_enc from block maxima (finite, >= 0); ``up``: never clip."""
+    fe = FORMATS[bf.elem_fmt]
+    if bf.scale_fmt == "fp32":
+        return amax_b / fe.max, jnp.ones((), dtype)
+    fs = FORMATS[bf.scale_fmt]
+    if bf.tensor_scale:
+        amax_t = jnp.max(amax_b)
+        s_enc = jnp.where(amax_t > 0, (fe.max * fs.max) / jnp.where(amax_t > 0, amax_t, 1), 1)
+    else:
+        s_enc = jnp.ones((), dtype)
+    ideal = amax_b / fe.max * s_enc
+    pos = ideal > 0
+    if bf.scale_fmt == "e8m0":
+        safe = jnp.where(pos, amax_b * s_enc, 1)
+        # OCP MX v1.0 sec. 6.3: 2^(floor(log2 amax) - emax_elem)
+        if bf.scale_rule == "floor" and not up:
+            k = _floor_log2(safe) - int(math.floor(math.log2(fe.max)))
+        elif bf.scale_rule == "ceil" or up:
+            m, ex = jnp.frexp(jnp.where(pos, ideal, 1))
+            k = jnp.where(m == 0.5, ex - 1, ex)
+        else:
+            k = _floor_log2(_round_mag(jnp.where(pos, ideal, 1), fs, "nearest", cast=False))
+        k = jnp.clip(k, fs.emin, fs.emax)
+        s = _pow2(k, dtype)
+    else:
+        s = _round_mag(ideal, fs, "up" if up else "nearest")
+    return jnp.where(pos, s, 0), s_enc
+
+
+def quantize_blocks(
+    x, fmt="nvfp4", rounding="nearest", *, key=None, axis=-1, pad=False
+) -> BlockQuantized:
+    """Block-quantise ``x`` along ``axis`` with a :class:`BlockFormat` (or ``"nvfp4"``/``"mxfp4"``).
+
+    Returns a :class:`BlockQuantized` with the element values, block scales and tensor scale (see
+    the module docstring for the scale rules, zero blocks and non-finite inputs).
+    """
+    bf = _resolve(fmt)
+    _check_choice("rounding", rounding, _ROUNDINGS)
+    x = _as_float(x)
+    if x.ndim == 0:
+        raise ValueError("x must have at least one axis")
+    ax = _check_axis(axis, x.ndim)
+    n, B = x.shape[ax], bf.block_size
+    if n % B and not pad:
+        raise ValueError(
+            f"block_size={B} must divide the length {n} of axis {axis} (or pass pad=True)"
+        )
+    if rounding == "stochastic" and key is None:
+        raise ValueError("key is required for rounding='stochastic' (got None)")
+    return _quantize_blocks(x, key, bf, rounding, ax)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))
+def _quantize_blocks(x, key, bf, rounding, ax):
+    n, B = x.shape[ax], bf.block_size
+    xm = jnp.moveaxis(x, ax, -1)
+    if n % B:
+        xm = jnp.pad(xm, [(0, 0)] * (xm.ndim - 1) + [(0, -n % B)])
+    xb = xm.reshape(*xm.shape[:-1], -1, B)
+    u = jax.random.uniform(key, xb.shape, xb.dtype) if rounding == "stochastic" else None
+    fin = jnp.isfinite(xb)
+    a = jnp.where(fin, jnp.abs(xb), 0)
+    amax_b = jnp.max(a, axis=-1)
+    s_b, s_enc = _scales(amax_b, bf, x.dtype, up=rounding == "stochastic")
+    zero = s_b == 0
+    c = jnp.where(zero, 1, s_b / s_enc)[..., None]
+    q = _round_mag(a / c, FORMATS[bf.elem_fmt], rounding, u)
+    q = jnp.where(zero[..., None], 0, jnp.where(jnp.signbit(xb), -q, q))
+    return BlockQuantized(
+        q.astype(x.dtype),
+        s_b.astype(x.dtype),
+        jnp.asarray(s_enc, x.dtype),
+        ~jnp.all(fin, axis=-1),
+        ax - x.ndim,
+        n,
+    )
+
+
+def quantize(x, fmt="nvfp4", rounding="nearest", *, key=None, axis=-1, pad=False) -> jax.Array:
+    """Fake-quantise ``x``: the dequantised values of ``x`` in format ``fmt``.
+
+    Parameters
+    ----------
+    x : floating array.
+    fmt : ``"nvfp4"`` (E2M1, blocks of 16, E4M3 scale, FP32 tensor scale), ``"mxfp4"`` (E2M1,
+    blocks of
+        32, E8M0 scale, OCP floor rule), a :class:`BlockFormat`, or an element format ``"e2m1"`` /
+        ``"e4m3"`` (elementwise :func:`round_to`, no scale; ``axis`` unused).
+    rounding : ``"nearest"`` or ``"stochastic"`` (needs ``key``).
+    key : PRNG key for stochastic rounding.
+    axis : the axis along which blocks run.
+    pad : allow a block size that does not divide the axis (zero padding).
+
+    >>> x = jnp.linspace(-1.0, 1.0, 32)
+    >>> bool(jnp.max(jnp.abs(quantize(x) - x)) <= 1 / 6)
+    True
+    """
+    if isinstance(fmt, str) and fmt in ("e2m1", "e4m3"):
+        return round_to(x, fmt, rounding, key=key)
+    if not isinstance(fmt, BlockFormat) and fmt not in _NAMED:
+        raise ValueError(
+            f"fmt must be one of ['e2m1', 'e4m3', 'mxfp4', 'nvfp4'] or a BlockFormat, got {fmt!r}"
+        )
+    return _dequantize(quantize_blocks(x, fmt, rounding, key=key, axis=axis, pad=pad))
+
+
+@jax.jit
+def _dequantize(b):
+    return b.dequantize()
+
+
+# ----------------------------------------------------------------------------------------------
+# quantised matmul
+
+
+@dataclasses.dataclass(frozen=True)
+class Operand:
+    """How one GEMM operand is quantised: a block ``fmt`` and a ``rounding``."""
+
+    fmt: BlockFormat = NVFP4
+    rounding: str = "nearest"
+
+    def __post_init__(self):
+        if isinstance(self.fmt, str):
+            object.__setattr__(self, "fmt", _resolve(self.fmt))
+        if not isinstance(self.fmt, BlockFormat):
+            raise ValueError(f"fmt must be 'nvfp4', 'mxfp4' or a BlockFormat, got {self.fmt!r}")
+        _check_choice("rounding", self.rounding, _ROUNDINGS)
+
+    def __call__(self, x, axis, key):
+        return quantize_blocks(
+            x, self.fmt, self.rounding, key=key, axis=axis, pad=True
+        ).dequantize()
+
+
+_OPS = ("fwd_x", "fwd_w", "bwd_g", "bwd_w", "upd_g", "upd_x")
+
+
+def _q(op: Operand | None, x, axis, key):
+    return x if op is None else op(x, axis, key)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantMatmul:
+    """``x @ W.T`` with each operand of each of the three GEMMs quantised on its own (None = exact).
+
+    Fields (each an :class:`Operand` or None): ``fwd_x, fwd_w`` (forward ``Q(x) Q(W)^T``, blocks
+    along
+    in_features), ``bwd_g, bwd_w`` (input gradient ``Q(g) Q(W)``, blocks along out_features),
+    ``upd_g, upd_x`` (weight gradient ``Q(g)^T Q(x)``, blocks along tokens). Paper Eqs. (4)-(6).
+    Hashable, so it can be the static ``matmul`` field of :class:`nn.Linear`. A ``key`` is needed
+    whenever an operand uses stochastic rounding.
+    """
+
+    fwd_x: Operand | None = None
+    fwd_w: Operand | None = None
+    bwd_g: Operand | None = None
+    bwd_w: Operand | None = None
+    upd_g: Operand | None = None
+    upd_x: Operand | None = None
+
+    def __post_init__(self):
+        for name in _OPS:
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, Operand):
+                raise ValueError(f"{name} must be an Operand or None, got {v!r}")
+
+    @classmethod
+    def fqt(cls, fmt="nvfp4", *, sr_grad=True, sr_update_x=True) -> QuantMatmul:
+        """The paper's fully quantised training recipe (Sec. 5): RtN weights and forward
+        activations,
+        SR for neural gradients (both GEMMs) and for the activations of the update GEMM."""
+        rn, sr = Operand(fmt, "nearest"), Operand(fmt, "stochastic")
+        g = sr if sr_grad else rn
+        return cls(rn, rn, g, rn, g, sr if sr_update_x else rn)
+
+    @classmethod
+    def qaf(cls, fmt="nvfp4") -> QuantMatmul:
+        """Quantisation-aware finetuning (paper Sec. 5.2): forward in FP4 (RtN), backward exact."""
+        rn = Operand(fmt, "nearest")
+        return cls(rn, rn, None, None, None, None)
+
+    @classmethod
+    def backward_only(cls, fmt="nvfp4") -> QuantMatmul:
+        """Exact forward, FP4 backward per the recipe (the threshold experiment of paper Sec. 4)."""
+        f = cls.fqt(fmt)
+        return dataclasses.replace(f, fwd_x=None, fwd_w=None)
+
+    @property
+    def stochastic(self) -> bool:
+        return any(
+            getattr(self, n) is not None and getattr(self, n).rounding == "stochastic" for n in _OPS
+        )
+
+    def replace(self, **kw) -> QuantMatmul:
+        return dataclasses.replace(self, **kw)
+
+    def __call__(self, x, w, *, key=None):
+        x = jnp.asarray(x)
+        w = jnp.asarray(w)
+        if w.ndim != 2 or x.shape[-1] != w.shape[1]:
+            raise ValueError(
+                f"w must be (out, in) with in = x.shape[-1]; got x {x.shape}, w {w.shape}"
+            )
+        if key is None:
+            if self.stochastic:
+                raise ValueError("key is required: this QuantMatmul uses stochastic rounding")
+            key = jax.random.PRNGKey(0)
+        lead = x.shape[:-1]
+        y = _qmm(
+            self,
+            x.reshape(-1, x.shape[-1]),
+            w,
+            jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key,
+        )
+        return y.reshape(*lead, w.shape[0])
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _qmm(cfg: QuantMatmul, x, w, key):
+    return _fwd(cfg, x, w, key)[0]
+
+
+def _fwd(cfg, x, w, key):
+    k = jax.random.split(key, 6)
+    y = _q(cfg.fwd_x, x, -1, k[0]) @ _q(cfg.fwd_w, w, -1, k[1]).T
+    return y, (x, w, key)
+
+
+def _bwd(cfg, res, g):
+    x, w, key = res
+    k = jax.random.split(key, 6)
+    dx = _q(cfg.bwd_g, g, -1, k[2]) @ _q(cfg.bwd_w, w, 0, k[3])
+    dw = _q(cfg.upd_g, g, 0, k[4]).T @ _q(cfg.upd_x, x, 0, k[5])
+    return dx, dw, np.zeros(key.shape, dtype=jax.dtypes.float0)
+
+
+_qmm.defvjp(_fwd, _bwd)

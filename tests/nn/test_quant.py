@@ -1,0 +1,323 @@
+"""FP4 formats, block quantisers and the quantised matmul (nn.quant)."""
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import nn
+from nn import quant as Q
+
+ML = {
+    "e2m1": ml_dtypes.float4_e2m1fn,
+    "e4m3": ml_dtypes.float8_e4m3fn,
+    "e5m2": ml_dtypes.float8_e5m2,
+    "e3m4": ml_dtypes.float8_e3m4,
+    "e8m0": ml_dtypes.float8_e8m0fnu,
+}
+
+
+def _grid_values(fmt):
+    """All finite non-negative values of an ml_dtypes format, ascending."""
+    dt = ML[fmt]
+    bits = 8 if np.dtype(dt).itemsize == 1 else 4
+    codes = np.arange(2**bits, dtype=np.uint8)
+    v = (
+        codes.view(dt).astype(np.float64)
+        if bits == 8
+        else np.array(
+            [np.frombuffer(bytes([c]), dtype=np.uint8).view(dt)[0] for c in codes], np.float64
+        )
+    )
+    v = v[np.isfinite(v) & (v >= 0)]
+    return np.unique(v)
+
+
+def _boundaries(fmt, dtype):
+    """Grid points, midpoints (the ties) and their float neighbours, both signs."""
+    g = _grid_values(fmt).astype(dtype)
+    mids = ((g[1:].astype(np.float64) + g[:-1]) / 2).astype(dtype)
+    pts = np.concatenate([g, mids, np.nextafter(mids, 0), np.nextafter(mids, np.inf)])
+    return pts if fmt == "e8m0" else np.concatenate([pts, -pts])
+
+
+def test_e2m1_table():
+    assert np.array_equal(_grid_values("e2m1"), [0, 0.5, 1, 1.5, 2, 3, 4, 6])
+    assert Q.FORMATS["e2m1"].max == 6 and Q.FORMATS["e4m3"].max == 448
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fmt", ["e2m1", "e4m3", "e5m2", "e3m4"])
+def test_nearest_bit_exact_with_ml_dtypes(fmt, dtype):
+    f = Q.FORMATS[fmt]
+    rng = np.random.default_rng(0)
+    rnd = rng.standard_normal(20000) * np.exp2(rng.uniform(-12, np.log2(f.max) + 1, 20000))
+    dense = np.arange(-8, 8, 2.0**-12) * (f.max / 6)
+    x = np.concatenate([_boundaries(fmt, dtype), rnd, dense]).astype(dtype)
+    x = x[np.abs(x) <= f.max]  # inside the range the cast and our saturating rounding must agree
+    ref = x.astype(ML[fmt]).astype(dtype)
+    got = np.asarray(Q.round_to(x, fmt))
+    assert got.dtype == dtype
+    assert np.array_equal(got.view(np.uint8), ref.view(np.uint8))  # bit for bit (incl. sign of 0)
+    # the exact grid arithmetic (used for SR and for formats without an ml_dtypes type) agrees too
+    a = jnp.asarray(np.abs(x))
+    grid = np.asarray(Q._round_mag(a, f, "nearest", cast=False))
+    assert np.array_equal(grid, np.abs(ref))
+
+
+def test_e2m1_ties_and_specials():
+    ties = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5], np.float32)
+    np.testing.assert_array_equal(Q.round_to(ties, "e2m1"), [0, 1, 1, 2, 2, 4, 4])
+    np.testing.assert_array_equal(Q.round_to(-ties, "e2m1"), -np.array([0, 1, 1, 2, 2, 4, 4]))
+    out = np.asarray(Q.round_to(np.array([7, -100, np.inf, -np.inf, np.nan], np.float32), "e2m1"))
+    np.testing.assert_array_equal(out[:2], [6, -6])
+    assert np.all(np.isnan(out[2:]))  # non-finite never becomes a finite value
+    np.testing.assert_array_equal(Q.round_to(np.array([500.0, -1e6]), "e4m3"), [448, -448])
+
+
+def test_e8m0_bit_exact_and_specials():
+    x = _boundaries("e8m0", np.float64)
+    x = x[(x >= 2.0**-126) & (x < 2.0**127)]
+    ref = x.astype(ML["e8m0"]).astype(np.float64)
+    np.testing.assert_array_equal(Q.round_to(x, "e8m0"), ref)
+    np.testing.assert_array_equal(Q.round_to(np.array([1.4, 1.5, 3.0, 0.75]), "e8m0"), [1, 2, 4, 1])
+    assert np.all(np.isnan(np.asarray(Q.round_to(np.array([0.0, -1.0, np.nan]), "e8m0"))))
+
+
+def _two_point(x, fmt):
+    g = np.concatenate([-_grid_values(fmt)[::-1], _grid_values(fmt)])
+    lo = g[np.searchsorted(g, x, side="right") - 1]
+    hi = g[np.minimum(np.searchsorted(g, x, side="left"), len(g) - 1)]
+    return lo, hi
+
+
+@given(st.floats(-6, 6, allow_subnormal=False), st.sampled_from([2.0**-20, 1e-3, 1.0, 37.0]))
+def test_stochastic_rounding_moments_and_support(v, s):
+    """SR through a block quantiser with block scale s (block = [x, 6 s], exact fp32 scale):
+    E[SR(x)] = x within 4 s.e.; variance s^2 (v - lo)(hi - v); only the two neighbours ever
+    returned."""
+    N = 4000
+    x = v * s
+    blocks = jnp.tile(jnp.array([x, 6 * s]), (N, 1))
+    key = jax.random.PRNGKey(int(abs(v) * 1e6) % 2**31)
+    d = np.asarray(Q.quantize(blocks, Q.BlockFormat(2, "fp32", False), "stochastic", key=key))[:, 0]
+    lo, hi = _two_point(np.float64(v), "e2m1")
+    assert set(np.unique(d)) <= {lo * s, hi * s}
+    if lo == hi:
+        assert np.all(d == x)
+        return
+    h = (hi - lo) * s
+    p = (v - lo) / (hi - lo)
+    var = (v - lo) * (hi - v) * s**2
+    np.testing.assert_allclose(float(Q.sr_variance(v, "e2m1")) * s**2, var, rtol=1e-12)
+    k = np.sum(d == hi * s)  # number rounded up: Binomial(N, p)
+    assert abs(k - N * p) <= 4 * np.sqrt(N * p * (1 - p)) + 2  # (+2: Poisson regime, N p ~ 1)
+    assert abs(d.mean() - x) <= (4 * np.sqrt(N * p * (1 - p)) + 2) * h / N
+    if N * min(p, 1 - p) >= 10:  # enough minority draws for a normal sample variance
+        mu4 = p * (1 - p) * (1 - 3 * p + 3 * p**2) * h**4
+        assert abs(d.var() - var) <= 5 * np.sqrt(max(mu4 - var**2, 0) / N) + 4 * var / N
+
+
+def test_sr_on_e8m0_and_e4m3_unbiased():
+    N = 20000
+    for fmt, x in [("e8m0", 3.0), ("e4m3", 0.0123), ("e4m3", 300.0)]:
+        d = np.asarray(Q.round_to(jnp.full((N,), x), fmt, "stochastic", key=jax.random.PRNGKey(1)))
+        var = float(Q.sr_variance(x, fmt))
+        assert len(np.unique(d)) == 2 and abs(d.mean() - x) <= 4 * np.sqrt(var / N)
+
+
+def _blocks_data(rng, shape=(6, 64)):
+    x = rng.standard_t(3, size=shape) * np.exp2(rng.uniform(-8, 8, size=(shape[0], 1)))
+    x[1, :16] = 0.0  # an all-zero block
+    x[2, 16:32] *= 1e-9  # a block far below the tensor amax (E4M3 scale underflow)
+    return x
+
+
+def test_nvfp4_scales_and_error_bound():
+    rng = np.random.default_rng(2)
+    x = _blocks_data(rng)
+    b = Q.quantize_blocks(x, "nvfp4")
+    s = np.asarray(b.scales)
+    assert np.all(np.isfinite(s)) and s.max() == 448 and np.all(s <= 448)
+    assert np.array_equal(
+        s, s.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    )  # on the E4M3 grid
+    vals = np.abs(np.asarray(b.values))
+    assert set(np.unique(vals)) <= set(_grid_values("e2m1"))
+    xh = np.asarray(b.dequantize())
+    assert np.all(xh[1, :16] == 0) and np.all(np.isfinite(xh))
+    # |x_hat - x| <= c (half grid gap at y, + the clipped excess above 6), c = s_b / s_enc
+    c = np.repeat(s / float(b.tensor_scale), 16, axis=-1)
+    y = np.abs(x) / np.where(c > 0, c, 1)
+    gap = np.where(y < 2, 0.5, np.where(y < 4, 1.0, 2.0))
+    bound = np.where(c > 0, c * (gap / 2 + np.maximum(y - 6, 0)), np.abs(x))
+    assert np.all(np.abs(xh - x) <= bound * (1 + 1e-12))
+    amax_b = np.repeat(np.abs(x).reshape(6, 4, 16).max(-1), 16, axis=-1)
+    normal = c * float(b.tensor_scale) >= 2.0**-6
+    assert np.all((np.abs(xh - x) <= amax_b / 6 * (1 + 2.0**-4) * (1 + 1e-12))[normal])
+
+
+def test_mxfp4_floor_and_ceil_rules():
+    rng = np.random.default_rng(3)
+    x = _blocks_data(rng)
+    b = Q.quantize_blocks(x, "mxfp4")
+    s = np.asarray(b.scales).repeat(32, -1)
+    amax_b = np.abs(x).reshape(6, 2, 32).max(-1).repeat(32, -1)
+    nz = amax_b > 0
+    r = (amax_b / np.where(nz, s, 1))[nz]
+    assert np.all((r >= 4) & (r < 8))  # OCP floor rule
+    assert np.all(np.log2(s[nz]) == np.round(np.log2(s[nz])))
+    assert np.all(np.abs(np.asarray(b.dequantize()) - x) <= amax_b / 4 * (1 + 1e-12))
+    ceil = Q.quantize_blocks(x, Q.MXFP4.replace(scale_rule="ceil"))
+    sc = np.asarray(ceil.scales).repeat(32, -1)
+    assert np.all((amax_b / np.where(nz, sc, 1))[nz] <= 6)  # never clips
+
+
+def test_zero_and_nonfinite_blocks():
+    z = np.zeros((3, 32))
+    for f in ["nvfp4", "mxfp4"]:
+        assert np.all(np.asarray(Q.quantize(z, f)) == 0)
+    x = np.random.default_rng(4).standard_normal((2, 32))
+    x[0, 3] = np.nan
+    x[1, 20] = np.inf
+    out = np.asarray(Q.quantize(x, "nvfp4"))
+    assert np.all(np.isnan(out[0, :16])) and np.all(np.isnan(out[1, 16:]))
+    assert np.all(np.isfinite(out[0, 16:])) and np.all(np.isfinite(out[1, :16]))
+    # finite blocks are quantised exactly as they would be without the non-finite ones present
+    clean = np.where(np.isfinite(x), x, 0.0)  # the tensor amax ignores non-finite values
+    np.testing.assert_array_equal(out[0, 16:], np.asarray(Q.quantize(clean, "nvfp4"))[0, 16:])
+
+
+def test_axis_padding_and_scale_format_sweep():
+    x = np.random.default_rng(5).standard_normal((48, 32))
+    np.testing.assert_array_equal(Q.quantize(x, "nvfp4", axis=0), Q.quantize(x.T, "nvfp4").T)
+    xp = np.random.default_rng(6).standard_normal((3, 40))
+    padded = np.pad(xp, [(0, 0), (0, 8)])
+    np.testing.assert_array_equal(
+        Q.quantize(xp, "nvfp4", pad=True), np.asarray(Q.quantize(padded, "nvfp4"))[:, :40]
+    )
+    errs = {}
+    x = x * np.exp2(np.random.default_rng(8).uniform(-8, 8, (48, 1)))  # blocks of very unequal size
+    for sf in ["e1m6", "e4m3", "e8m0", "fp32"]:
+        bf = Q.BlockFormat(16, sf, tensor_scale=sf != "e8m0")
+        e = np.linalg.norm(np.asarray(Q.quantize(x, bf)) - x, axis=1) / np.linalg.norm(x, axis=1)
+        errs[sf] = float(e.mean())  # mean relative error per row (each row its own magnitude)
+    assert errs["fp32"] <= 1.02 * min(errs.values())  # (the exact amax/6 scale is not MSE-optimal)
+    assert errs["e4m3"] < errs["e8m0"]  # finer scales beat power-of-two scales
+    assert (
+        errs["e1m6"] > 2 * errs["e4m3"]
+    )  # too little range: small blocks underflow (paper Fig. 1)
+
+
+def test_bad_input_raises_naming_argument():
+    x = jnp.ones((4, 32))
+    with pytest.raises(ValueError, match="fmt"):
+        Q.quantize(x, "fp4")
+    with pytest.raises(ValueError, match="rounding"):
+        Q.quantize(x, "nvfp4", "up")
+    with pytest.raises(ValueError, match="key"):
+        Q.quantize(x, "nvfp4", "stochastic")
+    with pytest.raises(ValueError, match="key"):
+        Q.quantize(x, "e2m1", "stochastic")
+    with pytest.raises(ValueError, match="block_size"):
+        Q.quantize(jnp.ones((4, 40)), "nvfp4")
+    with pytest.raises(ValueError, match="block_size"):
+        Q.BlockFormat(0)
+    with pytest.raises(ValueError, match="axis"):
+        Q.quantize(x, "nvfp4", axis=2)
+    with pytest.raises(ValueError, match="scale_rule"):
+        Q.BlockFormat(16, "e4m3", scale_rule="floor")
+    with pytest.raises(ValueError, match="scale_fmt"):
+        Q.BlockFormat(16, "e9m9")
+    with pytest.raises(TypeError, match="x"):
+        Q.quantize(jnp.ones((4, 32), int))
+    with pytest.raises(ValueError, match="key"):
+        Q.QuantMatmul.fqt()(x, jnp.ones((3, 32)))
+
+
+def _data(M=40, K=48, N=24, seed=7):
+    r = np.random.default_rng(seed)
+    return (
+        jnp.asarray(r.standard_normal((2, M // 2, K))),
+        jnp.asarray(r.standard_normal((N, K))),
+        jnp.asarray(r.standard_normal((2, M // 2, N))),
+    )
+
+
+def test_quant_matmul_vjp_equals_dequantised_computation():
+    x, w, g = _data()
+    fx, fw = Q.Operand("nvfp4"), Q.Operand(Q.MXFP4)
+    bg, bw = Q.Operand("nvfp4", "stochastic"), Q.Operand(Q.BlockFormat(8, "e8m0", False, "ceil"))
+    ug, ux = (
+        Q.Operand("mxfp4", "stochastic"),
+        Q.Operand(Q.BlockFormat(16, "fp32", False), "stochastic"),
+    )
+    mm = Q.QuantMatmul(fx, fw, bg, bw, ug, ux)
+    key = jax.random.PRNGKey(11)
+    y, vjp = jax.vjp(lambda x, w: mm(x, w, key=key), x, w)
+    dx, dw = vjp(g)
+    k = jax.random.split(key, 6)
+    x2, g2 = x.reshape(-1, 48), g.reshape(-1, 24)
+    qz = lambda op, a, ax, kk: Q.quantize(a, op.fmt, op.rounding, key=kk, axis=ax, pad=True)  # noqa: E731
+    np.testing.assert_allclose(
+        y.reshape(-1, 24), qz(fx, x2, -1, k[0]) @ qz(fw, w, -1, k[1]).T, rtol=1e-13, atol=1e-13
+    )
+    np.testing.assert_allclose(
+        dx.reshape(-1, 48), qz(bg, g2, -1, k[2]) @ qz(bw, w, 0, k[3]), rtol=1e-13, atol=1e-13
+    )
+    np.testing.assert_allclose(
+        dw, qz(ug, g2, 0, k[4]).T @ qz(ux, x2, 0, k[5]), rtol=1e-13, atol=1e-13
+    )
+    # QAF: FP4 forward, both backward GEMMs on the saved high-precision tensors (official code)
+    qaf = Q.QuantMatmul.qaf("nvfp4")
+    y, vjp = jax.vjp(lambda x, w: qaf(x, w), x, w)
+    dx, dw = vjp(g)
+    np.testing.assert_allclose(y, Q.quantize(x) @ Q.quantize(w).T, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(dx, g @ w, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(dw, g2.T @ x2, rtol=1e-13, atol=1e-13)
+
+
+def test_quant_matmul_off_is_plain_matmul_and_sr_gradient_unbiased():
+    x, w, g = _data()
+    off = Q.QuantMatmul()
+    y, vjp = jax.vjp(lambda x, w: off(x, w), x, w)
+    dx, dw = vjp(g)
+    np.testing.assert_allclose(y, x @ w.T, rtol=1e-13)
+    np.testing.assert_allclose(dx, g @ w, rtol=1e-13)
+    np.testing.assert_allclose(dw, g.reshape(-1, 24).T @ x.reshape(-1, 48), rtol=1e-12)
+    # backward-only SR of the update GEMM: E[dW_q] = dW (two independent SR operands), 4 s.e.
+    mm = Q.QuantMatmul(
+        upd_g=Q.Operand("nvfp4", "stochastic"), upd_x=Q.Operand("nvfp4", "stochastic")
+    )
+
+    @jax.jit
+    def dws(keys):
+        return jax.vmap(lambda k: jax.vjp(lambda w: mm(x, w, key=k), w)[1](g)[0])(keys)
+
+    R = 400
+    d = np.asarray(dws(jax.random.split(jax.random.PRNGKey(3), R)))
+    se = d.std(0, ddof=1) / np.sqrt(R)
+    z = (d.mean(0) - np.asarray(dw)) / se
+    assert np.mean(np.abs(z) < 4) > 0.999 and abs(z.mean()) < 4 / np.sqrt(z.size)
+
+
+def test_linear_with_quant_matmul_under_jit():
+    lin = nn.Linear(32, 16, matmul=Q.QuantMatmul.fqt("nvfp4"), key=jax.random.PRNGKey(0))
+    x = jax.random.normal(jax.random.PRNGKey(1), (5, 7, 32))
+
+    @jax.jit
+    def f(lin, x, key):
+        return jnp.sum(lin(x, key=key) ** 2)
+
+    g = jax.grad(f)(lin, x, jax.random.PRNGKey(2))
+    assert g.weight.shape == (16, 32) and np.all(np.isfinite(g.weight))
+    ref = x @ Q.quantize(lin.weight).T + lin.bias
+    np.testing.assert_allclose(
+        lin(x, key=jax.random.PRNGKey(3)),
+        Q.quantize(x) @ Q.quantize(lin.weight).T + lin.bias,
+        rtol=1e-12,
+    )
+    assert not np.allclose(ref, lin(x, key=jax.random.PRNGKey(3)))
