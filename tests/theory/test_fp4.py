@@ -1,0 +1,111 @@
+"""The sqrt(3) threshold (sympy + numerics) and the SR noise model of theory.fp4."""
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.optimize import minimize_scalar
+
+import theory.fp4 as T
+
+
+def test_sympy_derivation_matches_closed_forms():
+    r = T.threshold_derivation()
+    G, d, lam, sig = sp.symbols("G d lam sigma", positive=True)
+    assert sp.simplify(r.sigma_crit - sp.sqrt(G / (3 * d))) == 0
+    assert sp.simplify(r.rho_crit - sp.sqrt(3)) == 0
+    assert r.efficiency_at_crit == sp.Rational(3, 4)
+    assert r.fixed_efficiency_at_crit == sp.Rational(2, 3)
+    assert sp.simplify(r.descent - G**2 / (2 * lam * (G + d * sig**2))) == 0
+    assert "sigma_crit" in r.summary()
+
+
+@given(st.floats(1e-3, 1e3), st.integers(1, 10**6), st.floats(1e-2, 1e2))
+def test_argmax_sensitivity_is_sigma_crit(G, d, lam):
+    """Numerically maximise |dD/dsigma| with D the optimal-step descent from
+    expected_loss_change."""
+
+    def sens(s):
+        h = 1e-6 * max(s, 1e-12)
+        up = -T.expected_loss_change(G, s + h, d, lam)
+        dn = -T.expected_loss_change(G, s - h, d, lam)
+        return -abs(up - dn) / (2 * h)
+
+    sc = T.critical_sigma(math.sqrt(G), d)
+    res = minimize_scalar(
+        sens, bounds=(sc / 20, sc * 20), method="bounded", options={"xatol": sc * 1e-9}
+    )
+    assert abs(res.x / sc - 1) < 1e-3
+    rho = T.gradient_noise_ratio(math.sqrt(G), sc * math.sqrt(d))
+    assert abs(rho - T.SQRT3) < 1e-12
+
+
+def test_efficiencies():
+    rho = np.array([0.5, 1.0, math.sqrt(3), 10.0])
+    np.testing.assert_allclose(T.optimal_efficiency(rho), rho**2 / (1 + rho**2))
+    np.testing.assert_allclose(T.fixed_step_efficiency(rho), [-3, 0, 2 / 3, 0.99])
+    G, d, lam = 2.0, 1000, 1.7
+    for r in rho:
+        s = math.sqrt(G) / (r * math.sqrt(d))
+        rel = T.expected_loss_change(G, s, d, lam) / T.expected_loss_change(G, 0.0, d, lam)
+        assert abs(rel - r**2 / (1 + r**2)) < 1e-12
+        relf = T.expected_loss_change(G, s, d, lam, eta=1 / lam) / T.expected_loss_change(
+            G, 0.0, d, lam, eta=1 / lam
+        )
+        assert abs(relf - (1 - 1 / r**2)) < 1e-12
+
+
+@pytest.mark.parametrize("k", [0.5, 1.0, 2.0])
+def test_quadratic_monte_carlo_fixed_step(k):
+    """sigma = k sigma_crit, eta = 1/lam: E dL = -(G / 2 lam)(1 - k^2 / 3) within 4 s.e. (paper
+    Fig. 4)."""
+    rng = np.random.default_rng(0)
+    d, lam, R = 500, 2.0, 4000
+    x = rng.standard_normal(d)
+    g = lam * x
+    G = g @ g
+    s = k * T.critical_sigma(math.sqrt(G), d)
+    eps = s * rng.standard_normal((R, d))
+    x1 = x - (g + eps) / lam
+    dL = 0.5 * lam * np.sum(x1**2, 1) - 0.5 * lam * x @ x
+    want = -(G / (2 * lam)) * (1 - k**2 / 3)
+    assert abs(dL.mean() - want) <= 4 * dL.std(ddof=1) / math.sqrt(R)
+    assert abs(T.expected_loss_change(G, s, d, lam, eta=1 / lam) - want) < 1e-9 * abs(G)
+
+
+def test_update_gemm_noise_monte_carlo():
+    """E|Q(delta)^T Q(a) - delta^T a|^2 equals the closed form, unbiased, for SR onto the
+    integers."""
+    rng = np.random.default_rng(1)
+    n, p, q, R = 12, 3, 4, 20000
+    delta, a = rng.uniform(-3, 3, (n, p)), rng.uniform(-3, 3, (n, q))
+
+    def sr(x, u):
+        lo = np.floor(x)
+        return lo + (u < x - lo)
+
+    vd = T.two_point_variance(delta, np.floor(delta), np.floor(delta) + 1)
+    va = T.two_point_variance(a, np.floor(a), np.floor(a) + 1)
+    want = T.update_gemm_noise(delta, a, vd, va)
+    ud, ua = rng.random((R, n, p)), rng.random((R, n, q))
+    err = np.einsum("rnj,rnk->rjk", sr(delta, ud), sr(a, ua)) - delta.T @ a
+    e2 = np.sum(err**2, axis=(1, 2))
+    assert abs(e2.mean() - want) <= 4 * e2.std(ddof=1) / math.sqrt(R)
+    z = err.mean(0) / (err.std(0, ddof=1) / math.sqrt(R))
+    assert np.all(np.abs(z) < 4.5)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="d"):
+        T.critical_sigma(1.0, 0)
+    with pytest.raises(ValueError, match="noise_norm"):
+        T.gradient_noise_ratio(1.0, 0.0)
+    with pytest.raises(ValueError, match="lam"):
+        T.optimal_step(1.0, 0.1, 3, -1.0)
+    with pytest.raises(ValueError, match="rho"):
+        T.fixed_step_efficiency([0.0])
+    with pytest.raises(ValueError, match="a"):
+        T.update_gemm_noise(np.ones((3, 2)), np.ones((4, 2)), np.ones((3, 2)), np.ones((4, 2)))
