@@ -304,6 +304,31 @@ def _folds(n, split, rng):
     return perm[:m], perm[m:2 * m], perm[2 * m:]
 
 
+_ISOTROPY_Z = 8.0
+
+
+def _check_isotropic(ev, m, whitened):
+    """Raise unless the training-fold spectrum is compatible with ``Cov(X) = I``.
+
+    Ledoit & Wolf (2002, Ann. Statist. 30(4)) sphericity statistic ``W = (1/p) tr (S - I)^2 -
+    (p/m) ((1/p) tr S)^2 + p/m`` with ``m W - p -> N(1, 4)`` under ``S ~ Wishart(I)/m``
+    (null law checked by simulation in ``tests/estimators/test_ecc.py::test_isotropy_null_law``).
+    The corrections need the Marchenko–Pastur law of a whitened design, so a covariance that is
+    not the identity (and was not given as ``cov``) would make them silently wrong.
+    """
+    p = ev.size
+    g = p / m
+    t1, t2 = ev.mean(), np.mean(ev**2)
+    z = (m * (t2 - 2 * t1 + 1 - g * t1**2 + g) - p - 1) / 2
+    if abs(z) > _ISOTROPY_Z:
+        what = "after whitening by `cov`" if whitened else "with `cov`=None (identity)"
+        raise ValueError(
+            f"`cov` must be the covariance of the rows of X: {what} the rows must have covariance "
+            f"I for the Marchenko–Pastur corrections, but the Ledoit–Wolf sphericity statistic is "
+            f"z = {z:.1f} standard deviations from its null (|z| <= {_ISOTROPY_Z:g} required; "
+            f"(1/p) tr S = {t1:.3g}). Pass the known covariance of X as `cov=`.")
+
+
 def _center(*arrs):
     return [x - x.mean(axis=0) for x in arrs]
 
@@ -379,6 +404,8 @@ class _Prepared:
             self.paths = {"a": _RidgePath(Xa, {"a": aa}, self.m_train, vectors),
                           "y": _RidgePath(Xy, {"y": yy}, len(train[1]) - dof, vectors)}
         self.gamma = self.p / self.m_train
+        for path in {id(v): v for v in self.paths.values()}.values():
+            _check_isotropic(path.eigenvalues, path.m, cov is not None)
 
     # ---- estimates for arrays of penalties -------------------------------------------------
 

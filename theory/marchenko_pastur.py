@@ -15,7 +15,7 @@ matrix of the nodes (Opitz 1964). ``m`` is a composition of a square root and an
 the triangular square-root recurrence divides by sums (never differences) of square roots, so
 ``m(J)`` is accurate for equal, close or distant nodes alike (no cancellation as lam_1 -> lam_2).
 
-Closed form (Marchenko & Pastur 1967; e.g. Bai & Silverstein 2010, eq. (3.1.1) at ``z = -lam``):
+Closed form (Marchenko & Pastur 1967; e.g. Bai & Silverstein 2010, ch. 3, at ``z = -lam``):
 ``m(lam) = 2 / (sqrt((1 - gamma + lam)^2 + 4 gamma lam) + 1 - gamma + lam)``, the rationalised form
 of ``[sqrt(.) - (1 - gamma + lam)] / (2 gamma lam)``; it is the positive root of
 ``gamma lam m^2 + (1 - gamma + lam) m - 1 = 0`` and includes the atom (``m ~ (1 - 1/gamma)/lam`` as

@@ -155,6 +155,34 @@ def test_ci_test_reports_both_statistics():
     assert "GCM" in t.summary()
 
 
+def test_isotropy_null_law():
+    # m W - p ~ N(1, 4) for Gaussian rows with identity covariance (Ledoit & Wolf 2002).
+    from estimators._ecc import _RidgePath
+
+    rng = np.random.default_rng(8)
+    z = []
+    for m, p in [(100, 50)] * 150 + [(60, 120)] * 150:
+        x = rng.standard_normal((m, p))
+        ev = _RidgePath(x, {}, m, vectors=False).eigenvalues
+        t1, t2, g = ev.mean(), np.mean(ev**2), p / m
+        z.append(m * (t2 - 2 * t1 + 1 - g * t1**2 + g) - p)
+    z = np.array(z)
+    assert abs(z.mean() - 1) < 3 * 2 / np.sqrt(len(z))
+    assert abs(z.std() - 2) < 3 * 2 / np.sqrt(2 * len(z))
+
+
+def test_non_identity_covariance_raises():
+    with pytest.raises(ValueError, match="`cov` must be the covariance"):
+        ecc(Y, A, 2.0 * X, lam=0.5)
+    rng = np.random.default_rng(1)
+    B = rng.standard_normal((100, 100)) / 10
+    C = B @ B.T + np.eye(100)
+    with pytest.raises(ValueError, match="`cov` must be the covariance"):
+        ecc(Y, A, X @ np.linalg.cholesky(C).T, lam=0.5)
+    with pytest.raises(ValueError, match="after whitening"):
+        ecc(Y, A, X, lam=0.5, cov=C)
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="`y`"):
         ecc(Y[:-1], A, X)
