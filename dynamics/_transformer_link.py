@@ -105,8 +105,9 @@ class RankCollapseResult:
     singular value. At ``t_end``: ``stable_rank_Q/K`` of ``W_Q``, ``W_K``; ``align_Q`` =
     ``|<top left sing. vector of W_Q, u_1(F)>|`` and ``align_K`` the same with ``v_1(F)``;
     ``closed_form_error`` = ``||W_Q/||W_Q|| - P/||P|| ||_F`` with ``P`` the closed form from
-    ``t_start`` with ``F`` frozen; ``outer_rel_change`` the relative change of ``W_V W1 W2`` over
-    the window (Assumption 2*: small).
+    ``t_start`` with ``F`` frozen, and ``stable_rank_closed_form`` the stable rank of ``P``;
+    ``outer_rel_change`` the relative change of ``W_V W1 W2`` over the window (Assumption 2*:
+    small). ``start`` holds the weights at ``t_start`` (a dict of arrays).
     """
 
     eps: float
@@ -118,12 +119,14 @@ class RankCollapseResult:
     stable_rank_Q_start: float
     stable_rank_Q: float
     stable_rank_K: float
+    stable_rank_closed_form: float
     align_Q: float
     align_K: float
     closed_form_error: float
     outer_rel_change: float
     loss_start: float
     loss_end: float
+    start: dict = field(repr=False, default_factory=dict)
 
     def summary(self) -> str:
         s = self.F_singular_values
@@ -134,6 +137,7 @@ class RankCollapseResult:
                        ("stable rank W_Q start/end", f"{self.stable_rank_Q_start:.4f} / "
                                                      f"{self.stable_rank_Q:.4f}"),
                        ("stable rank W_K end", f"{self.stable_rank_K:.4f}"),
+                       ("stable rank closed form", f"{self.stable_rank_closed_form:.4f}"),
                        ("|<u1(W_Q), u1(F)>|", f"{self.align_Q:.6f}"),
                        ("|<u1(W_K), v1(F)>|", f"{self.align_K:.6f}"),
                        ("closed-form error", f"{self.closed_form_error:.3e}"),
@@ -182,7 +186,8 @@ def rank_collapse(X, y, eps, *, key, start_factor: float = 2.0, end_factor: floa
         eps=eps, t_start=a.stop_time, t_end=a.stop_time + b.stop_time, F=F,
         F_singular_values=sig, multiplicity=th.top_multiplicity(F, rtol=1e-6),
         stable_rank_Q_start=th.stable_rank(wa["W_Q"]), stable_rank_Q=th.stable_rank(wb["W_Q"]),
-        stable_rank_K=th.stable_rank(wb["W_K"]), align_Q=float(abs(uq @ U[:, 0])),
+        stable_rank_K=th.stable_rank(wb["W_K"]), stable_rank_closed_form=th.stable_rank(P),
+        align_Q=float(abs(uq @ U[:, 0])),
         align_K=float(abs(uk @ Vt[0])), closed_form_error=float(err),
         outer_rel_change=float(np.linalg.norm(ob - oa) / np.linalg.norm(oa)),
-        loss_start=float(a.loss[-1]), loss_end=float(b.loss[-1]))
+        loss_start=float(a.loss[-1]), loss_end=float(b.loss[-1]), start=wa)
