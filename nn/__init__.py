@@ -6,7 +6,8 @@ Modules (all act on arrays with arbitrary leading batch axes; ``__call__`` takes
 head), :class:`TransformerBlock`, :class:`TransformerLM`. Optimisers: use ``optax`` directly.
 Training: :func:`train` (jitted step, tqdm progress), :func:`make_step`, :func:`evaluate`,
 :func:`save` / :func:`load` (exact round trip), :func:`lm_loss`, :func:`cross_entropy`.
-FP4 formats and quantised matmuls: :mod:`nn.quant`.
+Data: :class:`MarkovCorpus` (synthetic tokens with a known loss floor). FP4 formats and
+quantised matmuls: :mod:`nn.quant`.
 
 Trainable vs frozen
 -------------------
@@ -32,6 +33,7 @@ Quantised matmul hook
 nn.quant.QuantMatmul(...))``.
 """
 
+from ._data import MarkovCorpus
 from ._layers import (
     MLP,
     CausalSelfAttention,
@@ -76,4 +78,5 @@ __all__ = [
     "load",
     "lm_loss",
     "cross_entropy",
+    "MarkovCorpus",
 ]
