@@ -241,3 +241,38 @@ def _full_rank(scale: str) -> Measurement:
                               f"(||W_Q|| x2 -> x30); stable rank {r.stable_rank_Q_start:.3f} -> "
                               f"{r.stable_rank_Q:.3f}; F sigma = {r.F_singular_values[0]:.4f},"
                               f" {r.F_singular_values[1]:.4f}; tolerance = outer drift")
+
+
+N_PATH = 201   # samples per full-model trajectory (one compiled solver serves every figure)
+
+
+@cache
+def loss_curves(scale: str) -> dict:
+    """Full-model gradient flow per eps (quick: the first three eps of the sweep), sampled
+    log-spaced up to just before the predicted escape and densely through stages 2 and 3."""
+    X, y = task()
+    sw = escape_sweep(scale)
+    out = []
+    eps_list = sw["eps"][:3] if scale == "quick" else sw["eps"]
+    for e, tp in tqdm(list(zip(eps_list, sw["t_predicted"], strict=False)),
+                      desc="loss curves", leave=False, disable=None):
+        ts = np.concatenate([[0.0], np.geomspace(1e-2 * tp, 0.98 * tp, 60),
+                             np.linspace(0.98 * tp, 1.4 * tp, N_PATH - 61)[1:]])
+        m = dt.SmallInitTransformer.init(TASK["d"], float(e), key=jax.random.key(0))
+        out.append((float(e), float(tp), dt.gradient_flow(m, X, y, ts[-1], ts=ts)))
+    return dict(paths=out, v=th.condensation_direction(X, y))
+
+
+@cache
+def stage2_path(scale: str) -> dict:
+    """The stage-2 window of :func:`rank_collapse_run`, densely sampled, beside the closed form
+    from its start with F frozen."""
+    X, y = task()
+    r = rank_collapse_run(scale)
+    w = r.start
+    m = dt.SmallInitTransformer.from_arrays(w["W_Q"], w["W_K"], w["W_V"], w["W1"], w["W2"])
+    T = 1.5 * (r.t_end - r.t_start)
+    ts = np.linspace(0.0, T, N_PATH)
+    path = dt.gradient_flow(m, X, y, T, ts=ts)
+    Qc, Kc = th.key_query_closed_form(r.F, w["W_Q"], w["W_K"], path.t)
+    return dict(result=r, path=path, Qc=Qc, Kc=Kc)
