@@ -21,9 +21,20 @@ from ._core import (
     merge,
     stable_rank,
 )
+from ._curvature import CTActivation, CTLinear, ct_gap_bound, ct_steer, ct_trainable, ctu
 from ._io import load_adapter, read_header, save_adapter
 from ._lora import LoRALinear, lora_scale
+from ._moore import MoORELinear, householder_apply, householder_matrix
 from ._polar import PoLARLinear, polar_optimizer, stiefel_mask
+from ._ravan import RavanLinear, fedavg, ravan_aggregate
+from ._tfb import (
+    TFBLoRALinear,
+    TFBSearchResult,
+    expected_calibration_error,
+    tfb_bayesianize,
+    tfb_refactor,
+    tfb_search_sigma,
+)
 from ._tied import TiedLoRALinear
 from ._unilora import (
     ProjectedLoRALinear,
@@ -56,4 +67,9 @@ __all__ = [
     "ProjectedLoRALinear", "UniLoRALinear", "VeRALinear", "TiedLoRALinear", "VBLoRALinear",
     "isometric_projection", "vera_projection", "kaiming_uniform_bases", "project",
     "project_transpose", "topk_mixture_weights",
+    "RavanLinear", "fedavg", "ravan_aggregate",
+    "MoORELinear", "householder_apply", "householder_matrix",
+    "TFBLoRALinear", "TFBSearchResult", "expected_calibration_error", "tfb_bayesianize",
+    "tfb_refactor", "tfb_search_sigma",
+    "CTActivation", "CTLinear", "ct_gap_bound", "ct_steer", "ct_trainable", "ctu",
 ]

@@ -1,0 +1,130 @@
+"""MoORE (arXiv 2506.14436): mixture of orthogonal rank-one experts.
+
+With the thin SVD ``W0 = U diag(sigma) V^T`` (``k = min(m, n)``), the layer computes
+``y = U diag(g(x, t)) V^T R x + b`` (official code ``moe_peft/common/lora_linear.py``, class
+``MoORE``, in column form):
+
+* ``R = H_r ... H_1``, ``H_i = I - 2 u_i u_i^T / ||u_i||^2`` (Householder, HRA-style); the vectors
+  are created in identical consecutive pairs, so ``R = I`` at init;
+* ``g(x, t) = ReLU(sigma + W_task e_t + W_up W_gate x)`` with task embedding ``e_t``
+  (``T x d_t``), ``W_task`` (``k x d_t``, init 0), ``W_gate`` (``E x n``, Kaiming-uniform),
+  ``W_up`` (``k x E``, init 0); hence ``g = sigma`` and the layer equals the base at init.
+
+The effective weight ``W_eff = sum_j g_j u_j (R^T v_j)^T`` keeps ``col(W_eff) subset col(W0)`` and
+has singular values exactly ``g`` (the experts ``u_j (R^T v_j)^T`` are Frobenius-orthonormal);
+derived in the note, tested in ``tests/nn/adapters/test_moore.py``. It replaces the base map (no
+residual ``W0 x``) and depends on the input, so it is not mergeable.
+Count per layer ``r n + E n + k E + k d_t + T d_t``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+import nn as _nn
+from theory._validation import check_int
+
+from ._core import AdapterLayer, register_method
+
+__all__ = ["MoORELinear", "householder_apply", "householder_matrix"]
+
+
+def householder_apply(u, x):
+    """``R x`` for ``R = H_r ... H_1`` (``H_1`` first); rows ``u (r, n)``, ``x (..., n)``."""
+    un = u / jnp.linalg.norm(u, axis=-1, keepdims=True)
+
+    def step(z, v):
+        return z - 2.0 * (z @ v)[..., None] * v, None
+
+    z, _ = jax.lax.scan(step, x, un)
+    return z
+
+
+def householder_matrix(u):
+    """The ``n x n`` orthogonal matrix ``R = H_r ... H_1``."""
+    n = u.shape[-1]
+    return householder_apply(u, jnp.eye(n, dtype=u.dtype)).T
+
+
+@register_method("moore")
+class MoORELinear(AdapterLayer):
+    """MoORE layer: frozen ``U, sigma, V``; trainable Householder rows, router, task embedding."""
+
+    U: _nn.Frozen
+    sigma: _nn.Frozen
+    V: _nn.Frozen
+    householder: jax.Array
+    w_gate: jax.Array
+    w_up: jax.Array
+    w_task: jax.Array
+    task_embed: jax.Array
+
+    mergeable = False
+    context_keys = ("task",)
+
+    @classmethod
+    def check_config(cls, config, linears):
+        unknown = set(config) - {"r", "num_experts", "task_dim", "num_tasks"}
+        if unknown:
+            raise ValueError(f"unknown MoORE option(s) {sorted(unknown)}.")
+        r = check_int(config.get("r", 8), "r", lower=0)
+        if r % 2:
+            raise ValueError(f"`r` (Householder reflections) must be even (paired init); got {r}.")
+        e = check_int(config.get("num_experts", 128), "num_experts", lower=1)
+        dt_ = check_int(config.get("task_dim", 64), "task_dim", lower=1)
+        t = check_int(config.get("num_tasks", 1), "num_tasks", lower=1)
+        return {"r": r, "num_experts": e, "task_dim": dt_, "num_tasks": t}
+
+    @classmethod
+    def build(cls, linear, *, key, r, num_experts, task_dim, num_tasks, **_):
+        n = linear.in_features
+        w0 = _nn.value(linear.weight)
+        dt = w0.dtype
+        u, s, vt = jnp.linalg.svd(w0, full_matrices=False)
+        k = s.shape[0]
+        kh, kg, ke = jax.random.split(key, 3)
+        half = jax.random.normal(kh, (r // 2, n), dt)
+        hh = jnp.repeat(half, 2, axis=0)  # identical pairs: H H = I, so R = I at init
+        lim = 1 / math.sqrt(n)
+        gate = jax.random.uniform(kg, (num_experts, n), dt, -lim, lim)
+        fz = _nn.Frozen
+        return cls(
+            fz(linear), fz(u), fz(s), fz(vt.T), hh, gate, jnp.zeros((k, num_experts), dt),
+            jnp.zeros((k, task_dim), dt), jax.random.normal(ke, (num_tasks, task_dim), dt),
+        )
+
+    @classmethod
+    def num_params(cls, shapes, *, r, num_experts, task_dim, num_tasks, **_):
+        e = num_experts
+        return sum(r * n + e * n + min(m, n) * (e + task_dim) + num_tasks * task_dim
+                   for m, n in shapes)
+
+    def gates(self, x, task):
+        """``g(x, t) = ReLU(sigma + W_task e_t + W_up W_gate x)``, shape ``(..., k)``."""
+        e = jnp.take(self.task_embed, jnp.asarray(task), axis=0)
+        pre = _nn.value(self.sigma) + e @ self.w_task.T + (x @ self.w_gate.T) @ self.w_up.T
+        return jax.nn.relu(pre)
+
+    def effective_weight(self, x, task=0):
+        """``W_eff(x, t) = U diag(g) V^T R`` for one input ``x (n,)``."""
+        g = self.gates(x, task)
+        r = householder_matrix(self.householder) if self.householder.shape[0] else None
+        vt = _nn.value(self.V).T
+        vtr = vt if r is None else vt @ r
+        return (_nn.value(self.U) * g) @ vtr
+
+    def delta_weight(self, ctx):
+        raise ValueError("MoORE's weight depends on the input; use effective_weight(x, task).")
+
+    def forward(self, x, ctx, *, key=None):
+        task = ctx.get("task", 0)
+        if task is None:
+            task = 0
+        z = householder_apply(self.householder, x) if self.householder.shape[0] else x
+        g = self.gates(x, task)
+        y = (g * (z @ _nn.value(self.V))) @ _nn.value(self.U).T
+        bias = self.linear.bias
+        return y if bias is None else y + _nn.value(bias)

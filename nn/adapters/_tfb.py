@@ -1,0 +1,194 @@
+"""TFB: training-free Bayesianization of a trained LoRA (Shi et al. 2025, arXiv 2412.05723).
+
+Given a trained LoRA ``(B, A)`` with scaling ``s`` (official code ``modelwrappers/tfblora.py``):
+
+1. re-factor with the thin SVD ``B = U diag(d) V^T``: ``B' = U diag(d)``, ``A' = V^T A``, so
+   ``B' A' = B A`` (:func:`tfb_refactor`);
+2. put the posterior ``q(A'_ij) = N(A'_ij, (sigma / d_i)^2)`` on ``A'`` only (``B'`` stays fixed).
+
+Then ``Delta W = s B'(A' + E) = s BA + s U (diag(d) E)`` and ``vec(Delta W) ~ N(vec(s BA),
+s^2 sigma^2 (I_n (x) U U^T))``: an isotropic Gaussian of variance ``s^2 sigma^2`` on
+``col(B) (x) R^n`` and zero outside (derived in the note; tested by Monte Carlo). The law depends
+only on ``BA`` and ``col(B)``: it is invariant to the gauge ``(B, A) -> (BG, G^{-1} A)``.
+
+The single ``sigma`` is chosen by :func:`tfb_search_sigma`: the largest ``sigma`` in
+``[sigma_min, sigma_max]`` whose deviation of an anchor metric from the ``sigma = 0`` model stays
+within ``tol``, by bisection (the code returns the first violating midpoint; we return the
+feasible end ``low`` and say so).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import nn as _nn
+from theory._validation import check_int, check_scalar
+
+from ._core import Adapted, AdapterLayer, AdapterSpec, register_method
+from ._lora import LoRALinear
+
+__all__ = [
+    "tfb_refactor",
+    "TFBLoRALinear",
+    "tfb_bayesianize",
+    "tfb_search_sigma",
+    "TFBSearchResult",
+    "expected_calibration_error",
+]
+
+
+def tfb_refactor(b, a):
+    """``(B', A', d)``: ``B' = U diag(d)``, ``A' = V^T A``, thin SVD ``B = U diag(d) V^T``."""
+    u, d, vt = jnp.linalg.svd(b, full_matrices=False)
+    return u * d, vt @ a, d
+
+
+@register_method("tfb")
+class TFBLoRALinear(AdapterLayer):
+    """LoRA layer with the TFB posterior on ``A'``: each call with ``key`` draws one ``E``.
+
+    Without ``key`` the layer returns the posterior mean (the trained LoRA). ``sigma`` is a
+    trainable-free scalar stored as a static float.
+    """
+
+    Bp: jax.Array
+    Ap: jax.Array
+    d: jax.Array
+    scale: float = eqx.field(static=True)
+    sigma: float = eqx.field(static=True)
+
+    @classmethod
+    def check_config(cls, config, linears):
+        raise ValueError("`method` 'tfb' is built from a trained LoRA: use tfb_bayesianize.")
+
+    @classmethod
+    def num_params(cls, shapes, **_):
+        return 0
+
+    def _arrays(self):
+        return _nn.value(self.Bp), _nn.value(self.Ap), _nn.value(self.d)
+
+    def delta_weight(self, ctx):
+        bp, ap, _ = self._arrays()
+        return self.scale * (bp @ ap)
+
+    def _noise(self, key, ap, d):
+        return jax.random.normal(key, ap.shape, ap.dtype) * (self.sigma / d)[:, None]
+
+    def sample_delta_weight(self, key):
+        """One draw of ``s B'(A' + E)``, ``E_ij ~ N(0, (sigma / d_i)^2)``."""
+        bp, ap, d = self._arrays()
+        return self.scale * (bp @ (ap + self._noise(key, ap, d)))
+
+    def delta(self, x, ctx, *, key=None):
+        bp, ap, d = self._arrays()
+        if key is not None and self.sigma > 0:
+            ap = ap + self._noise(key, ap, d)
+        return self.scale * ((x @ ap.T) @ bp.T)
+
+
+def tfb_bayesianize(adapted: Adapted, sigma: float) -> Adapted:
+    """Turn every LoRA layer of a trained ``adapted`` into a TFB layer with std ``sigma``.
+
+    The result is frozen (TFB trains nothing); call it with ``key=`` to sample (one draw of the
+    noise per call and layer, the layer keys split from ``key`` by the model).
+    """
+    if not isinstance(adapted, Adapted) or adapted.spec.method != "lora":
+        raise ValueError("`adapted` must be a LoRA-adapted model (inject(..., 'lora')).")
+    sigma = check_scalar(sigma, "sigma", lower=0)
+
+    def conv(n):
+        if not isinstance(n, LoRALinear):
+            return n
+        bp, ap, d = tfb_refactor(n.B, n.A)
+        return TFBLoRALinear(n.base, bp, ap, d, n.scale, sigma)
+
+    model = jax.tree.map(conv, adapted.model, is_leaf=lambda n: isinstance(n, LoRALinear))
+    model = jax.tree.map(lambda x: _nn.Frozen(x) if eqx.is_inexact_array(x) else x, model,
+                         is_leaf=lambda n: isinstance(n, _nn.Frozen))
+    spec = AdapterSpec("tfb", adapted.spec.config + (("sigma", sigma),), adapted.spec.targets,
+                       adapted.spec.shapes, adapted.spec.train, adapted.spec.key_data)
+    return Adapted(model, adapted.shared, spec)
+
+
+@dataclasses.dataclass(frozen=True)
+class TFBSearchResult:
+    """Outcome of :func:`tfb_search_sigma`: ``sigma`` (the feasible end), the bracket, history."""
+
+    sigma: float
+    low: float
+    high: float
+    tol: float
+    sigmas: np.ndarray
+    metrics: np.ndarray
+
+    def summary(self) -> str:
+        lines = ["TFB sigma search", "-" * 40, f"{'sigma (feasible)':<22}{self.sigma:>18.6g}",
+                 f"{'bracket width':<22}{self.high - self.low:>18.3g}",
+                 f"{'tolerance':<22}{self.tol:>18.3g}",
+                 f"{'evaluations':<22}{len(self.sigmas):>18d}"]
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"TFBSearchResult(sigma={self.sigma:.4g}, evaluations={len(self.sigmas)})"
+
+
+def tfb_search_sigma(metric: Callable[[float], float], *, sigma_max: float, tol: float,
+                     sigma_min: float = 1e-3, iters: int = 10) -> TFBSearchResult:
+    """Largest ``sigma`` with ``metric(sigma) <= tol`` by bisection (TFB, Alg. 1).
+
+    ``metric(sigma)`` is the deviation of the anchor-set metric from the ``sigma = 0`` model
+    (e.g. the relative NLL change against the model's own predictions); it should be
+    nondecreasing in ``sigma`` (use common random numbers and antithetic draws). If
+    ``metric(sigma_max) <= tol`` the answer is ``sigma_max``; the returned ``sigma`` is always
+    feasible, within ``(sigma_max - sigma_min) / 2^iters`` of the threshold.
+    """
+    sigma_max = check_scalar(sigma_max, "sigma_max", lower=0, closed="neither")
+    sigma_min = check_scalar(sigma_min, "sigma_min", lower=0, upper=sigma_max)
+    tol = check_scalar(tol, "tol", lower=0)
+    iters = check_int(iters, "iters", lower=1)
+    sig, met = [sigma_max], [float(metric(sigma_max))]
+    if met[0] <= tol:
+        return TFBSearchResult(sigma_max, sigma_max, sigma_max, tol, np.array(sig), np.array(met))
+    low, high = sigma_min, sigma_max
+    for _ in range(iters):
+        mid = 0.5 * (low + high)
+        v = float(metric(mid))
+        if not np.isfinite(v):
+            raise ValueError(f"`metric` returned {v} at sigma = {mid}.")
+        sig.append(mid)
+        met.append(v)
+        if v > tol:
+            high = mid
+        else:
+            low = mid
+    return TFBSearchResult(low, low, high, tol, np.array(sig), np.array(met))
+
+
+def expected_calibration_error(probs, labels, *, bins: int = 15) -> float:
+    """ECE with ``bins`` equal-width confidence bins (Guo et al. 2017, eq. (3)).
+
+    ``probs (N, C)`` predicted probabilities, ``labels (N,)`` integer classes.
+    """
+    probs = np.asarray(probs, dtype=float)
+    labels = np.asarray(labels)
+    if probs.ndim != 2 or labels.shape != probs.shape[:1]:
+        raise ValueError(f"`probs` must be (N, C) and `labels` (N,); got {probs.shape}, "
+                         f"{labels.shape}.")
+    bins = check_int(bins, "bins", lower=1)
+    conf = probs.max(axis=1)
+    correct = probs.argmax(axis=1) == labels
+    edges = np.linspace(0, 1, bins + 1)
+    which = np.clip(np.digitize(conf, edges[1:-1], right=True), 0, bins - 1)
+    ece = 0.0
+    for b in range(bins):
+        sel = which == b
+        if sel.any():
+            ece += sel.mean() * abs(correct[sel].mean() - conf[sel].mean())
+    return float(ece)
