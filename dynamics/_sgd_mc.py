@@ -1,9 +1,11 @@
 """Vectorised Monte Carlo of constant-step SGD in JAX: ``vmap`` over paths, ``lax.scan`` over steps.
 
-Path ``i`` uses ``fold_in(key, i)`` and its step ``t`` uses ``fold_in(fold_in(key, i), t)``, so a
-path does not depend on how many paths ran, on the chunking, or on which horizons are recorded.
-Iterates are written to a small buffer at the recorded horizons only (one ``lax.scan`` of length
-``max(T)``, compiled once per shape).
+Randomness: path ``i`` has key ``fold_in(key, i)``; the draws of its steps ``bL, ..., bL + L - 1``
+come from ``fold_in(fold_in(key, i), b)`` (blocks of ``L`` steps, one vectorised draw per block).
+So a path does not depend on how many paths ran, on the chunking, or on which horizons are
+recorded. The state of all paths of a chunk is advanced together by a ``lax.scan`` over the steps
+of a block (inside a ``fori_loop`` over blocks, masked outside ``[t0, t1)``), compiled once per
+shape; iterates are read off at the recorded horizons between segments.
 """
 
 from __future__ import annotations
@@ -19,60 +21,61 @@ from dynamics._sgd_instances import FiniteSum, QuadraticSum
 __all__ = ["simulate_recorded"]
 
 _PERM_SALT = 0x5EED
+_BLOCK = 32
 
 
-def _sample_index(pk, t, cdf, n, order):
-    kt = jax.random.fold_in(pk, t)
-    if order == "reshuffle":
-        perm_key = jax.random.fold_in(jax.random.fold_in(pk, _PERM_SALT), t // n)
-        i = jax.random.permutation(perm_key, n)[t % n]
-    elif n == 1:
-        i = jnp.zeros((), dtype=jnp.int32)
-    else:
-        u = jax.random.uniform(jax.random.fold_in(kt, 1), dtype=cdf.dtype)
-        i = jnp.minimum(jnp.searchsorted(cdf, u, side="right"), n - 1)
-    return i, kt
-
-
-@partial(jax.jit, static_argnames=("loss", "n_steps", "order", "track_counts", "noisy"))
-def _chunk(path_ids, key, w0, eta, grid, cdf, B, c, noise_sd, X, y, *, loss, n_steps, order,
-           track_counts, noisy):
+@partial(jax.jit, static_argnames=("loss", "L", "order", "track_counts", "noisy", "uniform"))
+def _advance(W, cnt, path_keys, t0, t1, eta, cdf, B, c, noise_sd, X, y, *, loss, L, order,
+             track_counts, noisy, uniform):
     n = cdf.shape[0]
-    G = grid.shape[0]
-    n0 = jnp.sum(grid == 0)
+    k = c.shape[-1]
 
-    def grad(w, i, kt):
-        if loss is None:
-            r = B[i] @ w - c[i]
-            if noisy:
-                r = r - noise_sd * jax.random.normal(jax.random.fold_in(kt, 2), r.shape, w.dtype)
-            return B[i].T @ r
-        return jax.grad(loss)(w, X[i], y[i])
+    def block(b, carry):
+        bkeys = jax.vmap(lambda pk: jax.random.fold_in(pk, b))(path_keys)
+        steps = b * L + jnp.arange(L)
+        if order == "reshuffle":
+            def one(pk):
+                pk = jax.random.fold_in(pk, _PERM_SALT)
+                return jax.vmap(lambda t: jax.random.permutation(
+                    jax.random.fold_in(pk, t // n), n)[t % n])(steps)
+            idx = jax.vmap(one)(path_keys)
+        elif n == 1:
+            idx = jnp.zeros((path_keys.shape[0], L), dtype=jnp.int32)
+        else:
+            u = jax.vmap(lambda bk: jax.random.uniform(jax.random.fold_in(bk, 1), (L,),
+                                                       dtype=cdf.dtype))(bkeys)
+            if uniform:
+                idx = jnp.minimum((u * n).astype(jnp.int32), n - 1)
+            else:
+                idx = jnp.minimum(jnp.searchsorted(cdf, u, side="right", method="sort"), n - 1)
+        if noisy:
+            eps = jax.vmap(lambda bk: jax.random.normal(jax.random.fold_in(bk, 2), (L, k),
+                                                        dtype=W.dtype))(bkeys)
+            eps = jnp.swapaxes(eps, 0, 1)
+        else:
+            eps = jnp.zeros((L, 1, 1), dtype=W.dtype)
 
-    def one_path(pid):
-        pk = jax.random.fold_in(key, pid)
-        buf = jnp.where((grid == 0)[:, None], w0[None, :], 0.0)
-        cnt = jnp.zeros(n, dtype=w0.dtype)
-        cbuf = jnp.zeros((G if track_counts else 1, n), dtype=w0.dtype)
-
-        def body(carry, t):
-            w, buf, cnt, cbuf, ptr = carry
-            i, kt = _sample_index(pk, t, cdf, n, order)
-            w = w - eta * grad(w, i, kt)
+        def step(carry, xs):
+            Wc, cc = carry
+            t, i, e = xs
+            if loss is None:
+                Bi = B[i]                                    # elementwise forms fuse
+                r = jnp.sum(Bi * Wc[:, None, :], axis=-1) - c[i]
+                if noisy:
+                    r = r - noise_sd * e
+                g = jnp.sum(Bi * r[:, :, None], axis=1)
+            else:
+                g = jax.vmap(jax.grad(loss))(Wc, X[i], y[i])
+            active = (t >= t0) & (t < t1)
+            Wn = jnp.where(active, Wc - eta * g, Wc)
             if track_counts:
-                cnt = cnt.at[i].add(1.0)
-            rec = grid[jnp.minimum(ptr, G - 1)] == t + 1
-            slot = jnp.minimum(ptr, G - 1)
-            buf = buf.at[slot].set(jnp.where(rec, w, buf[slot]))
-            if track_counts:
-                cbuf = cbuf.at[slot].set(jnp.where(rec, cnt, cbuf[slot]))
-            return (w, buf, cnt, cbuf, ptr + rec.astype(ptr.dtype)), None
+                cc = cc + active * jax.nn.one_hot(i, n, dtype=cc.dtype)
+            return (Wn, cc), None
 
-        init = (w0, buf, cnt, cbuf, n0.astype(jnp.int32))
-        (_, buf, _, cbuf, _), _ = jax.lax.scan(body, init, jnp.arange(n_steps))
-        return buf, cbuf
+        out, _ = jax.lax.scan(step, carry, (steps, idx.T, eps), unroll=4)
+        return out
 
-    return jax.vmap(one_path)(path_ids)
+    return jax.lax.fori_loop(t0 // L, (t1 + L - 1) // L, block, (W, cnt))
 
 
 def simulate_recorded(inst, eta, grid, *, key, n_paths, chunk=4096, order="iid",
@@ -84,8 +87,8 @@ def simulate_recorded(inst, eta, grid, *, key, n_paths, chunk=4096, order="iid",
     or ``"reshuffle"`` (a fresh uniform permutation of the samples every ``n`` steps).
     """
     grid = np.asarray(grid, dtype=np.int64)
-    n_steps = int(grid.max()) if grid.size else 0
     chunk = int(min(chunk, n_paths))
+    n = inst.n_samples
     with jax.enable_x64(True):
         cdf = jnp.asarray(np.cumsum(inst.probs))
         if isinstance(inst, QuadraticSum):
@@ -94,23 +97,34 @@ def simulate_recorded(inst, eta, grid, *, key, n_paths, chunk=4096, order="iid",
             loss, noisy = None, inst.noise_var > 0
             noise_sd = float(np.sqrt(inst.noise_var))
         elif isinstance(inst, FiniteSum):
-            B = c = jnp.zeros((1, 1, 1))
+            B, c = jnp.zeros((1, 1, 1)), jnp.zeros((1, 1))
             X, y = jnp.asarray(inst.X), jnp.asarray(inst.y)
             loss, noisy, noise_sd = inst.loss, False, 0.0
         else:  # pragma: no cover - guarded at the public boundary
             raise TypeError(f"unsupported instance type {type(inst).__name__}.")
+        L = int(min(_BLOCK, max(1, grid.max())))
+        uniform = bool(np.all(inst.probs == inst.probs[0]))
         outs, couts = [], []
         for start in range(0, n_paths, chunk):
             ids = jnp.arange(start, start + chunk, dtype=jnp.uint32)
-            buf, cbuf = _chunk(ids, key, jnp.asarray(inst.w0), jnp.asarray(float(eta)),
-                               jnp.asarray(grid), cdf, B, c, noise_sd, X, y, loss=loss,
-                               n_steps=n_steps, order=order, track_counts=track_counts,
-                               noisy=noisy)
+            keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(ids)
+            W = jnp.tile(jnp.asarray(inst.w0), (chunk, 1))
+            cnt = jnp.zeros((chunk, n if track_counts else 1))
+            rec, crec, t_prev = [], [], 0
+            for g in grid:
+                if g > t_prev:
+                    W, cnt = _advance(W, cnt, keys, jnp.int64(t_prev), jnp.int64(g),
+                                      jnp.asarray(float(eta)), cdf, B, c, noise_sd, X, y,
+                                      loss=loss, L=L, order=order, track_counts=track_counts,
+                                      noisy=noisy, uniform=uniform)
+                    t_prev = int(g)
+                rec.append(np.asarray(W))
+                crec.append(np.asarray(cnt))
             take = min(chunk, n_paths - start)
-            outs.append(np.asarray(buf)[:take])
+            outs.append(np.stack(rec, axis=1)[:take])
             if track_counts:
-                couts.append(np.asarray(cbuf)[:take])
-        W = np.concatenate(outs)
+                couts.append(np.stack(crec, axis=1)[:take])
+        Wall = np.concatenate(outs)
         if track_counts:
-            return W, np.concatenate(couts)
-        return W
+            return Wall, np.concatenate(couts)
+        return Wall
