@@ -171,8 +171,9 @@ def _theta_u(sig: _Signal, beta: float):
     f0 = beta * sig.s1(0.0)
     if f0 <= 1.0:
         return None
-    # S(u) <= Σw/u, so β S(β Σw) <= 1
-    return _decreasing_root_log(lambda u: beta * sig.s1(u) - 1.0, beta * float(sig.weights.sum()))
+    # S(u) <= Σw/u, so β S(β Σw) <= 1 (equality when every gap is 0: widen past rounding)
+    hi = beta * float(sig.weights.sum()) * (1.0 + 1e-9)
+    return _decreasing_root_log(lambda u: beta * sig.s1(u) - 1.0, hi)
 
 
 def theta(sigma, beta: float, eta: EtaLaw) -> float | None:
