@@ -82,7 +82,7 @@ def escape_time(X, y, eps, *, key, factor: float = 10.0, activation: str = "tanh
         raise RuntimeError("the effective dynamics did not reach the escape norm; "
                            "raise `max_steps`.")
     t_pred = eff.stop_time / th.time_rescaling(X, y, eps)
-    path = gradient_flow(m, X, y, 4.0 * t_pred, ts=np.array([0.0, 4.0 * t_pred]), rtol=rtol,
+    path = gradient_flow(m, X, y, 4.0 * t_pred, ts=np.linspace(0.0, 4.0 * t_pred, 201), rtol=rtol,
                          stop_factor=factor, stop_weight="W_V")
     if path.stop_time is None:
         raise RuntimeError(f"the full model did not escape by t = {4 * t_pred:.4g} "
@@ -161,7 +161,7 @@ def rank_collapse(X, y, eps, *, key, start_factor: float = 2.0, end_factor: floa
                                                           closed="neither")
     d = X.shape[2]
     m0 = _model(d, eps, key, activation)
-    grid = np.array([0.0, t_max])
+    grid = np.linspace(0.0, t_max, 201)    # 201 saves: the shape every other run compiles for
     a = gradient_flow(m0, X, y, t_max, ts=grid, rtol=rtol, stop_factor=start_factor,
                       stop_weight="W_Q")
     if a.stop_time is None:

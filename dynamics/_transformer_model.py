@@ -220,26 +220,28 @@ def _field(t, model, args):
     return jax.tree.map(jnp.negative, g)
 
 
-def _norm_event(name):
-    def cond(t, y, args, **kwargs):
-        return jnp.linalg.norm(getattr(y, name)) - args[2]
-    return cond
+def _norms(m):
+    return jnp.stack([jnp.linalg.norm(getattr(m, k)) for k in PARAMS])
+
+
+def _norm_event(t, y, args, **kwargs):
+    # the watched weight is a traced index, so every choice shares one compiled solver
+    return _norms(y)[args[3]] - args[2]
 
 
 @eqx.filter_jit
-def _solve_flow(model, X, y, ts, rtol, atol, max_steps, factor, name):
+def _solve_flow(model, X, y, ts, rtol, atol, max_steps, factor, index):
     term = diffrax.ODETerm(lambda t, m, a: _field(t, m, a[:2]))
-    event, level = None, jnp.inf
-    if factor is not None:
-        level = factor * jnp.linalg.norm(getattr(model, name))
-        event = diffrax.Event(_norm_event(name), root_finder=optx.Newton(rtol=1e-12, atol=1e-14))
+    # always the same event (level +inf when no stop is asked): one compiled solver per shape
+    level = jnp.inf if factor is None else factor * _norms(model)[index]
+    event = diffrax.Event(_norm_event, root_finder=optx.Newton(rtol=1e-12, atol=1e-14))
     sol = diffrax.diffeqsolve(
-        term, diffrax.Tsit5(), ts[0], ts[-1], None, model, args=(X, y, level),
+        term, diffrax.Tsit5(), ts[0], ts[-1], None, model, args=(X, y, level, index),
         saveat=diffrax.SaveAt(ts=ts, t1=True),
         stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
         max_steps=max_steps, event=event, throw=False)
     ok = sol.result == diffrax.RESULTS.successful
-    fired = False if factor is None else sol.event_mask
+    fired = sol.event_mask
     return sol.ys, sol.ts, sol.stats["num_steps"], ok, fired
 
 
@@ -255,7 +257,7 @@ def _path(ys, t, X, y, num_steps, stop_time, method, activation):
                     stop_time=stop_time, method=method, activation=activation)
 
 
-def gradient_flow(model, X, y, t1, *, ts=None, n_save: int = 200, rtol: float = 1e-10,
+def gradient_flow(model, X, y, t1, *, ts=None, n_save: int = 201, rtol: float = 1e-10,
                   atol: float = 1e-12, max_steps: int = 1_000_000,
                   stop_factor: float | None = None, stop_weight: str = "W_V") -> FlowPath:
     """Gradient flow ``dtheta/dt = -grad L(theta)`` of the exponential loss (Chen & Luo 2025,
@@ -298,7 +300,7 @@ def gradient_flow(model, X, y, t1, *, ts=None, n_save: int = 200, rtol: float = 
     with jax.enable_x64(True):
         ys, t_out, nsteps, ok, fired = _solve_flow(model, f64(X), f64(y), f64(ts), f64(rtol),
                                                    f64(atol), max_steps, f64(stop_factor),
-                                                   stop_weight)
+                                                   jnp.asarray(PARAMS.index(stop_weight)))
     t_out = np.asarray(t_out)
     stop_time = None
     if bool(fired):
@@ -323,14 +325,15 @@ def _gd_scan(model, X, y, lr, n_chunks, every):
     def loss_p(p):
         return exp_loss(eqx.combine(p, static), X, y)
 
-    def step(carry, _):
+    def step(_, carry):
         p, st = carry
         g = jax.grad(loss_p)(p)
         upd, st = opt.update(g, st, p)
-        return (optax.apply_updates(p, upd), st), None
+        return optax.apply_updates(p, upd), st
 
     def chunk(carry, _):
-        carry, _ = jax.lax.scan(step, carry, None, length=every)
+        # traced trip count: the compiled loop depends on the number of saves only
+        carry = jax.lax.fori_loop(0, every, step, carry)
         return carry, carry[0]
 
     _, saved = jax.lax.scan(chunk, (params, state), None, length=n_chunks)
@@ -353,7 +356,7 @@ def gradient_descent(model, X, y, lr: float, steps: int, *, save_every: int = 1)
         raise ValueError(f"`steps` ({steps}) must be a multiple of `save_every` ({save_every}).")
     with jax.enable_x64(True):
         Xj, yj = jnp.asarray(X), jnp.asarray(y)
-        saved = _gd_scan(model, Xj, yj, lr, steps // save_every, save_every)
+        saved = _gd_scan(model, Xj, yj, f64(lr), steps // save_every, jnp.asarray(save_every))
         ys = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]) if eqx.is_array(a) else a,
                           model, saved)
     t = lr * save_every * np.arange(steps // save_every + 1)

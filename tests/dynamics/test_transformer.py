@@ -102,7 +102,7 @@ def test_gradient_descent_converges_to_gradient_flow(small_task):
     X, y = small_task
     m = dt.SmallInitTransformer.init(4, 0.3, key=jax.random.key(1))
     T = 20.0
-    ref = dt.gradient_flow(m, X, y, T, ts=np.array([0.0, T]), rtol=1e-12, atol=1e-14)
+    ref = dt.gradient_flow(m, X, y, T, ts=np.linspace(0.0, T, 201), rtol=1e-12, atol=1e-14)
     errs = []
     for lr in (0.1, 0.05):
         gd = dt.gradient_descent(m, X, y, lr, int(round(T / lr)), save_every=int(round(T / lr)))
@@ -131,7 +131,7 @@ def test_label_flip_in_the_full_model(small_task):
     w = m.numpy()
     flipped = dt.SmallInitTransformer.from_arrays(w["W_Q"], w["W_K"], w["W_V"], w["W1"],
                                                   -w["W2"])
-    ts = np.array([0.0, 300.0])
+    ts = np.linspace(0.0, 300.0, 201)
     a = dt.gradient_flow(m, X, y, 300.0, ts=ts)
     b = dt.gradient_flow(flipped, X, -y, 300.0, ts=ts)
     np.testing.assert_allclose(b.weights["W_V"], a.weights["W_V"], rtol=1e-7, atol=1e-12)
