@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jax
 import numpy as np
 from scipy.stats import norm as _norm
 
@@ -305,8 +304,3 @@ def continual_learning(tasks, k, *, replacement=True, key=None, n_paths=1000,
     lm, ls = _mean_se(loss)
     fm, fs = _mean_se(forget)
     return ContinualCurve(grid, lm, ls, fm, fs, bool(replacement), n_paths)
-
-
-def _jax_key(seed):
-    """A JAX key from an int seed (helper for paper checks and figures)."""
-    return jax.random.key(seed)

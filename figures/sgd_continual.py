@@ -24,12 +24,14 @@ def make(scale: str = "quick"):
     ax2.loglog(w.k, w.loss, "-", label="loss, with replacement (exact)")
     ax2.errorbar(wo.k, wo.loss, yerr=2 * wo.loss_se, fmt="o", ms=3, capsize=2,
                  label="loss, without replacement (MC)")
-    ax2.errorbar(wo.k, wo.forgetting, yerr=2 * wo.forgetting_se, fmt="s", ms=3, capsize=2,
-                 label="forgetting, without replacement (MC)")
+    m = wo.k >= 2                     # at k = 1 nothing is forgotten yet (exactly 0)
+    ax2.errorbar(wo.k[m], wo.forgetting[m], yerr=2 * wo.forgetting_se[m], fmt="s", ms=3,
+                 capsize=2, label="forgetting, without replacement (MC)")
     ax2.loglog(w.k, ts.continual_loss_bound(w.k), "k:", label=r"$13/\sqrt{k}$")
     ax2.loglog(w.k, ts.evron2025_rate(w.k), "k--", lw=0.8,
                label=r"$k^{-1/4}$ (Evron et al. 2025, constant 1)")
-    ax2.set(xlabel="k (tasks learnt)", ylabel=r"normalised loss $\mathcal{L}(w_k)$")
+    ax2.set(xlabel="k (tasks learnt)", ylabel=r"normalised loss $\mathcal{L}(w_k)$",
+            ylim=(1e-8, None))
     ax2.legend(frameon=False, fontsize=7)
     fig.suptitle(TITLE)
     fig.tight_layout()

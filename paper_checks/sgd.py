@@ -24,7 +24,7 @@ BETA_ETAS = (0.5, 1.0, 1.5, 1.9)
 
 
 def _slope(T, r, lo, hi):
-    m = (T >= lo) & (T <= hi)
+    m = (T >= lo) & (T <= hi) & (r > 1e-280)      # drop underflowed (geometric) tails
     return float(np.polyfit(np.log(T[m]), np.log(r[m]), 1)[0])
 
 
