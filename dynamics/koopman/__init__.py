@@ -13,7 +13,7 @@ arXiv 2507.07222; NestedLoRA, Ryu et al. ICML 2024).
 * training: :func:`fit_koopman` -> :class:`KoopmanModel`.
 """
 
-from ._baselines import dpnet_loss, vamp2_loss, vampe_loss
+from ._baselines import dpnet_from_moments, dpnet_loss, vamp2_from_moments, vamp2_loss, vampe_loss
 from ._metrics import (
     directed_hausdorff,
     forecast_rmse,
@@ -55,6 +55,8 @@ __all__ = [
     "vamp2_loss",
     "vampe_loss",
     "dpnet_loss",
+    "vamp2_from_moments",
+    "dpnet_from_moments",
     "KoopmanReadout",
     "cca_readout",
     "EDMDReadout",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
-__all__ = ["vamp2_loss", "vampe_loss", "dpnet_loss"]
+__all__ = ["vamp2_loss", "vampe_loss", "dpnet_loss", "vamp2_from_moments", "dpnet_from_moments"]
 
 
 def _moments(f, g, center):
@@ -50,10 +50,15 @@ def _whitened_frob2(Mf, Mg, T, eps):
     return jnp.sum(jsl.cho_solve(cf, T) * jsl.cho_solve(cg, T.T).T)
 
 
+def vamp2_from_moments(Mf, Mg, T, *, eps=1e-6):
+    """Minus ``tr(Mf^{-1} T Mg^{-1} T^T)`` from (population or minibatch) moments."""
+    return -_whitened_frob2(Mf, Mg, T, eps)
+
+
 def vamp2_loss(f, g, *, center=True, eps=1e-6):
     """Minus the VAMP-2 score of minibatch features (Wu & Noe 2020, eq. 38)."""
     Mf, Mg, T = _moments(f, g, center)
-    return -(_whitened_frob2(Mf, Mg, T, eps) + (1.0 if center else 0.0))
+    return vamp2_from_moments(Mf, Mg, T, eps=eps) - (1.0 if center else 0.0)
 
 
 def _inv_sqrt(M, eps):
@@ -81,6 +86,11 @@ def _distortion(C, eps):
 def dpnet_loss(f, g, *, gamma=0.01, relaxed=False, center=False, eps=1e-6):
     """Minus the DPNet score ``P^gamma`` (Kostic et al. 2024, eq. 8), or its relaxed form."""
     Mf, Mg, T = _moments(f, g, center)
+    return dpnet_from_moments(Mf, Mg, T, gamma=gamma, relaxed=relaxed, eps=eps)
+
+
+def dpnet_from_moments(Mf, Mg, T, *, gamma=0.01, relaxed=False, eps=1e-6):
+    """Minus the DPNet score from (population or minibatch) moments."""
     if relaxed:
         opf = jnp.linalg.eigvalsh(Mf)[-1]
         opg = jnp.linalg.eigvalsh(Mg)[-1]
