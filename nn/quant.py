@@ -162,14 +162,30 @@ def _floor_log2(a):
     return ex - 1
 
 
+def _uniform(key, shape, dtype):
+    """U[0, 1) draws. The bulk bits come from XLA's RngBitGenerator (``rbg``), seeded by four
+    threefry
+    words of ``key``: same key, same draws, and far cheaper to compile than a threefry stream fused
+    into the rounding kernel."""
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    seed = jax.random.bits(jax.random.wrap_key_data(key), (4,), jnp.uint32)
+    return jax.random.uniform(jax.random.wrap_key_data(seed, impl="rbg"), shape, dtype)
+
+
 def _pow2(k, dtype):
     return jnp.ldexp(jnp.ones((), dtype), k.astype(jnp.int32))
 
 
 def _grid(a, f: FloatFormat, rounding: str, u=None):
     """Round magnitudes ``0 <= a <= f.max`` (finite) onto the grid of ``f`` by exact arithmetic."""
-    e = jnp.clip(_floor_log2(jnp.where(a > 0, a, 1)), f.emin, f.emax)
-    ulp = _pow2(e - f.man_bits, a.dtype)
+    if f.emax - f.emin <= 4:  # few binades (E2M1): a chain of selects, cheap to compile and run
+        ulp = jnp.full(a.shape, 2.0 ** (f.emin - f.man_bits), a.dtype)
+        for e in range(f.emin + 1, f.emax + 1):
+            ulp = jnp.where(a >= 2.0**e, 2.0 ** (e - f.man_bits), ulp)
+    else:
+        e = jnp.clip(_floor_log2(jnp.where(a > 0, a, 1)), f.emin, f.emax)
+        ulp = _pow2(e - f.man_bits, a.dtype)
     t = a / ulp  # exact: division by a power of two
     if rounding == "nearest":
         q = jnp.round(t)  # half to even
@@ -217,7 +233,7 @@ def round_to(x, fmt="e2m1", rounding="nearest", *, key=None):
 @functools.partial(jax.jit, static_argnums=(2, 3))
 def _round_to(x, key, fmt, rounding):
     f = FORMATS[fmt]
-    u = jax.random.uniform(key, x.shape, x.dtype) if rounding == "stochastic" else None
+    u = _uniform(key, x.shape, x.dtype) if rounding == "stochastic" else None
     a = jnp.abs(x)
     ok = jnp.isfinite(x)
     if not f.subnormal:  # E8M0: positive only, no zero
@@ -389,7 +405,7 @@ def _quantize_blocks(x, key, bf, rounding, ax):
     if n % B:
         xm = jnp.pad(xm, [(0, 0)] * (xm.ndim - 1) + [(0, -n % B)])
     xb = xm.reshape(*xm.shape[:-1], -1, B)
-    u = jax.random.uniform(key, xb.shape, xb.dtype) if rounding == "stochastic" else None
+    u = _uniform(key, xb.shape, xb.dtype) if rounding == "stochastic" else None
     fin = jnp.isfinite(xb)
     a = jnp.where(fin, jnp.abs(xb), 0)
     amax_b = jnp.max(a, axis=-1)

@@ -1,0 +1,223 @@
+"""FP4 training dynamics: the gradient-to-noise ratio step by step, the sqrt(3) crossing, and the
+switch to quantisation-aware finetuning (QAF).
+
+Source: Chmiel, Fishman, Banner & Soudry, "FP4 All the Way", NeurIPS 2025 (arXiv 2505.19115),
+Sec. 4 (threshold ``|g| / (sigma_q sqrt d) = sqrt(3)``, :mod:`theory.fp4`), Fig. 5 (ratio monitored
+during training; switching to higher-precision gradients when it crosses the threshold closes the
+gap) and Sec. 5.2 (QAF: forward kept in FP4, backward in high precision).
+
+Measurement (one-sample estimate of the SR noise, unbiased for ``E|eps|^2``): at every step both the
+FP4 gradient ``g_q`` (the :class:`nn.quant.QuantMatmul` recipe) and the high-precision gradient
+``g_hp`` of the *same* forward pass (same FP4 forward, exact backward and update GEMMs) are
+computed,
+and ``rho_t = |g_hp| / |g_q - g_hp|`` with global norms over all trainable leaves. The crossing is
+the
+first step at which the mean of the last ``window`` ratios falls below the threshold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from tqdm.auto import tqdm
+
+import nn
+from nn.quant import QuantMatmul
+from theory.fp4 import SQRT3
+
+__all__ = ["MODES", "FP4TrainResult", "detect_crossing", "gradient_pair", "train_fp4"]
+
+MODES = ("fqt", "backward", "none")
+"""``"fqt"``: the paper's fully quantised recipe (QAF counterpart: FP4 forward, exact backward);
+``"backward"``: exact forward, FP4 backward (Sec. 4's setting, counterpart: exact);
+``"none"``: no quantisation (``rho`` is infinite)."""
+
+
+def _configs(mode, fmt):
+    if mode == "fqt":
+        return QuantMatmul.fqt(fmt), QuantMatmul.qaf(fmt)
+    if mode == "backward":
+        return QuantMatmul.backward_only(fmt), None
+    return None, None
+
+
+def _check(mode, threshold, window):
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    if not (isinstance(threshold, int | float) and threshold > 0):
+        raise ValueError(f"threshold must be a positive number, got {threshold!r}")
+    if not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be a positive int, got {window!r}")
+
+
+def detect_crossing(ratios, threshold=SQRT3, window=10):
+    """First index ``t`` with ``mean(ratios[t - window + 1 : t + 1]) < threshold``, or None."""
+    _check("none", threshold, window)
+    r = np.asarray(ratios, float)
+    if r.ndim != 1:
+        raise ValueError(f"ratios must be 1-d, got shape {r.shape}")
+    if len(r) < window:
+        return None
+    m = np.convolve(r, np.ones(window) / window, mode="valid")
+    hit = np.flatnonzero(m < threshold)
+    return None if hit.size == 0 else int(hit[0] + window - 1)
+
+
+def _norm(tree):
+    return optax.global_norm(jax.tree.leaves(tree))
+
+
+@functools.lru_cache(maxsize=32)
+def _step_fn(loss_fn, optimizer, q_cfg, hp_cfg):
+    # cached so that runs differing only in seed, data or switch rule share one compiled step
+    @eqx.filter_jit
+    def step(tr, fr, opt_state, batch, key, use_hp):
+        def f(t, cfg):
+            return loss_fn(nn.set_matmul(nn.combine(t, fr), cfg), batch, key=key)
+
+        loss, g_hp = eqx.filter_value_and_grad(lambda t: f(t, hp_cfg))(tr)
+        if q_cfg is None:
+            g_q = g_hp
+        else:
+            _, g_q = eqx.filter_value_and_grad(lambda t: f(t, q_cfg))(tr)
+        gn = _norm(g_hp)
+        en = _norm(jax.tree.map(lambda a, b: a - b, g_q, g_hp))
+        g = jax.tree.map(lambda a, b: jnp.where(use_hp, a, b), g_hp, g_q)
+        updates, opt_state = optimizer.update(g, opt_state, tr)
+        return eqx.apply_updates(tr, updates), opt_state, loss, gn, en
+
+    return step
+
+
+def gradient_pair(model, loss_fn, batch, *, key, fmt="nvfp4", mode="fqt"):
+    """``(g_q, g_hp)``: FP4-recipe and high-precision gradients of one batch from the same
+    forward."""
+    _check(mode, SQRT3, 1)
+    q_cfg, hp_cfg = _configs(mode, fmt)
+    tr, fr = nn.split(model)
+
+    def grad(cfg):
+        return eqx.filter_grad(
+            lambda t: loss_fn(nn.set_matmul(nn.combine(t, fr), cfg), batch, key=key)
+        )(tr)
+
+    return (grad(q_cfg) if q_cfg is not None else grad(hp_cfg)), grad(hp_cfg)
+
+
+@dataclasses.dataclass(frozen=True)
+class FP4TrainResult:
+    """Per-step ``losses``, ``grad_norms`` ``|g_hp|``, ``noise_norms`` ``|g_q - g_hp|``, ``ratios``;
+    ``crossing_step`` (first windowed crossing of ``threshold``, or None), ``switch_step`` (first
+    step
+    updated with high-precision gradients, or None), final ``model``."""
+
+    model: object
+    losses: np.ndarray
+    grad_norms: np.ndarray
+    noise_norms: np.ndarray
+    threshold: float
+    window: int
+    crossing_step: int | None
+    switch_step: int | None
+    mode: str
+
+    @property
+    def ratios(self) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return self.grad_norms / self.noise_norms
+
+    def summary(self) -> str:
+        rows = [
+            ("mode", self.mode),
+            ("steps", len(self.losses)),
+            ("final loss", f"{self.losses[-1]:.6g}" if len(self.losses) else "-"),
+            ("threshold", f"{self.threshold:.4f}"),
+            ("crossing step", self.crossing_step),
+            ("switch step", self.switch_step),
+        ]
+        return (
+            "FP4TrainResult\n" + "-" * 40 + "\n" + "\n".join(f"{k:<20}{v!s:>20}" for k, v in rows)
+        )
+
+
+def train_fp4(
+    model,
+    loss_fn,
+    batches,
+    optimizer,
+    steps,
+    *,
+    key,
+    fmt="nvfp4",
+    mode="fqt",
+    switch="threshold",
+    threshold=SQRT3,
+    window=10,
+    progress=True,
+) -> FP4TrainResult:
+    """Train with FP4 gradients, monitoring ``rho_t`` and optionally switching to high precision.
+
+    Parameters
+    ----------
+    model : an :mod:`nn` model whose ``Linear`` layers get the FP4 ``matmul`` (their own hooks are
+        overwritten).
+    loss_fn, batches, optimizer, steps, key : as :func:`nn.train` (step ``t`` uses ``fold_in(key,
+    t)``).
+    fmt : ``"nvfp4"``, ``"mxfp4"`` or a :class:`nn.quant.BlockFormat`.
+    mode : see :data:`MODES`.
+    switch : ``"threshold"`` (switch to the high-precision gradient from the step after the
+        windowed ratio first falls below ``threshold``: the paper's remedy), an int step, or None.
+    threshold, window : the crossing rule (:func:`detect_crossing`).
+    """
+    _check(mode, threshold, window)
+    if not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    if not (switch is None or switch == "threshold" or (isinstance(switch, int) and switch >= 0)):
+        raise ValueError(f"switch must be 'threshold', a non-negative int or None, got {switch!r}")
+    get = batches if callable(batches) else (lambda it: lambda t: next(it))(iter(batches))
+    q_cfg, hp_cfg = _configs(mode, fmt)
+    tr, fr = nn.split(nn.set_matmul(model, None))
+    opt_state = optimizer.init(tr)
+    step = _step_fn(loss_fn, optimizer, q_cfg, hp_cfg)
+    losses, gns, ens = [], [], []
+    crossing = switch_step = None
+    use_hp = switch == 0
+    if use_hp:
+        switch_step = 0
+    for t in tqdm(range(steps), disable=None if progress else True, leave=False):
+        tr, opt_state, loss, gn, en = step(
+            tr, fr, opt_state, get(t), jax.random.fold_in(key, t), jnp.asarray(use_hp)
+        )
+        losses.append(float(loss))
+        gns.append(float(gn))
+        ens.append(float(en))
+        if crossing is None and len(gns) >= window and mode != "none":
+            r = np.asarray(gns[-window:]) / np.maximum(np.asarray(ens[-window:]), 1e-300)
+            if r.mean() < threshold:
+                crossing = t
+        if not use_hp and (
+            (switch == "threshold" and crossing is not None)
+            or (isinstance(switch, int) and t + 1 >= switch)
+        ):
+            use_hp, switch_step = True, t + 1
+    final = nn.set_matmul(
+        nn.combine(tr, fr),
+        q_cfg.replace(bwd_g=None, bwd_w=None, upd_g=None, upd_x=None) if q_cfg else None,
+    )
+    return FP4TrainResult(
+        final,
+        np.asarray(losses),
+        np.asarray(gns),
+        np.asarray(ens),
+        float(threshold),
+        window,
+        crossing,
+        switch_step,
+        mode,
+    )
