@@ -523,7 +523,9 @@ def ecc(y, a, X, *, estimator="dr", split=2, lam="auto", cov=None, level=0.95, r
     X : array_like, shape (n, p)
         Covariates, rows i.i.d. with a **known** covariance (``cov``; identity when None). The
         corrections use the Marchenko–Pastur law of a whitened design, so the covariance must be
-        known: with an unknown non-identity covariance the result is not valid (not checkable).
+        known. The call raises ``ValueError`` when the whitened training folds are not
+        compatible with identity covariance (Ledoit–Wolf sphericity statistic beyond 8 SD), e.g.
+        for correlated or rescaled columns passed without ``cov``.
     estimator : {"dr", "nr", "int"}
         Doubly robust ``mean((Y - Xb)(A - Xa))``, Newey–Robins ``mean(A (Y - Xb))`` or
         integral-based ``mean(A Y) - a^T b``.
