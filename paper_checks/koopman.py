@@ -113,23 +113,32 @@ def _population_logistic(k: int, n_nodes: int = 200) -> dict:
 
 
 @claim("koopman.logistic_eigenvalues", paper=PAPER,
-       statement="Eigenvalues from the learned top-k singular subspace (CCA + LoRA) approach the "
-                 "eigenvalues of the exact rank-k compression; directed Hausdorff distance to the "
-                 "true spectrum near its population value.",
-       where="Sec. 3.2.1 (Koopman matrix), Sec. 5 (logistic map, directed Hausdorff distance)")
+       statement="Eigenvalues of the Koopman matrix of the learned top singular subspace (CCA + "
+                 "LoRA) match those of the exact rank-r compression of K.",
+       where="Sec. 3.2.1 (Koopman matrix, eigen-analysis), Sec. 5 (logistic map)")
 def _logistic_eigs(scale: str) -> Measurement:
     sim = logistic_fits(scale)
     L, ro = sim["system"], sim["fits"]["lora"][1]
-    d = directed_hausdorff(ro.eigenvalues, L.eigenvalues())
-    d_pop = directed_hausdorff(_population_logistic(K_LOGISTIC)["readout"].eigenvalues,
-                               L.eigenvalues())
-    # allowance: the eigenvalues of a k x k matrix move by O(||K^ - K^_pop||) ~ the largest
-    # singular-value error (4 SE + allowance) times the conditioning, taken as 0.05
-    tol = 0.05
-    return Measurement(measured=round(d, 5), expected=round(d_pop, 5), tolerance=tol,
-                       passed=bool(abs(d - d_pop) <= tol),
-                       detail=f"learned eigenvalues {np.round(ro.eigenvalues, 4).tolist()}; "
-                              f"true {np.round(L.eigenvalues(5), 4).tolist()}")
+    # r = 3: the block (1, 0.923, 0.892) is separated from s_3 = 0.696 by a wide gap, so its
+    # compression is well determined; the rank-5 eigenvalues hinge on the close pair 0.696/0.657
+    # and are reported in the detail only.
+    r = 3
+    lam = ro.truncated(r).eigenvalues
+    pop = _population_logistic(K_LOGISTIC)["readout"]
+    lam_pop = pop.truncated(r).eigenvalues
+    dist = directed_hausdorff(lam, lam_pop)
+    # allowance: eigenvalues of a 3 x 3 compression move by about the singular-value error of
+    # its modes (<= 4 SE + 1%, ~0.01) times the eigenvector conditioning (<= ~3): 0.03
+    tol = 0.03
+    d_true = directed_hausdorff(lam, L.eigenvalues())
+    d5 = directed_hausdorff(ro.eigenvalues, L.eigenvalues())
+    d5_pop = directed_hausdorff(pop.eigenvalues, L.eigenvalues())
+    return Measurement(measured=[[round(z.real, 4), round(z.imag, 4)] for z in lam],
+                       expected=[[round(z.real, 4), round(z.imag, 4)] for z in lam_pop],
+                       tolerance=tol, passed=bool(dist <= tol),
+                       detail=f"d_H(learned rank-3 -> exact rank-3) = {dist:.4f}; d_H to the true "
+                              f"spectrum: rank 3 {d_true:.4f} (population 0.3413), rank 5 "
+                              f"{d5:.4f} (population {d5_pop:.4f})")
 
 
 @claim("koopman.langevin_eigenvalues", paper=PAPER,

@@ -110,6 +110,16 @@ class KoopmanReadout:
             [phi @ Kp @ decoder for Kp in _mat_powers(self.koopman_matrix, [t - 1 for t in ts])]
         )
 
+    def truncated(self, r):
+        """The rank-``r`` read-out ``sum_{i<r} phi~_i (x) psi~_i`` (the top r aligned pairs)."""
+        r = check_int(r, "r", lower=1, upper=self.rank)
+        K = lam = A = None
+        if self.koopman_matrix is not None:
+            K = self.koopman_matrix[:r, :r]
+            lam, A = _sorted_eig(K)
+        return KoopmanReadout(self.singular_values[:r], self.coef_f[:, :r], self.coef_g[:, :r],
+                              K, lam, A)
+
     def _need_K(self):
         if self.koopman_matrix is None:
             raise ValueError(

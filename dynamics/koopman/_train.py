@@ -81,6 +81,8 @@ def _loss_fn(loss, nesting, estimator, gamma):
     def fn(model, batch, *, key=None):
         x, y = batch
         f, g = model.left(x), model.right(y)
+        if callable(loss):
+            return loss(f, g)
         if loss == "lora":
             return lora_loss(f, g, nesting=nesting, estimator=estimator)
         if model.include_constant:              # baselines centre / whiten; drop the fixed constant
@@ -249,7 +251,9 @@ def fit_koopman(
     k : number of modes, counting the constant mode when ``include_constant`` (then the networks
         output ``k - 1`` functions and mode 0 is the trivial pair ``s_0 = 1``).
     loss : ``"lora"`` (Jeong et al. 2025, Sec. 3.1) or a baseline ``"vamp2"``, ``"vampe"``,
-        ``"dpnet"``, ``"dpnet_relaxed"`` (see :mod:`dynamics.koopman._baselines`).
+        ``"dpnet"``, ``"dpnet_relaxed"`` (see :mod:`dynamics.koopman._baselines`), or a callable
+        ``loss(f, g) -> scalar`` on the (B, k) features, constant column included (e.g. another
+        library's loss, for like-for-like comparisons; it must be hashable).
     nesting : None, ``"jnt"`` or ``"seq"`` (LoRA only). estimator : ``"unbiased"`` or ``"plugin"``.
     width, depth : MLP hidden width and number of hidden layers (GELU).
     embedding : ``"standardize"`` or ``"fourier"`` (periodic states in [0, 1)).
@@ -264,7 +268,8 @@ def fit_koopman(
     """
     X, Y = _pairs(X, Y)
     n, d = X.shape
-    loss = check_choice(loss, "loss", LOSSES)
+    if not callable(loss):
+        loss = check_choice(loss, "loss", LOSSES)
     if loss != "lora":
         nesting = None
     nesting = check_choice(nesting, "nesting", NESTINGS)
@@ -299,6 +304,7 @@ def fit_koopman(
                                 jnp.asarray(X, dtype), jnp.asarray(Y, dtype), idx, progress)
     if not np.isfinite(losses[-1]):
         raise FloatingPointError(f"training diverged: final loss {losses[-1]} (loss={loss!r}).")
-    return KoopmanModel(model, losses, k, loss, nesting, estimator, d)
+    name = loss if isinstance(loss, str) else getattr(loss, "__name__", "custom")
+    return KoopmanModel(model, losses, k, name, nesting, estimator, d)
 
 
