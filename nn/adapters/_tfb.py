@@ -53,15 +53,15 @@ def tfb_refactor(b, a):
 class TFBLoRALinear(AdapterLayer):
     """LoRA layer with the TFB posterior on ``A'``: each call with ``key`` draws one ``E``.
 
-    Without ``key`` the layer returns the posterior mean (the trained LoRA). ``sigma`` is a
-    trainable-free scalar stored as a static float.
+    Without ``key`` the layer returns the posterior mean (the trained LoRA). Everything in it is
+    frozen (TFB trains nothing); ``sigma`` is a frozen scalar array, so it can be traced.
     """
 
     Bp: jax.Array
     Ap: jax.Array
     d: jax.Array
+    sigma: _nn.Frozen
     scale: float = eqx.field(static=True)
-    sigma: float = eqx.field(static=True)
 
     @classmethod
     def check_config(cls, config, linears):
@@ -72,14 +72,14 @@ class TFBLoRALinear(AdapterLayer):
         return 0
 
     def _arrays(self):
-        return _nn.value(self.Bp), _nn.value(self.Ap), _nn.value(self.d)
+        return _nn.value(self.Bp), _nn.value(self.Ap), _nn.value(self.d) / _nn.value(self.sigma)
 
     def delta_weight(self, ctx):
         bp, ap, _ = self._arrays()
         return self.scale * (bp @ ap)
 
-    def _noise(self, key, ap, d):
-        return jax.random.normal(key, ap.shape, ap.dtype) * (self.sigma / d)[:, None]
+    def _noise(self, key, ap, d_over_sigma):
+        return jax.random.normal(key, ap.shape, ap.dtype) / d_over_sigma[:, None]
 
     def sample_delta_weight(self, key):
         """One draw of ``s B'(A' + E)``, ``E_ij ~ N(0, (sigma / d_i)^2)``."""
@@ -88,7 +88,7 @@ class TFBLoRALinear(AdapterLayer):
 
     def delta(self, x, ctx, *, key=None):
         bp, ap, d = self._arrays()
-        if key is not None and self.sigma > 0:
+        if key is not None:
             ap = ap + self._noise(key, ap, d)
         return self.scale * ((x @ ap.T) @ bp.T)
 
@@ -101,18 +101,22 @@ def tfb_bayesianize(adapted: Adapted, sigma: float) -> Adapted:
     """
     if not isinstance(adapted, Adapted) or adapted.spec.method != "lora":
         raise ValueError("`adapted` must be a LoRA-adapted model (inject(..., 'lora')).")
-    sigma = check_scalar(sigma, "sigma", lower=0)
+    if isinstance(sigma, jax.core.Tracer):
+        sigma_arr, sigma = sigma, None  # traced (inside jit): the caller validated it
+    else:
+        sigma = check_scalar(sigma, "sigma", lower=0)
+        sigma_arr = sigma
 
     def conv(n):
         if not isinstance(n, LoRALinear):
             return n
         bp, ap, d = tfb_refactor(n.B, n.A)
-        return TFBLoRALinear(n.base, bp, ap, d, n.scale, sigma)
+        return TFBLoRALinear(n.base, bp, ap, d, jnp.asarray(sigma_arr, bp.dtype), n.scale)
 
     model = jax.tree.map(conv, adapted.model, is_leaf=lambda n: isinstance(n, LoRALinear))
     model = jax.tree.map(lambda x: _nn.Frozen(x) if eqx.is_inexact_array(x) else x, model,
                          is_leaf=lambda n: isinstance(n, _nn.Frozen))
-    spec = AdapterSpec("tfb", adapted.spec.config + (("sigma", sigma),), adapted.spec.targets,
+    spec = AdapterSpec("tfb", adapted.spec.config, adapted.spec.targets,
                        adapted.spec.shapes, adapted.spec.train, adapted.spec.key_data)
     return Adapted(model, adapted.shared, spec)
 
