@@ -79,7 +79,7 @@ def doubleml_ecc(y, a, X):
 
 def statistics(n, ratios, reps):
     print(f"\nECC estimation, n={n}, psi={PSI}, {reps} replicates per row (95% intervals)")
-    head = (f"{'p/n':>5}{'method':>34}{'bias':>9}{'MC se':>8}{'coverage':>10}"
+    head = (f"{'p/n':>5}  {'method':<36}{'bias':>9}{'MC se':>8}{'coverage':>10}"
             f"{'sec/fit':>9}{'time ratio':>12}")
     print(head)
     for c in ratios:
@@ -101,7 +101,7 @@ def statistics(n, ratios, reps):
             est, se = np.array(res[key]).T
             cover = np.mean(np.abs(est - PSI) <= 1.959963984540054 * se)
             bias = est.mean() - PSI
-            print(f"{c:>5}{name:>34}{bias:>+9.4f}{est.std(ddof=1) / np.sqrt(reps):>8.4f}"
+            print(f"{c:>5}  {name:<36}{bias:>+9.4f}{est.std(ddof=1) / np.sqrt(reps):>8.4f}"
                   f"{cover:>10.3f}{times[key] / reps:>9.3f}"
                   f"{times[key] / times['dml']:>12.3f}")
 
