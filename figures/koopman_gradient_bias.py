@@ -23,6 +23,8 @@ def make(scale: str = "quick"):
     ax.set(xscale="log", yscale="log", xlabel="batch size B",
            ylabel=r"$\|E\,\hat\nabla - \nabla L\| / \|\nabla L\|$",
            title=f"{sim['R']} batches per point; theory: LoRA-U has zero bias")
+    ax.set_xticks(B, [str(b) for b in B])
+    ax.minorticks_off()
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
     return fig
