@@ -1,1 +1,18 @@
-"""theorylab: dynamics."""
+"""Simulators and learners that produce the quantities the theorems predict.
+
+Public submodules, loaded on first access: ``dynamics.sgd`` (last-iterate SGD: exact recursion,
+JAX Monte Carlo, PEP worst cases), ``dynamics.koopman`` (top-k Koopman singular functions by
+low-rank approximation), ``dynamics.fp4_training`` (gradient-to-noise ratio in FP4 training),
+``dynamics.transformer`` (small-initialisation Transformer gradient flow).
+"""
+
+import importlib
+
+_SUBMODULES = ("fp4_training", "koopman", "sgd", "transformer")
+__all__ = list(_SUBMODULES)
+
+
+def __getattr__(name):  # PEP 562
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
