@@ -13,6 +13,7 @@ import numpy as np
 from scipy.sparse.linalg import eigsh
 from tqdm import tqdm
 
+from spectral import goe
 from theory.bbp import bbp_overlap, bbp_top_eigenvalue, tw_edge_shift
 
 from ._registry import Measurement, claim
@@ -20,12 +21,6 @@ from ._registry import Measurement, claim
 PAPER = "Baik, Ben Arous & Péché 2005; Benaych-Georges & Nadakuditi 2011"
 BETAS = (0.25, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5, 3.0)
 SIZES = {"quick": (2000, 10), "full": (4000, 40)}  # (n, trials)
-
-
-def goe(n: int, rng: np.random.Generator) -> np.ndarray:
-    """A GOE matrix: symmetric, off-diagonal entries N(0, 1), diagonal N(0, 2)."""
-    g = rng.standard_normal((n, n))
-    return (g + g.T) / np.sqrt(2.0)
 
 
 @cache

@@ -3,7 +3,8 @@
 import numpy as np
 from scipy.sparse.linalg import eigsh
 
-from paper_checks.rmt import finite_n_allowance, goe
+from paper_checks.rmt import finite_n_allowance
+from spectral import goe
 
 
 def test_subcritical_overlap_is_one_over_n_one_minus_beta_squared():
