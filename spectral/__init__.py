@@ -44,3 +44,7 @@ __all__ = ["sigmas", "nonlinear_laplacian", "critical_threshold", "outlier", "bu
            "top_eigenpair", "finite_sample_limits", "Family", "FAMILIES", "family",
            "threshold_and_gradient", "GridResult", "threshold_grid", "OptimizationResult",
            "optimize_threshold"]
+
+from ._learn import LearnedSigma, learn_sigma, make_dataset  # noqa: E402
+
+__all__ += ["LearnedSigma", "learn_sigma", "make_dataset"]
