@@ -97,7 +97,7 @@ def adapt_runs(scale: str = "quick"):
     """LoRA, PoLAR and Uni-LoRA on the shifted tasks: stable ranks, test losses, counts."""
     with jax.enable_x64(True):
         seeds = range(3 if scale == "quick" else 8)
-        steps = 400 if scale == "quick" else 3000
+        steps = 600 if scale == "quick" else 3000
         out = {k: {"sr": [], "test": [], "base": [], "count": 0, "curve": None}
                for k in METHOD_SETUPS}
         for s in seeds:

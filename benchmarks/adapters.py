@@ -1,0 +1,123 @@
+"""Benchmark: adapter training steps against LoRA, Uni-LoRA's projection as a gather against a
+dense matrix, and Stiefel retractions against each other and the landing step.
+
+Run: ``python benchmarks/adapters.py [--quick]``. Prints tables of median wall times (compilation
+excluded, ``block_until_ready``) and ratios measured in this run.
+
+1. One jitted AdamW step (loss, gradient, update) of a TransformerLM (d_model 128, 2 layers) with
+   each method on q/k/v/o projections, against LoRA r = 8.
+2. ``theta_D = P theta`` with Uni-LoRA's one-nonzero-per-row ``P`` (D = 1e5, d = 1e3): gather
+   (``theta[index] * value``) against a dense ``D x d`` float32 matmul (what a generic random
+   projection costs); also ``P^T g`` as a segment sum against the dense transpose product.
+3. Stiefel steps at p = 4096, r = 32: QR, polar (SVD), Cayley (rank-2r Woodbury) retractions and
+   the landing field (matmuls only), ratios against the landing step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import nn
+import nn.adapters as ad
+from nn import riemannian as rm
+
+
+def timeit(f, *args, repeat=20):
+    out = f(*args)
+    jax.block_until_ready(out)  # compile
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        jax.block_until_ready(f(*args))
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts))
+
+
+def bench_steps(repeat):
+    lm = nn.TransformerLM(256, 128, 4, 2, 32, key=jax.random.key(0), dtype=jnp.float32)
+    tokens = jax.random.randint(jax.random.key(1), (16, 33), 0, 256)
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    setups = {
+        "lora r=8": ("lora", dict(r=8), optax.adamw(1e-3)),
+        "polar r=8 landing": ("polar", dict(r=8), ad.polar_optimizer(1e-3, stiefel="landing")),
+        "polar r=8 qr": ("polar", dict(r=8), ad.polar_optimizer(1e-3, stiefel="qr")),
+        "unilora d=1024": ("unilora", dict(r=8, d=1024), optax.adamw(1e-3)),
+        "vera r=64": ("vera", dict(r=64), optax.adamw(1e-3)),
+        "vblora": ("vblora", dict(r=8, num_vectors=64, vector_length=32), optax.adamw(1e-3)),
+        "ravan 4x4": ("ravan", dict(r=4, heads=4), optax.adamw(1e-3)),
+        "moore": ("moore", dict(r=8, num_experts=32, task_dim=16), optax.adamw(1e-3)),
+    }
+    rows = []
+    for name, (meth, cfg, opt) in setups.items():
+        a = ad.inject(lm, meth, targets=targets, key=jax.random.key(2), **cfg)
+        tr, fr = nn.split(a)
+        st = opt.init(tr)
+
+        @eqx.filter_jit
+        def step(tr, st, fr=fr, opt=opt):
+            loss, g = eqx.filter_value_and_grad(lambda t: nn.lm_loss(nn.combine(t, fr), tokens))(tr)
+            u, st = opt.update(g, st, tr)
+            return eqx.apply_updates(tr, u), st, loss
+
+        rows.append((name, nn.count_params(a), timeit(step, tr, st, repeat=repeat)))
+    base = rows[0][2]
+    print("\n1. One AdamW step, TransformerLM d=128 x 2 layers, batch 16 x 32 tokens (float32)")
+    print(f"{'method':<22}{'trainable':>12}{'time (ms)':>12}{'vs LoRA':>10}")
+    for name, cnt, t in rows:
+        print(f"{name:<22}{cnt:>12d}{1e3 * t:>12.3f}{t / base:>10.2f}")
+
+
+def bench_projection(repeat, D=100_000, d=1_000):
+    idx, val = ad.isometric_projection(D, d, 0)
+    idx_j, val_j = jnp.asarray(idx), jnp.asarray(val, jnp.float32)
+    dense = jnp.zeros((D, d), jnp.float32).at[jnp.arange(D), idx_j].set(val_j)
+    theta = jax.random.normal(jax.random.key(0), (d,), jnp.float32)
+    g = jax.random.normal(jax.random.key(1), (D,), jnp.float32)
+    gather = jax.jit(lambda th: ad.project(th, idx_j, val_j))
+    seg = jax.jit(lambda gg: ad.project_transpose(gg, idx_j, val_j, d))
+    mv = jax.jit(lambda th: dense @ th)
+    mtv = jax.jit(lambda gg: dense.T @ gg)
+    err = float(jnp.max(jnp.abs(gather(theta) - mv(theta))))
+    t = [timeit(f, x, repeat=repeat) for f, x in ((gather, theta), (mv, theta), (seg, g),
+                                                  (mtv, g))]
+    print(f"\n2. Uni-LoRA projection, D = {D:g}, d = {d:g} (float32; "
+          f"max |gather - dense| = {err:.1e})")
+    print(f"{'operation':<28}{'gather (ms)':>12}{'dense (ms)':>12}{'dense/gather':>14}")
+    print(f"{'P theta':<28}{1e3 * t[0]:>12.3f}{1e3 * t[1]:>12.3f}{t[1] / t[0]:>14.1f}")
+    print(f"{'P^T g (segment sum)':<28}{1e3 * t[2]:>12.3f}{1e3 * t[3]:>12.3f}{t[3] / t[2]:>14.1f}")
+    print(f"{'memory (MB)':<28}{(idx.nbytes + val_j.nbytes) / 1e6:>12.2f}"
+          f"{dense.nbytes / 1e6:>12.1f}")
+
+
+def bench_stiefel(repeat, p=4096, r=32):
+    x = rm.random_stiefel(p, r, key=jax.random.key(0), dtype=jnp.float32)
+    gr = 1e-2 * jax.random.normal(jax.random.key(1), (p, r), jnp.float32)
+    fs = {"landing field": jax.jit(lambda x, g: x - 0.1 * rm.landing_field(x, g, 1.0))}
+    for k, f in rm.RETRACTIONS.items():
+        fs[f"{k} retraction"] = jax.jit(lambda x, g, f=f: f(x, rm.project_tangent(x, -g)))
+    t = {k: timeit(f, x, gr, repeat=repeat) for k, f in fs.items()}
+    print(f"\n3. One Stiefel step, p = {p}, r = {r} (float32)")
+    print(f"{'step':<22}{'time (ms)':>12}{'vs landing':>12}")
+    for k, v in t.items():
+        print(f"{k:<22}{1e3 * v:>12.3f}{v / t['landing field']:>12.2f}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, D = 2e4")
+    a = ap.parse_args()
+    rep = 5 if a.quick else 20
+    bench_steps(rep)
+    bench_projection(rep, D=20_000 if a.quick else 100_000)
+    bench_stiefel(rep)
+
+
+if __name__ == "__main__":
+    main()
