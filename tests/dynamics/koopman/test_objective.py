@@ -22,7 +22,8 @@ _loss = jax.jit(lora_loss, static_argnames=("nesting", "estimator"))
 
 
 @given(
-    n=st.integers(3, 9), k=st.integers(1, 9), seed=st.integers(0, 2**31 - 1), nonstat=st.booleans()
+    n=st.sampled_from([3, 5, 8]), k=st.sampled_from([1, 2, 4]), seed=st.integers(0, 2**31 - 1),
+    nonstat=st.booleans(),
 )
 def test_hs_identity(n, k, seed, nonstat):
     """L(F, G) = ||K~ - F~ G~^T||_F^2 - ||K~||_F^2 for tabular features, any chain and k."""
@@ -196,7 +197,7 @@ def _naive_lora(f, g, estimator):
 @given(
     seed=st.integers(0, 2**31 - 1),
     k=st.integers(1, 5),
-    B=st.sampled_from([2, 5, 12]),
+    B=st.just(7),
     estimator=st.sampled_from(["unbiased", "plugin"]),
 )
 def test_joint_mask_equals_weighted_sum_of_nested_objectives(seed, k, B, estimator):
