@@ -233,7 +233,7 @@ def _norm_event(t, y, args, **kwargs):
 def _solve_flow(model, X, y, ts, rtol, atol, max_steps, factor, index):
     term = diffrax.ODETerm(lambda t, m, a: _field(t, m, a[:2]))
     # always the same event (level +inf when no stop is asked): one compiled solver per shape
-    level = jnp.inf if factor is None else factor * _norms(model)[index]
+    level = factor * _norms(model)[index]          # factor = +inf: no stop
     event = diffrax.Event(_norm_event, root_finder=optx.Newton(rtol=1e-12, atol=1e-14))
     sol = diffrax.diffeqsolve(
         term, diffrax.Tsit5(), ts[0], ts[-1], None, model, args=(X, y, level, index),
@@ -245,16 +245,20 @@ def _solve_flow(model, X, y, ts, rtol, atol, max_steps, factor, index):
     return sol.ys, sol.ts, sol.stats["num_steps"], ok, fired
 
 
+@eqx.filter_jit
+def _losses(ys, X, y):
+    return jax.vmap(lambda m: exp_loss(m, X, y))(ys)
+
+
 def _path(ys, t, X, y, num_steps, stop_time, method, activation):
+    with jax.enable_x64(True):
+        loss = np.asarray(_losses(ys, f64(X), f64(y)))     # on the untrimmed stack: one shape
     weights = {k: np.asarray(getattr(ys, k)) for k in PARAMS}
     keep = np.isfinite(t) & np.all(np.isfinite(weights["W_V"]).reshape(t.size, -1), axis=1)
     weights = {k: v[keep] for k, v in weights.items()}
-    with jax.enable_x64(True):
-        f = jax.vmap(lambda W_Q, W_K, W_V, W1, W2: exp_loss(
-            SmallInitTransformer(W_Q, W_K, W_V, W1, W2, activation=activation), X, y))
-        loss = np.asarray(f(*(jnp.asarray(weights[k]) for k in PARAMS)))
-    return FlowPath(t=np.asarray(t)[keep], weights=weights, loss=loss, num_steps=int(num_steps),
-                    stop_time=stop_time, method=method, activation=activation)
+    return FlowPath(t=np.asarray(t)[keep], weights=weights, loss=loss[keep],
+                    num_steps=int(num_steps), stop_time=stop_time, method=method,
+                    activation=activation)
 
 
 def gradient_flow(model, X, y, t1, *, ts=None, n_save: int = 201, rtol: float = 1e-10,
@@ -299,7 +303,9 @@ def gradient_flow(model, X, y, t1, *, ts=None, n_save: int = 201, rtol: float = 
             raise ValueError("`ts` must be strictly increasing, at least 2 times, within [0, t1].")
     with jax.enable_x64(True):
         ys, t_out, nsteps, ok, fired = _solve_flow(model, f64(X), f64(y), f64(ts), f64(rtol),
-                                                   f64(atol), max_steps, f64(stop_factor),
+                                                   f64(atol), max_steps,
+                                                   f64(np.inf if stop_factor is None
+                                                       else stop_factor),
                                                    jnp.asarray(PARAMS.index(stop_weight)))
     t_out = np.asarray(t_out)
     stop_time = None
@@ -310,8 +316,8 @@ def gradient_flow(model, X, y, t1, *, ts=None, n_save: int = 201, rtol: float = 
         raise RuntimeError(f"gradient flow did not reach t1 = {t1:g} within max_steps = "
                            f"{max_steps}; raise `max_steps` or lower `t1`.")
     else:                                     # drop the duplicate t1 save
-        ys = jax.tree.map(lambda a: a[:-1] if eqx.is_array(a) else a, ys)
-        t_out = t_out[:-1]
+        t_out = t_out.copy()
+        t_out[-1] = np.inf                    # trimmed in _path
     return _path(ys, t_out, X, y, nsteps, stop_time, "gradient_flow (Tsit5, PID)",
                  model.activation)
 

@@ -24,7 +24,7 @@ from ._registry import Measurement, claim
 PAPER = "Chen & Luo 2025 (arXiv 2510.06954)"
 TASK = dict(n=64, s=4, d=8)
 EPS = {"quick": (1e-2, 5e-3, 2.5e-3, 1e-3), "full": (1e-2, 5e-3, 2.5e-3, 1e-3, 5e-4, 2.5e-4)}
-N_INITS = {"quick": 40, "full": 500}
+N_INITS = {"quick": 30, "full": 500}
 D_EFF = 8
 
 
@@ -257,7 +257,7 @@ def loss_curves(scale: str) -> dict:
     for e, tp in tqdm(list(zip(eps_list, sw["t_predicted"], strict=False)),
                       desc="loss curves", leave=False, disable=None):
         ts = np.concatenate([[0.0], np.geomspace(1e-2 * tp, 0.98 * tp, 60),
-                             np.linspace(0.98 * tp, 1.4 * tp, N_PATH - 61)[1:]])
+                             np.linspace(0.98 * tp, 1.4 * tp, N_PATH - 60)[1:]])
         m = dt.SmallInitTransformer.init(TASK["d"], float(e), key=jax.random.key(0))
         out.append((float(e), float(tp), dt.gradient_flow(m, X, y, ts[-1], ts=ts)))
     return dict(paths=out, v=th.condensation_direction(X, y))
