@@ -272,7 +272,7 @@ def _lm_claim(scale):
     tol = 2 * max(nv["se"], mx["se"]) / 4
     return Measurement(
         measured={"gap_nvfp4": gap_nv, "gap_mxfp4": gap_mx},
-        expected={"gap_nvfp4_minus_gap_mxfp4": "< 0"},
+        expected={"gap_nvfp4_minus_gap_mxfp4_at_most": 0.0},
         tolerance=tol,
         passed=bool(gap_nv < gap_mx + tol),
         detail=f"held-out loss f32 {f32:.4f}, NVFP4 {nv['heldout']:.4f}, MXFP4 "
