@@ -32,7 +32,8 @@ def gaussian_nodes(s, breaks=(), *, half_width: float = 12.0, step: float = 1.0,
 
     Returns ``(x, w)`` of shape ``s.shape + (M,)`` with ``x = s + g`` the points at which f is
     evaluated and ``w`` the weights (Gaussian density included), so that
-    ``E[f(s + g)] ≈ (w * f(x)).sum(-1)``. Breakpoints are points of the argument of f.
+    ``E[f(s + g)] ≈ (w * f(x)).sum(-1)``. Breakpoints are points of the argument of f; a
+    breakpoint beyond the truncation gives a zero-width piece whose nodes have weight 0.
     """
     s = np.asarray(s, dtype=np.float64)
     b = np.sort(np.asarray(breaks, dtype=np.float64).ravel())
@@ -83,7 +84,8 @@ def gaussian_expectation(f, s=0.0, *, breaks=(), half_width: float = 12.0, step:
     if fx.shape != x.shape:
         raise ValueError(f"`f` must be vectorised (same output shape as input); got {fx.shape} for "
                          f"input {x.shape}.")
-    out = (w * fx).sum(-1)
+    # pieces clipped to zero width at |g| = half_width carry weight 0: never let f there matter
+    out = np.where(w > 0, w * fx, 0.0).sum(-1)
     if not np.all(np.isfinite(out)):
         raise ValueError("`f` returned non-finite values on the quadrature nodes.")
     return out if out.ndim else float(out)
