@@ -70,7 +70,7 @@ def detect_crossing(ratios, threshold=SQRT3, window=10):
 
 
 def _norm(tree):
-    return optax.global_norm(jax.tree.leaves(tree))
+    return optax.tree.norm(tree)
 
 
 @functools.lru_cache(maxsize=32)
