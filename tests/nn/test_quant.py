@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nn
@@ -94,6 +94,7 @@ def _two_point(x, fmt):
     return lo, hi
 
 
+@settings(max_examples=15)  # each example is a 4000-draw Monte Carlo
 @given(st.floats(-6, 6, allow_subnormal=False), st.sampled_from([2.0**-20, 1e-3, 1.0, 37.0]))
 def test_stochastic_rounding_moments_and_support(v, s):
     """SR through a block quantiser with block scale s (block = [x, 6 s], exact fp32 scale):
