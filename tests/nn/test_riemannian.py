@@ -92,6 +92,7 @@ def test_landing_is_tangent_and_half_canonical_gradient_on_manifold(shape, seed)
     np.testing.assert_allclose(lf, 0.5 * (g - x @ g.T @ x), atol=1e-12)
 
 
+@pytest.mark.slow  # 4000 landing steps; issue 9 budget (the 1000-step retraction test stays)
 def test_landing_converges_to_manifold_and_optimum():
     p, r = 30, 4
     m = jax.random.normal(jax.random.key(3), (p, p))

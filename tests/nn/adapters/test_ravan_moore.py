@@ -33,7 +33,7 @@ def test_ravan_zero_at_init_count_and_rank():
         assert np.linalg.matrix_rank(np.asarray(dw), tol=1e-10) == min(2 * 3, m, n)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0])
 def test_ravan_server_average_equals_average_of_client_updates(seed):
     a = ad.inject(_mlp(), "ravan", key=jax.random.key(1), r=2, heads=3)
     clients = [_randomise(a, 10 * seed + c) for c in range(4)]
@@ -80,7 +80,7 @@ def test_moore_equals_base_at_init_and_count():
     assert nn.count_params(a) == 4 * 12 + 8 * 12 + 12 * (8 + 5) + 3 * 5
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("seed", [0, 1])
 def test_moore_column_space_orthogonal_experts_and_singular_values(seed):
     a = _randomise(_moore(seed), seed + 5)
     layer = a.layers()["layers.0"]
