@@ -33,6 +33,8 @@ Quantised matmul hook
 nn.quant.QuantMatmul(...))``.
 """
 
+import importlib
+
 from ._data import MarkovCorpus
 from ._layers import (
     MLP,
@@ -50,7 +52,10 @@ from ._layers import (
 from ._train import TrainResult, cross_entropy, evaluate, lm_loss, load, make_step, save, train
 from ._tree import Frozen, combine, count_params, freeze, split, trainable_mask, unfreeze, value
 
+_SUBMODULES = ("adapters", "quant", "riemannian")
+
 __all__ = [
+    *_SUBMODULES,
     "Linear",
     "MLP",
     "Embedding",
@@ -80,3 +85,9 @@ __all__ = [
     "cross_entropy",
     "MarkovCorpus",
 ]
+
+
+def __getattr__(name):  # PEP 562: nn.adapters, nn.quant, nn.riemannian load on first use
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
