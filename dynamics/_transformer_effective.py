@@ -13,6 +13,7 @@ import numpy as np
 import optimistix as optx
 
 from theory._validation import as_array, check_int, check_scalar
+from theory.transformer import _check_kq
 
 __all__ = ["EffectiveFlow", "effective_flow", "key_query_flow"]
 
@@ -157,12 +158,7 @@ def key_query_flow(F, W_Q0, W_K0, ts, *, rtol: float = 1e-13, atol: float = 1e-1
     ``ts`` increasing times starting at 0. Returns ``(W_Q, W_K)`` stacks ``(len(ts), ...)``. The
     exact solution is :func:`theory.transformer.key_query_closed_form`.
     """
-    F = as_array(F, "F", ndim=2)
-    W_Q0 = as_array(W_Q0, "W_Q0", ndim=2)
-    if W_Q0.shape[0] != F.shape[0]:
-        raise ValueError(f"`W_Q0` must have {F.shape[0]} rows to match `F` {F.shape}; got "
-                         f"{W_Q0.shape}.")
-    W_K0 = as_array(W_K0, "W_K0", shape=(F.shape[1], W_Q0.shape[1]))
+    F, W_Q0, W_K0 = _check_kq(F, W_Q0, W_K0)
     ts = as_array(ts, "ts", ndim=1)
     if ts.size < 1 or ts[0] != 0 or np.any(np.diff(ts) <= 0):
         raise ValueError("`ts` must be strictly increasing and start at 0.")
