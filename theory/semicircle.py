@@ -2,7 +2,7 @@ r"""The semicircle law of radius 2·scale (Wigner): density, CDF, Stieltjes tran
 
 For W/sqrt(n) with W a GOE/GUE matrix of off-diagonal variance scale², the empirical spectral law
 tends to the semicircle on [-2·scale, 2·scale] (Wigner 1958; Anderson, Guionnet & Zeitouni 2010,
-Thm 2.1.1):
+"AGZ", Thm 2.1.1):
 
 .. math:: \rho(x) = \frac{\sqrt{4 s^2 - x^2}}{2\pi s^2}, \qquad
    m(z) = \int \frac{\rho(x)\,dx}{x - z} = \frac{-z + \sqrt{z - 2s}\sqrt{z + 2s}}{2 s^2}
@@ -26,7 +26,7 @@ def semicircle_edge(scale: float = 1.0) -> float:
 
 
 def semicircle_pdf(x, scale: float = 1.0):
-    """Density sqrt(4 s² - x²) / (2π s²) on [-2s, 2s], zero outside."""
+    """Density sqrt(4 s² - x²) / (2π s²) on [-2s, 2s], zero outside (AGZ 2010, Thm 2.1.1)."""
     s = check_scalar(scale, "scale", lower=0.0, closed="neither")
     x = np.asarray(x, dtype=np.float64)
     out = np.sqrt(np.clip(4 * s * s - x * x, 0.0, None)) / (2 * np.pi * s * s)
@@ -34,7 +34,11 @@ def semicircle_pdf(x, scale: float = 1.0):
 
 
 def semicircle_cdf(x, scale: float = 1.0):
-    """CDF: 1/2 + (u sqrt(4 - u²)/4 + arcsin(u/2)) / π with u = clip(x/s, -2, 2)."""
+    """CDF: 1/2 + (u sqrt(4 - u²)/4 + arcsin(u/2)) / π, u = clip(x/s, -2, 2).
+
+    The integral of :func:`semicircle_pdf` (elementary; checked by quadrature in
+    ``tests/theory/test_semicircle.py``).
+    """
     s = check_scalar(scale, "scale", lower=0.0, closed="neither")
     u = np.clip(np.asarray(x, dtype=np.float64) / s, -2.0, 2.0)
     out = 0.5 + (u * np.sqrt(4 - u * u) / 4 + np.arcsin(u / 2)) / np.pi
@@ -43,6 +47,8 @@ def semicircle_cdf(x, scale: float = 1.0):
 
 def semicircle_stieltjes(z, scale: float = 1.0):
     """m(z) = ∫ ρ(x)/(x - z) dx for complex z off the support (real z outside [-2s, 2s] too).
+
+    AGZ 2010, Sec. 2.4 (the root of s² m² + z m + 1 = 0 with m ~ -1/z at infinity).
 
     Uses sqrt(z - 2s)·sqrt(z + 2s) with principal roots, which is the branch analytic off
     [-2s, 2s] and ~ z at infinity.
