@@ -1,37 +1,39 @@
-"""Stable rank of the learned update and test loss for LoRA, PoLAR and Uni-LoRA on shifted tasks
-of a pretrained MLP (per seed), beside the bound 1 <= sr <= r."""
+"""Stable rank of the learned update for LoRA and PoLAR (r = 8, PoLAR's lr 10x LoRA's) after a
+finetuning budget on a task whose needed update has a decaying full-rank spectrum, beside the
+paper's Fig. 1 values (sr 1.06 LoRA vs 5.49 PoLAR, Llama-2-7B, r = 32) and the bounds."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.adapters import adapt_runs
+from paper_checks.adapters import sr_runs
 
 ID = "adapters.stable_rank"
-TITLE = "Adapting a pretrained MLP to rank-4 shifts (r = 8): stable rank and test loss"
+TITLE = "Stable rank of dW after a finetuning budget: LoRA ~1, PoLAR above it (paper: 1.06 vs 5.49)"
+PAPER = {"lora": 1.06, "polar": 5.49}
 
 
 def make(scale: str = "quick"):
-    runs = adapt_runs(scale)
-    names = list(runs)
+    runs = sr_runs(scale)
+    names = ["lora", "polar"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     for i, k in enumerate(names):
-        sr = runs[k]["sr"]
-        a1.scatter(np.full(len(sr), i), sr, color=f"C{i}", label=f"{k} ({runs[k]['count']} par.)")
-        a1.errorbar(i + 0.15, np.mean(sr), yerr=2 * np.std(sr, ddof=1) / np.sqrt(len(sr)),
-                    fmt="o", color="k", ms=4)
-        te = runs[k]["test"]
-        a2.scatter(np.full(len(te), i), te, color=f"C{i}")
-        a2.errorbar(i + 0.15, np.mean(te), yerr=2 * np.std(te, ddof=1) / np.sqrt(len(te)),
-                    fmt="o", color="k", ms=4)
-    a1.axhline(8, color="grey", ls="--", lw=1, label="algebraic rank r = 8 (upper bound)")
-    a1.axhline(4, color="grey", ls=":", lw=1, label="rank of the shift")
+        sr = np.asarray(runs[k]["sr"])
+        a1.scatter(np.full(len(sr), i), sr, color=f"C{i}", alpha=0.6,
+                   label=f"{k}: measured (seeds)")
+        a1.errorbar(i + 0.12, sr.mean(), yerr=2 * sr.std(ddof=1) / np.sqrt(len(sr)), fmt="o",
+                    color="k", ms=4)
+        a1.scatter([i - 0.12], [PAPER[k]], marker="*", s=120, color=f"C{i}",
+                   edgecolor="k", label=f"{k}: paper Fig. 1 (r = 32)")
+        a2.plot(np.arange(1, len(runs[k]["curve"]) + 1), runs[k]["curve"], color=f"C{i}",
+                lw=0.8, label=k)
+    a1.axhline(8, color="grey", ls="--", lw=1, label="algebraic rank r = 8")
+    a1.axhline(runs["target_sr"], color="grey", ls=":", lw=1, label="sr of the needed shift")
     a1.axhline(1, color="grey", ls="-", lw=0.6)
     a1.set_xticks(range(len(names)), names)
-    a1.set_ylabel("stable rank of dW")
+    a1.set_ylabel("stable rank ||dW||_F^2 / ||dW||_2^2")
     a1.legend(frameon=False, fontsize=7)
-    a2.axhline(1, color="grey", lw=0.8, label="pretrained model, no adaptation")
-    a2.set_xticks(range(len(names)), names)
-    a2.set_ylabel("test MSE / test MSE of the base")
+    a2.set_xlabel("step (minibatch 32)")
+    a2.set_ylabel("training cross-entropy (seed 0)")
     a2.legend(frameon=False, fontsize=7)
-    fig.suptitle(f"{TITLE}; dots: seeds, bars: mean +- 2 SE", fontsize=9)
+    fig.suptitle(f"{TITLE}; bars: mean +- 2 SE", fontsize=9)
     return fig
