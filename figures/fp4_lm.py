@@ -27,8 +27,10 @@ def make(scale: str = "quick"):
         a2.scatter(np.arange(len(f)), f, color=f"C{i}", label=n)
         a2.plot(np.arange(len(f)), f, color=f"C{i}", lw=0.6)
     a2.axhline(r["entropy"], color="k", ls="--", label="entropy rate")
-    a2.set(xlabel="seed (same init and data in every format: paired)",
-           ylabel="held-out loss (nats, own forward)")
+    a2.set(
+        xlabel="seed (same init and data in every format: paired)",
+        ylabel="held-out loss (nats, own forward)",
+    )
     a2.legend(frameon=False, fontsize=7)
     fig.suptitle(f"{TITLE} (synthetic Markov corpus, {r['steps']} Adam steps)")
     fig.tight_layout()

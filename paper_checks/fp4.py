@@ -316,9 +316,7 @@ def _sweep_claim(scale):
         meas[name], tol[name], verdicts[name] = d, 2 * se, _verdict(d, se)
     contradicted = [n for n, v in verdicts.items() if v == "contradicts"]
     scale_ok = all(verdicts[n] == "agrees" for n in ORDERINGS if n.startswith("E8M0"))
-    table = "; ".join(
-        f"{n} {np.mean(v['final']):.5f}" for n, v in runs.items()
-    )
+    table = "; ".join(f"{n} {np.mean(v['final']):.5f}" for n, v in runs.items())
     return Measurement(
         measured=meas,
         expected={n: 0.0 for n in ORDERINGS},
