@@ -30,22 +30,29 @@ CT = "Hu, Leyang et al. 2025 (Curvature Tuning, arXiv 2502.07783)"
 MOORE = "MoORE 2025 (arXiv 2506.14436)"
 
 
-def fit(model, loss, opt, steps):
-    """Full-batch training of the trainable half of ``model`` for ``steps`` (one jitted scan)."""
-    tr, fr = nn.split(model)
+def train_loop(loss, opt):
+    """A jitted loop ``(tr, fr, xs, *data) -> (tr, losses)``: one ``opt`` step on
+    ``loss(model, x, *data)`` per element ``x`` of ``xs`` (one ``lax.scan``). Passing the data as
+    arguments rather than closing over it lets every seed reuse one compilation."""
 
     @eqx.filter_jit
-    def run(tr, st):
-        def step(c, _):
+    def go(tr, fr, xs, *data):
+        def step(c, x):
             tr, st = c
-            val, g = eqx.filter_value_and_grad(lambda t: loss(nn.combine(t, fr)))(tr)
+            val, g = eqx.filter_value_and_grad(lambda t: loss(nn.combine(t, fr), x, *data))(tr)
             u, st = opt.update(g, st, tr)
             return (eqx.apply_updates(tr, u), st), val
 
-        (tr, st), ls = jax.lax.scan(step, (tr, st), None, length=steps)
+        (tr, _), ls = jax.lax.scan(step, (tr, opt.init(tr)), xs)
         return tr, ls
 
-    tr, ls = run(tr, opt.init(tr))
+    return go
+
+
+def fit(model, loss, opt, steps):
+    """Full-batch training of the trainable half of ``model`` for ``steps`` (one jitted scan)."""
+    tr, fr = nn.split(model)
+    tr, ls = train_loop(lambda m, _: loss(m), opt)(tr, fr, jnp.arange(steps))
     return nn.combine(tr, fr), np.asarray(ls)
 
 
@@ -123,26 +130,8 @@ def _mean_se(v):
 SR_D, SR_H, SR_C = 32, 64, 16
 
 
-def _sgd_steps(opt):
-    """A jitted minibatch loop ``(tr, fr, x, y, idx) -> (tr, losses)`` for optimiser ``opt``
-    (cross-entropy; one compilation per optimiser and tree structure)."""
-
-    @eqx.filter_jit
-    def go(tr, fr, x, y, idx):
-        def loss(t, i):
-            m = nn.combine(t, fr)
-            return jnp.mean(_xent(m(x[i]), y[i]))
-
-        def step(c, i):
-            tr, st = c
-            val, g = eqx.filter_value_and_grad(loss)(tr, i)
-            u, st = opt.update(g, st, tr)
-            return (eqx.apply_updates(tr, u), st), val
-
-        (tr, _), ls = jax.lax.scan(step, (tr, opt.init(tr)), idx)
-        return tr, ls
-
-    return go
+def _minibatch_xent(m, i, x, y):
+    return jnp.mean(_xent(m(x[i]), y[i]))
 
 
 @functools.cache
@@ -167,7 +156,7 @@ def sr_runs(scale: str = "quick"):
         setups = {"lora": (dict(r=8, alpha=8.0), optax.adam(1e-3)),
                   "polar": (dict(r=8, alpha=8.0),
                             ad.polar_optimizer(1e-2, stiefel="landing", lam=1.0))}
-        loops = {k: _sgd_steps(o) for k, (_, o) in setups.items()}
+        loops = {k: train_loop(_minibatch_xent, o) for k, (_, o) in setups.items()}
         out = {k: {"sr": [], "acc": [], "curve": None} for k in setups}
         out["steps"], out["target_sr"] = steps, float(np.sum(spec**2) / spec[0] ** 2)
         for s in seeds:
@@ -183,7 +172,7 @@ def sr_runs(scale: str = "quick"):
             for name, (cfg, _) in setups.items():
                 a = ad.inject(base, name, targets="layers.1", key=jax.random.key(s), **cfg)
                 tr, fr = nn.split(a)
-                tr, ls = loops[name](tr, fr, x, y, idx)
+                tr, ls = loops[name](tr, fr, idx, x, y)
                 m = nn.combine(tr, fr)
                 dw = list(ad.delta_weights(m).values())[0]
                 out[name]["sr"].append(float(ad.stable_rank(dw)))
