@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import nn.adapters as ad
-from paper_checks.adapters import ct_runs
+from paper_checks.adapters.ct import ct_runs
 
 ID = "adapters.ct_vs_probe"
 TITLE = "Steering Curvature Tuning on a pretrained ReLU MLP"

@@ -4,7 +4,7 @@ with a fitted geometric rate for PoLAR and a fitted power law for LoRA's late ph
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.adapters import polar_rate_runs
+from paper_checks.adapters.polar import polar_rate_runs
 
 ID = "adapters.polar_convergence"
 TITLE = "PoLAR (Riemannian GD, QR retraction) vs LoRA (GD) on 1/2||dW - M||^2, rank M = 4, r = 8"

@@ -4,7 +4,7 @@ with IID (delta = 0) and heterogeneous (delta = 1) clients."""
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.adapters import federated_runs
+from paper_checks.adapters.ravan import federated_runs
 
 ID = "adapters.ravan_federated"
 TITLE = "LoRA-FedAvg vs Ravan under client heterogeneity (8 clients)"

@@ -5,7 +5,7 @@ paper's Fig. 1 values (sr 1.06 LoRA vs 5.49 PoLAR, Llama-2-7B, r = 32) and the b
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.adapters import sr_runs
+from paper_checks.adapters.polar import sr_runs
 
 ID = "adapters.stable_rank"
 TITLE = "Stable rank of dW after a finetuning budget: LoRA ~1, PoLAR above it (paper: 1.06 vs 5.49)"

@@ -4,7 +4,7 @@ sigma bisection history."""
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.adapters import tfb_runs
+from paper_checks.adapters.tfb import tfb_runs
 
 ID = "adapters.tfb_calibration"
 TITLE = "TFB on an overconfident LoRA (4 classes, 96 labels)"

@@ -26,6 +26,7 @@ import nn
 from dynamics.fp4_training import train_fp4
 from nn.quant import MXFP4, NVFP4, BlockFormat, Operand, QuantMatmul
 from paper_checks._registry import Measurement, claim
+from paper_checks._stats import paired
 from theory.fp4 import critical_sigma
 
 PAPER = "Chmiel, Fishman, Banner & Soudry 2025 (NeurIPS; arXiv 2505.19115)"
@@ -211,12 +212,6 @@ def _train_seeds(make_model, loss_fn, batch_fn, eval_fn, matmul, steps, seeds, l
     return np.asarray(losses, np.float64), np.asarray(ev, np.float64)
 
 
-def _paired(a, b):
-    """Mean and standard error of the paired differences ``a_i - b_i`` over seeds."""
-    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d)))
-
-
 # ------------------------------------------------------------------------------------------------
 # design sweep on a teacher-student MLP (paper Figs. 1-3 analogues, note Sec. 7E)
 
@@ -312,7 +307,7 @@ def _sweep_claim(scale):
     runs = r["runs"]
     meas, tol, verdicts = {}, {}, {}
     for name, (worse, better) in ORDERINGS.items():
-        d, se = _paired(runs[worse]["final"], runs[better]["final"])
+        d, se = paired(runs[worse]["final"], runs[better]["final"])
         meas[name], tol[name], verdicts[name] = d, 2 * se, _verdict(d, se)
     contradicted = [n for n, v in verdicts.items() if v == "contradicts"]
     scale_ok = all(verdicts[n] == "agrees" for n in ORDERINGS if n.startswith("E8M0"))
@@ -382,9 +377,9 @@ def _lm_claim(scale):
     runs = r["runs"]
     f32 = runs["float32"]["final"]
     nv, mx = runs["NVFP4 (16, E4M3)"]["final"], runs["MXFP4 (32, E8M0)"]["final"]
-    gap_nv, se_nv = _paired(nv, f32)
-    gap_mx, se_mx = _paired(mx, f32)
-    d, se = _paired(mx, nv)  # > 0: NVFP4 better
+    gap_nv, se_nv = paired(nv, f32)
+    gap_mx, se_mx = paired(mx, f32)
+    d, se = paired(mx, nv)  # > 0: NVFP4 better
     v = _verdict(d, se)
     return Measurement(
         measured={"gap_nvfp4": gap_nv, "gap_mxfp4": gap_mx, "mxfp4_minus_nvfp4": d},
