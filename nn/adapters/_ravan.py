@@ -3,18 +3,35 @@ fine-tuning.
 
 ``Delta W = sum_{i=1}^{h} s_i B_i H_i A_i`` with frozen bases ``B_i in R^{m x r}``,
 ``A_i in R^{r x n}`` shared by all clients through a common seed, and trainable cores
-``H_i in R^{r x r}`` and scalars ``s_i`` (abstract; eq. (1) of the paper). Count ``h (r^2 + 1)``.
+``H_i in R^{r x r}`` and scalars ``s_i``; clients upload ``s_i H_i`` (abstract). Count
+``h (r^2 + 1)``.
 
-Because the bases are common and frozen, ``sum_c p_c Delta W^c = sum_i B_i (sum_c p_c s_i^c H_i^c)
-A_i``: the server averages the uploaded ``s_i H_i`` and FedAvg of the update is **exact**
+What was read. The paper's abstract (arXiv 2506.05568 and OpenReview gyn4n8oC9B) states the
+forward formula, the trainable ``H_i, s_i`` and the upload of ``s_i H_i``. The method section
+itself could not be read (the stored copy of the arXiv page holds only its first screen); the
+algorithm below follows two third-party sources and is marked so: an auto-generated structured
+summary of the paper [3rd] (initialisation "random normal" or "Gram-Schmidt" bases, ``H_i = 0``,
+``s_i = 1``; each client trains only the ``K_c`` heads of highest score -- random, weight norm or
+gradient norm -- and the server averages ``s_i H_i`` of head ``i`` over the clients that trained
+it; every layer trains the same number of heads), and an independent re-implementation
+(``boyi-liu/FedLLM-Factory``, ``alg/ravan.py``) [3rd] whose server sets ``H_i <- sum_c p_c s_i^c
+H_i^c`` and ``s_i <- 1``.
+
+Because the bases are common and frozen, ``sum_c p_c Delta W^c = sum_i B_i (sum_c p_c s_i^c
+H_i^c) A_i``: the server averages the uploaded ``s_i H_i`` and FedAvg of the update is **exact**
 (:func:`ravan_aggregate`), whereas FedAvg of LoRA's ``(B, A)`` gives ``avg(B) avg(A) !=
 avg(BA)`` (:func:`fedavg`). With orthonormal stacked bases ``[B_1 ... B_h]`` and ``[A_1; ...;
-A_h]`` the rank ``min(h r, m, n)`` is reachable (derived here; tested).
+A_h]`` the rank ``min(h r, m, n)`` is reachable (derived here;
+``tests/nn/adapters/test_ravan.py::test_ravan_zero_at_init_count_and_rank``).
 
-Initialisation [the paper's Algorithm 1 could not be read; this is our choice, stated]: bases
-``"orthogonal"`` (one Haar-orthonormal ``m x hr`` and ``hr x n`` split into heads; needs
-``h r <= min(m, n)``) or ``"random"`` (Kaiming-uniform, VeRA's init); ``H_i = 0`` so the update
-is zero at step 0 while ``dL/dH_i = s_i B_i^T G A_i^T != 0``; ``s_i = 1``.
+Initialisation: ``init="orthogonal"`` (the Gram-Schmidt option: one Haar-orthonormal ``m x hr``
+and ``hr x n`` split into heads, so that the heads' subspaces are mutually orthogonal; needs
+``h r <= min(m, n)``) or ``init="random"`` (the random-normal option; the scale is our choice:
+``B_i`` entries ``N(0, 1/m)`` and ``A_i`` entries ``N(0, 1/n)``, so that each basis vector has
+unit expected norm as in the orthogonal option); ``H_i = 0`` so the update is zero at step 0
+while ``dL/dH_i = s_i B_i^T G A_i^T != 0``; ``s_i = 1``. Computational heterogeneity:
+:func:`ravan_select_heads` picks the heads a client trains, ``ravan_aggregate(..., masks=...)``
+averages each head over the clients that trained it.
 """
 
 from __future__ import annotations
@@ -30,7 +47,7 @@ from theory._validation import check_choice, check_int
 
 from ._core import Adapted, AdapterLayer, register_method
 
-__all__ = ["RavanLinear", "ravan_aggregate", "fedavg"]
+__all__ = ["RavanLinear", "ravan_aggregate", "ravan_select_heads", "fedavg"]
 
 
 @register_method("ravan")
@@ -70,8 +87,8 @@ class RavanLinear(AdapterLayer):
             b = _rm.random_stiefel(m, h * r, key=kb, dtype=dt).reshape(m, h, r).transpose(1, 0, 2)
             a = _rm.random_stiefel(n, h * r, key=ka, dtype=dt).T.reshape(h, r, n)
         else:
-            b = jax.random.uniform(kb, (h, m, r), dt, -1 / math.sqrt(r), 1 / math.sqrt(r))
-            a = jax.random.uniform(ka, (h, r, n), dt, -1 / math.sqrt(n), 1 / math.sqrt(n))
+            b = jax.random.normal(kb, (h, m, r), dt) / math.sqrt(m)
+            a = jax.random.normal(ka, (h, r, n), dt) / math.sqrt(n)
         fz = _nn.Frozen
         return cls(fz(linear), fz(b), fz(a), jnp.zeros((h, r, r), dt), jnp.ones((h,), dt))
 
@@ -119,31 +136,101 @@ def fedavg(clients: list[Adapted], weights=None) -> Adapted:
     return _nn.combine(avg, halves[0][1])
 
 
-def ravan_aggregate(clients: list[Adapted], weights=None) -> Adapted:
+def _is_ravan(n):
+    return isinstance(n, RavanLinear)
+
+
+def _check_ravan(model, who):
+    if not isinstance(model, Adapted) or model.spec.method != "ravan":
+        method = model.spec.method if isinstance(model, Adapted) else type(model).__name__
+        raise ValueError(f"`{who}` must be Ravan-adapted; got {method!r}.")
+
+
+def ravan_aggregate(clients: list[Adapted], weights=None, masks=None) -> Adapted:
     """Ravan's server step: ``H_i <- sum_c p_c s_i^c H_i^c``, ``s_i <- 1`` (exact FedAvg of dW).
+
+    Parameters
+    ----------
+    clients : Ravan-adapted models of one spec (the broadcast model after local training).
+    weights : client weights ``p_c`` (nonnegative, summing to 1); uniform when None.
+    masks : None when every client trained every head; else one dict per client mapping each
+        adapted layer's path to a boolean ``(heads,)`` array of the heads it trained
+        (:func:`ravan_select_heads`). Head ``i`` of a layer is then averaged over the clients
+        ``S_i`` that trained it, ``H_i <- sum_{c in S_i} p_c s_i^c H_i^c / sum_{c in S_i} p_c``
+        [3rd: the structured summary of the paper, see the module docstring]; a head no client
+        trained keeps its broadcast ``s_i H_i``.
 
     Other trainable leaves (a task head) are averaged as in :func:`fedavg`.
     """
     w = _check_clients(clients, weights)
-    if clients[0].spec.method != "ravan":
-        raise ValueError(f"`clients` must be Ravan-adapted; got {clients[0].spec.method!r}.")
+    _check_ravan(clients[0], "clients")
+    paths = list(clients[0].layers())
+    h = clients[0].layers()[paths[0]].s.shape[0]
+    if masks is None:
+        m = jnp.ones((len(clients), len(paths), h), bool)
+    else:
+        if len(masks) != len(clients):
+            raise ValueError(f"`masks` must hold one dict per client ({len(clients)}); got "
+                             f"{len(masks)}.")
+        try:
+            m = jnp.stack([jnp.stack([jnp.asarray(mc[p], bool) for p in paths]) for mc in masks])
+        except KeyError as err:
+            raise ValueError(f"`masks` must map every adapted layer path {paths}; missing "
+                             f"{err}.") from None
+        if m.shape != (len(clients), len(paths), h):
+            raise ValueError(f"each mask must be a boolean array of shape ({h},) per layer; got "
+                             f"shape {m.shape[2:]}.")
     out = fedavg(clients, list(map(float, w)))
-
-    def is_r(n):
-        return isinstance(n, RavanLinear)
-
-    per_client = [
-        [n for n in jax.tree.leaves(c.model, is_leaf=is_r) if is_r(n)] for c in clients
-    ]
-    it = iter(range(len(per_client[0])))
+    new = []
+    for j, p in enumerate(paths):
+        sh = jnp.stack([c.layers()[p].s[:, None, None] * c.layers()[p].H for c in clients])
+        wm = w[:, None] * m[:, j]  # (C, h)
+        den = jnp.sum(wm, 0)
+        avg = jnp.einsum("ch,chrs->hrs", wm, sh) / jnp.where(den > 0, den, 1.0)[:, None, None]
+        new.append(jnp.where((den > 0)[:, None, None], avg, sh[0]))
+    it = iter(new)
 
     def fix(node):
-        if not is_r(node):
+        if not _is_ravan(node):
             return node
-        j = next(it)
-        prod = sum(wi * cl[j].s[:, None, None] * cl[j].H
-                   for wi, cl in zip(w, per_client, strict=True))
-        return RavanLinear(node.base, node.B, node.A, prod, jnp.ones_like(node.s))
+        return RavanLinear(node.base, node.B, node.A, next(it), jnp.ones_like(node.s))
 
-    model = jax.tree.map(fix, out.model, is_leaf=is_r)
+    model = jax.tree.map(fix, out.model, is_leaf=_is_ravan)
     return Adapted(model, out.shared, out.spec)
+
+
+def ravan_select_heads(model: Adapted, k: int, *, score: str = "random", grads=None,
+                       key=None) -> dict[str, jax.Array]:
+    """The ``k`` heads per layer a client of limited compute trains (computational heterogeneity).
+
+    Returns ``{layer path: boolean (heads,) mask}`` with exactly ``k`` True per layer (every layer
+    trains the same number of heads [3rd: the structured summary of the paper]). ``score``:
+    ``"random"`` (uniform, needs ``key``), ``"weight"`` (largest ``||s_i H_i||_F``) or
+    ``"gradient"`` (largest ``||dL/dH_i||_F``; ``grads`` is the gradient of the trainable half,
+    e.g. from ``eqx.filter_grad``). Ties go to the lower head index. Train only the selected
+    heads (zero the other heads' gradients) and pass the masks to :func:`ravan_aggregate`.
+    """
+    _check_ravan(model, "model")
+    layers = model.layers()
+    h = next(iter(layers.values())).s.shape[0]
+    k = check_int(k, "k", lower=1, upper=h)
+    check_choice(score, "score", ("random", "weight", "gradient"))
+    if score == "random":
+        if key is None:
+            raise ValueError("`key` must be given for score='random'.")
+        scores = {p: jax.random.uniform(jax.random.fold_in(key, j), (h,))
+                  for j, p in enumerate(layers)}
+    elif score == "weight":
+        scores = {p: jnp.linalg.norm(q.s[:, None, None] * q.H, axis=(1, 2))
+                  for p, q in layers.items()}
+    else:
+        if not isinstance(grads, Adapted):
+            raise ValueError("`grads` must be the gradient of the trainable half (an Adapted "
+                             f"pytree) for score='gradient'; got {type(grads).__name__}.")
+        glayers = grads.layers()
+        scores = {p: jnp.linalg.norm(glayers[p].H, axis=(1, 2)) for p in layers}
+    out = {}
+    for p, sc in scores.items():
+        top = jnp.argsort(-sc, stable=True)[:k]
+        out[p] = jnp.zeros((h,), bool).at[top].set(True)
+    return out
