@@ -12,11 +12,15 @@ Two families, both plain :class:`optax.GradientTransformation` objects that need
   factor), ``"polar"`` (``U V^T`` of the SVD) and ``"cayley"`` (the rank-2r Woodbury form of
   Wen & Yin 2013, O(p r^2) rather than geoopt's O(p^3) solve).
 * **Landing** (infeasible method of Ablin & Peyre, AISTATS 2022, eq. (5); used by PoLAR, Lion et
-  al. 2025, arXiv 2506.03133, Sec. 3.2): :func:`landing` replaces the gradient ``G`` by the field
+  al. 2025, arXiv 2506.03133, official code ``callbacks/landing_callback.py``): :func:`landing`
+  replaces the gradient ``G`` by the field
   ``Lambda(X) = psi(X) X + lam X (X^T X - I)`` with ``psi(X) = skew(G X^T)``; it goes *before* the
   base optimiser: ``optax.chain(landing(lam), optax.sgd(lr))``. No retraction is ever computed;
-  feasibility is attracted at rate set by ``lam``. (PoLAR's code uses ``G X^T - X G^T``, twice our
-  ``psi``; this only rescales the learning rate of the relative component.)
+  feasibility is attracted at rate set by ``lam``. (PoLAR's code computes
+  ``(G X^T - X G^T) X + lam X (X^T X - I)``, which is ``2 * landing_field(X, G, lam / 2)``;
+  under Adam, whose step is invariant to a positive rescaling of its input up to ``eps``, the
+  code's ``reg_lambda`` is our ``lam = reg_lambda / 2``; tested in
+  ``tests/nn/test_riemannian.py::test_landing_field_matches_polar_code_convention``.)
 
 Use :func:`optax.masked` or :func:`optax.partition` when only some leaves of a model are Stiefel.
 """
@@ -185,7 +189,8 @@ def landing(lam: float = 1.0) -> optax.GradientTransformation:
     Parameters
     ----------
     lam : float > 0
-        Weight of the attraction ``X (X^T X - I)`` towards the manifold (PoLAR's ``reg_lambda``).
+        Weight of the attraction ``X (X^T X - I)`` towards the manifold; PoLAR's ``reg_lambda``
+        (its scripts use 5e-3) corresponds to ``lam = reg_lambda / 2`` under Adam (module notes).
 
     Chain it *before* a Euclidean optimiser: ``optax.chain(landing(lam), optax.sgd(lr))`` is the
     landing iteration ``X <- X - lr * Lambda(X)`` of Ablin & Peyre 2022, Alg. 1;

@@ -1,15 +1,19 @@
 """PoLAR (Lion, Zhang, Li & He 2025, arXiv 2506.03133): polar-decomposed low-rank adapter.
 
 ``h = W0 x + (alpha / r) X Theta Y^T x`` with ``X in St(m, r)``, ``Y in St(n, r)`` (Stiefel) and an
-unconstrained ``Theta in R^{r x r}`` (Sec. 3, the "identity" parameterisation of the official code).
-Init (official code): ``X``, ``Y`` Haar-orthogonal, ``Theta = 0``, so the update is zero at step 0.
-Stored trainable count ``r (m + n) + r^2`` per matrix.
+unconstrained ``Theta in R^{r x r}`` (abstract; the "identity" parameterisation of the official
+code, ``peft/src/peft/tuners/polar/layer.py``, where ``lora_B = X``, ``lora_S = Theta``,
+``lora_A = Y^T``). Init (that file): ``X``, ``Y`` orthogonal (``nn.init.orthogonal_``),
+``Theta = 0``, so the update is zero at step 0. Stored trainable count ``r (m + n) + r^2`` per
+matrix. (The paper's body could not be read from the stored copy of the arXiv page, which holds
+its first screen only; what is stated here comes from the abstract and the official code.)
 
 Because ``X`` and ``Y`` have orthonormal columns, the nonzero singular values of ``X Theta Y^T``
 are those of ``Theta``: ``sr(Delta W) = sr(Theta)`` and ``||Delta W||_F = ||Theta||_F`` (derived
 here; ``tests/nn/adapters/test_polar.py::test_stable_rank_identity``).
 
-The factors are trained with the landing field (Sec. 3.2, :func:`nn.riemannian.landing`) or a
+The factors are trained with the landing field (official ``callbacks/landing_callback.py``,
+:func:`nn.riemannian.landing`) or a
 retraction (:func:`nn.riemannian.stiefel_retraction`); :func:`polar_optimizer` builds either.
 """
 
@@ -91,8 +95,10 @@ def polar_optimizer(
 ) -> optax.GradientTransformation:
     """The PoLAR optimiser for a whole trainable tree.
 
-    Stiefel leaves (X, Y) get ``chain(landing(lam), base(lr))`` (``stiefel="landing"``, the
-    paper's Sec. 3.2; the official code pairs the landing field with AdamW) or
+    Stiefel leaves (X, Y) get ``chain(landing(lam), base(lr))`` (``stiefel="landing"``; the
+    official code replaces the gradient of X and Y by the landing field before AdamW, weight
+    decay 0, with ``reg_lambda = 5e-3`` in its scripts, i.e. ``lam = 2.5e-3`` here, see
+    :mod:`nn.riemannian`; ``lam = 1.0`` is the default of its ``finetune_commonsense.py``) or
     ``chain(base(lr), stiefel_retraction(stiefel))`` for ``stiefel`` in {"qr", "polar",
     "cayley"} (a feasible Riemannian method). Every other trainable leaf gets ``base(lr)``
     (AdamW with ``weight_decay`` when given). ``base`` in {"adam", "sgd"}.

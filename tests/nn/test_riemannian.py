@@ -131,3 +131,16 @@ def test_bad_input():
         rm.stiefel_retraction().init(jnp.zeros((2, 5)))
     with pytest.raises(ValueError, match="p"):
         rm.random_stiefel(2, 5, key=jax.random.key(0))
+
+
+@given(shapes, st.integers(0, 2**16), st.floats(1e-3, 10.0))
+def test_landing_field_matches_polar_code_convention(shape, seed, lam):
+    """PoLAR's ``core_landing`` (official code): ``(G X^T - X G^T) X + lam X (X^T X - I)`` equals
+    ``2 * landing_field(X, G, lam / 2)`` at any (also infeasible) X."""
+    p, r = shape
+    x = _gauss((p, r), seed)
+    g = _gauss((p, r), seed + 1)
+    skew2 = g @ x.T - x @ g.T
+    code = skew2 @ x + lam * x @ (x.T @ x - jnp.eye(r))
+    np.testing.assert_allclose(2 * landing_field(x, g, lam / 2), code, rtol=1e-10,
+                               atol=1e-10 * float(jnp.max(jnp.abs(code))))
