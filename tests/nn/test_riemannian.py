@@ -48,6 +48,21 @@ def test_retraction_is_feasible_and_first_order(shape, seed, method):
     assert defect <= 10 * t**2 * (1 + vnorm**2)  # O(t^2): a first-order retraction
 
 
+@given(shapes, st.integers(0, 2**16), st.sampled_from([1e-3, 1.0, 10.0]))
+def test_gram_retractions_equal_householder_qr_and_svd(shape, seed, size):
+    """CholeskyQR2 = sign-fixed Householder QR, Gram-eigh polar = U W^T of the SVD, at X on
+    St(p, r) and tangent V, to within eps times the condition number 1 + ||V||_2^2 of M^T M."""
+    x = _point(*shape, seed)
+    v = np.asarray(rm.project_tangent(x, size * _gauss(shape, seed + 1)))
+    m = np.asarray(x) + v
+    q, rr = np.linalg.qr(m)
+    q = q * np.sign(np.diag(rr))
+    u, _, wt = np.linalg.svd(m, full_matrices=False)
+    tol = 1e-14 * (1 + np.linalg.norm(v, 2) ** 2)
+    np.testing.assert_allclose(RETR["qr"](x, v), q, rtol=0, atol=tol)
+    np.testing.assert_allclose(RETR["polar"](x, v), u @ wt, rtol=0, atol=tol)
+
+
 @pytest.mark.parametrize("method", list(rm.RETRACTIONS))
 def test_retraction_keeps_feasibility_over_1000_steps(method):
     p, r = 40, 6
