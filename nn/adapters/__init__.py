@@ -26,7 +26,7 @@ from ._io import load_adapter, read_header, save_adapter
 from ._lora import LoRALinear, lora_scale
 from ._moore import MoORELinear, householder_apply, householder_matrix
 from ._polar import PoLARLinear, polar_optimizer, stiefel_mask
-from ._ravan import RavanLinear, fedavg, ravan_aggregate
+from ._ravan import RavanLinear, fedavg, ravan_aggregate, ravan_select_heads
 from ._tfb import (
     TFBLoRALinear,
     TFBSearchResult,
@@ -67,7 +67,7 @@ __all__ = [
     "ProjectedLoRALinear", "UniLoRALinear", "VeRALinear", "TiedLoRALinear", "VBLoRALinear",
     "isometric_projection", "vera_projection", "kaiming_uniform_bases", "project",
     "project_transpose", "topk_mixture_weights",
-    "RavanLinear", "fedavg", "ravan_aggregate",
+    "RavanLinear", "fedavg", "ravan_aggregate", "ravan_select_heads",
     "MoORELinear", "householder_apply", "householder_matrix",
     "TFBLoRALinear", "TFBSearchResult", "expected_calibration_error", "tfb_bayesianize",
     "tfb_refactor", "tfb_search_sigma",

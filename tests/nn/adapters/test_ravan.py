@@ -123,29 +123,29 @@ def test_ravan_masked_aggregate_is_exact_fedavg_when_clients_share_a_head_set(ra
 def test_ravan_select_heads_scores():
     a = ad.inject(_mlp(), "ravan", key=jax.random.key(4), r=1, heads=4)
     a = _train_heads(a, {p: np.ones(4, bool) for p in a.layers()}, 5)
-    for p, mk in ad._ravan.ravan_select_heads(a, 2, score="weight").items():
+    for p, mk in ad.ravan_select_heads(a, 2, score="weight").items():
         q = a.layers()[p]
         norms = np.linalg.norm(np.asarray(q.s)[:, None, None] * np.asarray(q.H), axis=(1, 2))
         np.testing.assert_array_equal(np.asarray(mk), np.isin(np.arange(4), np.argsort(-norms)[:2]))
     tr, fr = nn.split(a)
     x = jax.random.normal(jax.random.key(0), (8, 12))
     g = eqx.filter_grad(lambda t: jnp.sum(nn.combine(t, fr)(x) ** 2))(tr)
-    for p, mk in ad._ravan.ravan_select_heads(a, 3, score="gradient", grads=g).items():
+    for p, mk in ad.ravan_select_heads(a, 3, score="gradient", grads=g).items():
         norms = np.linalg.norm(np.asarray(g.layers()[p].H), axis=(1, 2))
         np.testing.assert_array_equal(np.asarray(mk), np.isin(np.arange(4), np.argsort(-norms)[:3]))
-    r1 = ad._ravan.ravan_select_heads(a, 1, key=jax.random.key(0))
-    r2 = ad._ravan.ravan_select_heads(a, 1, key=jax.random.key(0))
+    r1 = ad.ravan_select_heads(a, 1, key=jax.random.key(0))
+    r2 = ad.ravan_select_heads(a, 1, key=jax.random.key(0))
     for p in r1:
         assert int(np.sum(r1[p])) == 1
         np.testing.assert_array_equal(r1[p], r2[p])
     with pytest.raises(ValueError, match="`k`"):
-        ad._ravan.ravan_select_heads(a, 5, score="weight")
+        ad.ravan_select_heads(a, 5, score="weight")
     with pytest.raises(ValueError, match="`score`"):
-        ad._ravan.ravan_select_heads(a, 1, score="fisher")
+        ad.ravan_select_heads(a, 1, score="fisher")
     with pytest.raises(ValueError, match="`key`"):
-        ad._ravan.ravan_select_heads(a, 1)
+        ad.ravan_select_heads(a, 1)
     with pytest.raises(ValueError, match="`grads`"):
-        ad._ravan.ravan_select_heads(a, 1, score="gradient")
+        ad.ravan_select_heads(a, 1, score="gradient")
     with pytest.raises(ValueError, match="`masks`"):
         ad.ravan_aggregate([a, a], masks=[{}, {}])
 
