@@ -85,7 +85,7 @@ LORA_RANKS = (0, 1, 2, 8)  # r = 0: the head alone
 UNI_R = 4
 UNI_D = round(PAPER_FRACTION * ad.num_params("lora", SHAPES, r=max(LORA_RANKS)))  # 112
 UNI_DIMS = (UNI_D // 4, UNI_D, 4 * UNI_D)
-SIZES = {"lora": LORA_RANKS, "unilora": UNI_DIMS, "vera": (WIDTH,)}  # VeRA r = width, as VeRA
+SIZES = {"lora": LORA_RANKS, "unilora": UNI_DIMS, "vera": (WIDTH,)}  # VeRA: r = the width
 
 
 def _seeds(scale: str) -> int:
