@@ -80,8 +80,8 @@ class AdapterLayer(eqx.Module):
         return config
 
     @classmethod
-    def build_shared(cls, shapes, *, key, **config) -> dict:
-        """Arrays shared by all adapted layers (default: none)."""
+    def build_shared(cls, shapes, *, key, dtype, **config) -> dict:
+        """Arrays shared by all adapted layers (default: none), of the weights' ``dtype``."""
         return {}
 
     @property
@@ -285,7 +285,8 @@ def inject(model, method: str, targets="all-linear", *, key, train=None, **confi
     config = cls.check_config(config, [n for _, _, n in chosen])
     shapes = tuple((n.out_features, n.in_features) for _, _, n in chosen)
     skey = jax.random.fold_in(key, 2**31 - 1)
-    shared = cls.build_shared(shapes, key=skey, **config)
+    dtype = jnp.result_type(*(_nn.value(n.weight).dtype for _, _, n in chosen))
+    shared = cls.build_shared(shapes, key=skey, dtype=dtype, **config)
     layers = [
         cls.build(
             n, key=jax.random.fold_in(key, i), shared_key=skey, index=i, shapes=shapes, **config

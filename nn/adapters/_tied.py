@@ -42,10 +42,10 @@ class TiedLoRALinear(AdapterLayer):
         return {"r": r, "train_ab": train_ab}
 
     @classmethod
-    def build_shared(cls, shapes, *, key, r, train_ab, **_):
+    def build_shared(cls, shapes, *, key, dtype, r, train_ab, **_):
         m_max = max(m for m, _ in shapes)
         n_max = max(n for _, n in shapes)
-        a, b = kaiming_uniform_bases(r, m_max, n_max, key=jax.random.fold_in(key, 1))
+        a, b = kaiming_uniform_bases(r, m_max, n_max, key=jax.random.fold_in(key, 1), dtype=dtype)
         wrap = (lambda x: x) if train_ab else _nn.Frozen
         return {"A": wrap(a), "B": wrap(b)}
 

@@ -152,9 +152,8 @@ class UniLoRALinear(ProjectedLoRALinear):
         return {"r": r, "d": d, "seed": seed, "init_bound": bound}
 
     @classmethod
-    def build_shared(cls, shapes, *, key, r, d, seed, init_bound, **_):
-        dt = _nn.default_float()
-        return {"theta": jax.random.uniform(key, (d,), dt, -init_bound, init_bound)}
+    def build_shared(cls, shapes, *, key, dtype, r, d, seed, init_bound, **_):
+        return {"theta": jax.random.uniform(key, (d,), dtype, -init_bound, init_bound)}
 
     @classmethod
     def build(cls, linear, *, key, index, shapes, r, d, seed, **_):
@@ -199,9 +198,9 @@ class VeRALinear(ProjectedLoRALinear):
         return kaiming_uniform_bases(r, m_max, n_max, key=jax.random.fold_in(key, 1))
 
     @classmethod
-    def build_shared(cls, shapes, *, key, r, d_initial, **_):
-        dt = _nn.default_float()
-        parts = [p for m, _ in shapes for p in (jnp.zeros(m, dt), jnp.full(r, d_initial, dt))]
+    def build_shared(cls, shapes, *, key, dtype, r, d_initial, **_):
+        parts = [p for m, _ in shapes
+                 for p in (jnp.zeros(m, dtype), jnp.full(r, d_initial, dtype))]
         return {"theta": jnp.concatenate(parts)}
 
     @classmethod

@@ -65,11 +65,10 @@ class VBLoRALinear(AdapterLayer):
                 "init_vector_bank_bound": bound}
 
     @classmethod
-    def build_shared(cls, shapes, *, key, num_vectors, vector_length, init_vector_bank_bound,
-                     **_):
-        dt = _nn.default_float()
+    def build_shared(cls, shapes, *, key, dtype, num_vectors, vector_length,
+                     init_vector_bank_bound, **_):
         bd = init_vector_bank_bound
-        return {"bank": jax.random.uniform(key, (num_vectors, vector_length), dt, -bd, bd)}
+        return {"bank": jax.random.uniform(key, (num_vectors, vector_length), dtype, -bd, bd)}
 
     @classmethod
     def build(cls, linear, *, key, r, num_vectors, vector_length, topk, init_logits_std, **_):

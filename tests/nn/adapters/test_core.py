@@ -96,6 +96,15 @@ def test_param_count_equals_formula(name):
     assert ad.num_params("tied_lora", shapes, r=3, train_ab=True) == 19 + 7 + 3 * (16 + 16)
 
 
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_adapter_keeps_the_base_dtype(name):
+    """A float32 model stays float32 under x64: trainables (shared vectors included) and output."""
+    base = nn.MLP(8, 4, 16, 2, activation=jax.nn.relu, dtype=jnp.float32, key=jax.random.key(0))
+    a = ad.inject(base, METHOD.get(name, name), key=jax.random.key(1), **CONFIGS[name])
+    assert {x.dtype for x in jax.tree.leaves(nn.split(a)[0])} == {jnp.dtype(jnp.float32)}
+    assert fwd(a, X.astype(jnp.float32)).dtype == jnp.float32
+
+
 def test_frozen_leaves_unchanged_after_adamw_with_weight_decay():
     a = ad.inject(_base(), "vera", key=jax.random.key(0), r=6, train="layers.*.bias")
     _, frozen0 = nn.split(a)
