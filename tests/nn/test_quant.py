@@ -66,6 +66,24 @@ def test_nearest_bit_exact_with_ml_dtypes(fmt, dtype):
     a = jnp.asarray(np.abs(x))
     grid = np.asarray(Q._round_mag(a, f, "nearest", cast=False))
     assert np.array_equal(grid, np.abs(ref))
+    # rounding up (SR block scales): the cast-and-next-code path and the exact grid arithmetic both
+    # give the smallest grid value >= |x|
+    g = _grid_values(fmt).astype(dtype)
+    want = g[np.searchsorted(g, np.abs(x), side="left")]
+    assert np.array_equal(np.asarray(Q._round_mag(a, f, "up", cast=False)), want)
+    assert np.array_equal(np.asarray(Q._round_mag(a, f, "up")), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_power_of_two_helpers_over_the_whole_exponent_range(dtype):
+    """_pow2 / _floor_log2 (bit arithmetic, subnormals included) against numpy's ldexp / frexp."""
+    fi = np.finfo(dtype)
+    k = np.arange(np.log2(fi.smallest_subnormal), fi.maxexp).astype(int)
+    np.testing.assert_array_equal(Q._pow2(jnp.asarray(k), dtype), np.ldexp(dtype(1), k))
+    p = np.ldexp(dtype(1), k)
+    a = np.concatenate([p, p * dtype(1.5), np.nextafter(p, np.inf), np.nextafter(p[1:], 0)])
+    a = a[np.isfinite(a) & (a > 0)].astype(dtype)
+    np.testing.assert_array_equal(Q._floor_log2(jnp.asarray(a)), np.frexp(a)[1] - 1)
 
 
 def test_e2m1_ties_and_specials():
@@ -79,7 +97,9 @@ def test_e2m1_ties_and_specials():
 
 
 def test_e8m0_bit_exact_and_specials():
-    x = _boundaries("e8m0", np.float64)
+    rng = np.random.default_rng(1)
+    rnd = np.exp2(rng.uniform(-126, 127, 20000))
+    x = np.concatenate([_boundaries("e8m0", np.float64), rnd])
     x = x[(x >= 2.0**-126) & (x < 2.0**127)]
     ref = x.astype(ML["e8m0"]).astype(np.float64)
     np.testing.assert_array_equal(Q.round_to(x, "e8m0"), ref)
@@ -159,6 +179,28 @@ def test_nvfp4_scales_and_error_bound():
     amax_b = np.repeat(np.abs(x).reshape(6, 4, 16).max(-1), 16, axis=-1)
     normal = c * float(b.tensor_scale) >= 2.0**-6
     assert np.all((np.abs(xh - x) <= amax_b / 6 * (1 + 2.0**-4) * (1 + 1e-12))[normal])
+
+
+@settings(max_examples=8)
+@given(st.integers(0, 2**31 - 1), st.floats(-30, 30), st.sampled_from(["nvfp4", "mxfp4"]))
+def test_sr_block_scales_in_range_never_clip_and_two_neighbours(seed, log2_mag, fmt):
+    """With stochastic rounding the block scale is rounded up on its grid: finite, <= 448 and on
+    the E4M3 grid (NVFP4), no scaled element above 6 (so SR stays unbiased), and each element is
+    one of its two E2M1 neighbours."""
+    x = _blocks_data(np.random.default_rng(seed)) * 2.0**log2_mag
+    b = Q.quantize_blocks(x, fmt, "stochastic", key=jax.random.PRNGKey(seed))
+    s = np.asarray(b.scales)
+    assert np.all(np.isfinite(s)) and np.all(s >= 0)
+    if fmt == "nvfp4":
+        assert s.max() == 448 and np.array_equal(s, s.astype(ml_dtypes.float8_e4m3fn).astype(float))
+    c = np.repeat(s / float(b.tensor_scale), x.shape[1] // s.shape[1], axis=-1)
+    live = c > 0
+    y = np.abs(x)[live] / c[live]
+    assert np.all(y <= 6)
+    lo, hi = _two_point(y, "e2m1")
+    v = np.abs(np.asarray(b.values).reshape(x.shape))[live]
+    assert np.all((v == lo) | (v == hi))
+    assert np.all(np.asarray(b.values).reshape(x.shape)[~live] == 0)
 
 
 def test_mxfp4_floor_and_ceil_rules():
