@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -43,10 +44,18 @@ def make_step(loss_fn: Callable, optimizer: optax.GradientTransformation):
     """Jitted ``step(trainable, frozen, opt_state, batch, key) -> (trainable, opt_state, loss)``.
 
     ``loss_fn(model, batch, *, key) -> scalar``. Gradients are taken w.r.t. ``trainable`` only,
-    and the
-    optimiser only ever sees the trainable half (see :func:`nn.split`).
+    and the optimiser only ever sees the trainable half (see :func:`nn.split`). Cached on
+    ``(loss_fn, optimizer)`` when both are hashable: repeated :func:`train` calls with the same
+    loss and optimiser (a resumed run, several seeds) reuse one step function and its compilations.
     """
+    try:
+        hash((loss_fn, optimizer))
+    except TypeError:
+        return _build_step(loss_fn, optimizer)
+    return _cached_step(loss_fn, optimizer)
 
+
+def _build_step(loss_fn, optimizer):
     @eqx.filter_jit
     def step(trainable, frozen, opt_state, batch, key):
         def f(tr):
@@ -57,6 +66,9 @@ def make_step(loss_fn: Callable, optimizer: optax.GradientTransformation):
         return eqx.apply_updates(trainable, updates), opt_state, loss
 
     return step
+
+
+_cached_step = functools.lru_cache(maxsize=64)(_build_step)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """NN core: shapes, dtypes, causality, the trainable/frozen split, training, checkpoints."""
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -10,10 +12,11 @@ import pytest
 import nn
 
 
-def _lm(key=0, **kw):
-    cfg = dict(vocab_size=11, d_model=16, num_heads=2, num_layers=2, max_len=8)
-    cfg.update(kw)
-    return nn.TransformerLM(**cfg, key=jax.random.PRNGKey(key))
+@functools.cache  # models are immutable; building one runs its initialisers op by op
+def _lm(key=0):
+    return nn.TransformerLM(
+        vocab_size=11, d_model=16, num_heads=2, num_layers=2, max_len=8, key=jax.random.PRNGKey(key)
+    )
 
 
 def test_linear_shapes_dtype_and_value():
@@ -96,7 +99,7 @@ def test_split_combine_and_freeze_semantics():
     assert eqx.tree_equal(nn.combine(tr, fr), lm)
     # jax.grad through the whole model gives zero on frozen parts (stop_gradient inside Frozen)
     toks = jax.random.randint(jax.random.PRNGKey(3), (2, 9), 0, 11)
-    g = jax.grad(lambda m: nn.lm_loss(m, toks))(lm)
+    g = jax.jit(jax.grad(nn.lm_loss))(lm, toks)
     assert not np.any(g.embed.value.weight) and not np.any(g.head.weight.value)
     assert np.any(g.blocks[1].attn.q_proj.weight)
     assert nn.count_params(nn.unfreeze(lm)) > nn.count_params(lm)
@@ -121,7 +124,7 @@ def test_frozen_unchanged_after_training_with_weight_decay_and_loss_decreases():
         res.model.blocks[1].mlp.layers[0].weight, lm.blocks[1].mlp.layers[0].weight
     )
     ev = nn.evaluate(res.model, nn.lm_loss, [data, data])
-    assert abs(ev - float(nn.lm_loss(res.model, data))) < 1e-12
+    assert abs(ev - float(jax.jit(nn.lm_loss)(res.model, data))) < 1e-12
     assert "final loss" in res.summary()
 
 
