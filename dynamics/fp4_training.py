@@ -6,6 +6,18 @@ Sec. 4 (threshold ``|g| / (sigma_q sqrt d) = sqrt(3)``, :mod:`theory.fp4`), Fig.
 during training; switching to higher-precision gradients when it crosses the threshold closes the
 gap) and Sec. 5.2 (QAF: forward kept in FP4, backward in high precision).
 
+QAF schedule (paper Sec. 5.2, "Quantization Aware Fine-tuning"): "During this stage, we reset the
+learning rate and apply a short warmup (40 iterations) followed by a cosine decay schedule with an
+initial peak learning rate". :func:`train_fp4` runs this with ``qaf_optimizer``, initialised fresh
+at the switch step, e.g. ``optax.adamw(optax.warmup_cosine_decay_schedule(0.0, peak, 40,
+qaf_steps))``. The paper does not say whether the optimiser state (Adam moments) is reset with the
+learning rate. We reset it (a fresh ``qaf_optimizer.init``): the warm-up from zero is what makes a
+fresh second-moment estimate safe (its first steps are tiny), and the moments accumulated in FP4
+training carry the SR noise variance that the high-precision QAF gradients no longer have (the
+ratio of Fig. 5 rises after the switch), so they would mis-scale the first QAF steps. The Fig. 5
+threshold experiment itself states no learning-rate change at the switch; ``qaf_optimizer=None``
+(the default) keeps the training optimiser and its state across the switch.
+
 Measurement (one-sample estimate of the SR noise, unbiased for ``E|eps|^2``): at every step both the
 FP4 gradient ``g_q`` (the :class:`nn.quant.QuantMatmul` recipe) and the high-precision gradient
 ``g_hp`` of the *same* forward pass (same FP4 forward, exact backward and update GEMMs) are
@@ -99,9 +111,12 @@ def gradient_pair(model, loss_fn, batch, *, key, fmt="nvfp4", mode="fqt"):
     """``(g_q, g_hp)``: FP4-recipe and high-precision gradients of one batch from the same
     forward."""
     _check(mode, SQRT3, 1)
-    q_cfg, hp_cfg = _configs(mode, fmt)
     tr, fr = nn.split(model)
+    return _pair(tr, fr, loss_fn, batch, key, *_configs(mode, fmt))
 
+
+@eqx.filter_jit
+def _pair(tr, fr, loss_fn, batch, key, q_cfg, hp_cfg):
     def grad(cfg):
         return eqx.filter_grad(
             lambda t: loss_fn(nn.set_matmul(nn.combine(t, fr), cfg), batch, key=key)
@@ -114,10 +129,11 @@ def gradient_pair(model, loss_fn, batch, *, key, fmt="nvfp4", mode="fqt"):
 class FP4TrainResult:
     """Per-step ``losses``, ``grad_norms`` ``|g_hp|``, ``noise_norms`` ``|g_q - g_hp|``, ``ratios``;
     ``crossing_step`` (first windowed crossing of ``threshold``, or None), ``switch_step`` (first
-    step
-    updated with high-precision gradients, or None), final ``model``."""
+    step updated with high-precision gradients, or None), final ``model`` and ``opt_state`` (the
+    state of the optimiser in use at the end: ``qaf_optimizer``'s after a switch with one)."""
 
     model: object
+    opt_state: object
     losses: np.ndarray
     grad_norms: np.ndarray
     noise_norms: np.ndarray
@@ -159,6 +175,7 @@ def train_fp4(
     switch="threshold",
     threshold=SQRT3,
     window=10,
+    qaf_optimizer=None,
     progress=True,
 ) -> FP4TrainResult:
     """Train with FP4 gradients, monitoring ``rho_t`` and optionally switching to high precision.
@@ -174,12 +191,20 @@ def train_fp4(
     switch : ``"threshold"`` (switch to the high-precision gradient from the step after the
         windowed ratio first falls below ``threshold``: the paper's remedy), an int step, or None.
     threshold, window : the crossing rule (:func:`detect_crossing`).
+    qaf_optimizer : None (keep ``optimizer`` and its state across the switch) or an
+        ``optax.GradientTransformation`` initialised fresh at the switch step and used from there
+        on: the paper's QAF learning-rate reset (module docstring). Its schedule counts from 0 at
+        the switch, so a warm-up starting at 0 leaves the weights unchanged by the switch step.
     """
     _check(mode, threshold, window)
     if not isinstance(steps, int) or steps < 0:
         raise ValueError(f"steps must be a non-negative int, got {steps!r}")
     if not (switch is None or switch == "threshold" or (isinstance(switch, int) and switch >= 0)):
         raise ValueError(f"switch must be 'threshold', a non-negative int or None, got {switch!r}")
+    if qaf_optimizer is not None and not isinstance(qaf_optimizer, optax.GradientTransformation):
+        raise TypeError(
+            f"qaf_optimizer must be an optax.GradientTransformation or None, got {qaf_optimizer!r}"
+        )
     get = batches if callable(batches) else (lambda it: lambda t: next(it))(iter(batches))
     q_cfg, hp_cfg = _configs(mode, fmt)
     tr, fr = nn.split(nn.set_matmul(model, None))
@@ -187,9 +212,17 @@ def train_fp4(
     step = _step_fn(loss_fn, optimizer, q_cfg, hp_cfg)
     losses, gns, ens = [], [], []
     crossing = switch_step = None
-    use_hp = switch == 0
-    if use_hp:
-        switch_step = 0
+    use_hp = False
+
+    def begin_high_precision(t):
+        nonlocal use_hp, switch_step, opt_state, step
+        use_hp, switch_step = True, t
+        if qaf_optimizer is not None:
+            opt_state = qaf_optimizer.init(tr)
+            step = _step_fn(loss_fn, qaf_optimizer, q_cfg, hp_cfg)
+
+    if switch == 0:
+        begin_high_precision(0)
     for t in tqdm(range(steps), disable=None if progress else True, leave=False):
         tr, opt_state, loss, gn, en = step(
             tr, fr, opt_state, get(t), jax.random.fold_in(key, t), jnp.asarray(use_hp)
@@ -205,19 +238,20 @@ def train_fp4(
             (switch == "threshold" and crossing is not None)
             or (isinstance(switch, int) and t + 1 >= switch)
         ):
-            use_hp, switch_step = True, t + 1
+            begin_high_precision(t + 1)
     final = nn.set_matmul(
         nn.combine(tr, fr),
         q_cfg.replace(bwd_g=None, bwd_w=None, upd_g=None, upd_x=None) if q_cfg else None,
     )
     return FP4TrainResult(
-        final,
-        np.asarray(losses),
-        np.asarray(gns),
-        np.asarray(ens),
-        float(threshold),
-        window,
-        crossing,
-        switch_step,
-        mode,
+        model=final,
+        opt_state=opt_state,
+        losses=np.asarray(losses),
+        grad_norms=np.asarray(gns),
+        noise_norms=np.asarray(ens),
+        threshold=float(threshold),
+        window=window,
+        crossing_step=crossing,
+        switch_step=switch_step,
+        mode=mode,
     )
