@@ -37,6 +37,15 @@ def main():
     ]:
         f = jax.jit(lambda x, k, fmt=fmt, rnd=rnd: Q.quantize(x, fmt, rnd, key=k))
         rows.append((name, _time(f, x, key)))
+    # the U[0, 1) draws behind stochastic rounding: nn.quant's Threefry RngBitGenerator op against
+    # jax.random.uniform with the default (threefry) and the "rbg" (Philox RngBitGenerator) keys
+    rbg = jax.random.key(1, impl="rbg")
+    for name, f, k in [
+        ("U[0,1): nn.quant (SR draws)", lambda k: Q._uniform(k, x.shape, x.dtype), key),
+        ("U[0,1): jax.random threefry", lambda k: jax.random.uniform(k, x.shape), key),
+        ("U[0,1): jax.random rbg", lambda k: jax.random.uniform(k, x.shape), rbg),
+    ]:
+        rows.append((name, _time(jax.jit(f), k)))
     print(f"quantiser throughput, {x.size:,} float32 elements")
     print(f"{'method':<34}{'Melem/s':>10}{'time / baseline':>18}")
     for name, t in rows:

@@ -1,5 +1,7 @@
 """FP4 formats, block quantisers and the quantised matmul (nn.quant)."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import ml_dtypes
@@ -290,6 +292,13 @@ def _data(M=40, K=48, N=24, seed=7):
     )
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _vjp(mm, x, w, g, key):
+    """``(y, dx, dw)`` of ``mm`` in one compiled program (op by op it is several times slower)."""
+    y, f = jax.vjp(lambda x, w: mm(x, w, key=key), x, w)
+    return (y, *f(g))
+
+
 def test_quant_matmul_vjp_equals_dequantised_computation():
     x, w, g = _data()
     fx, fw = Q.Operand("nvfp4"), Q.Operand(Q.MXFP4)
@@ -300,25 +309,31 @@ def test_quant_matmul_vjp_equals_dequantised_computation():
     )
     mm = Q.QuantMatmul(fx, fw, bg, bw, ug, ux)
     key = jax.random.PRNGKey(11)
-    y, vjp = jax.vjp(lambda x, w: mm(x, w, key=key), x, w)
-    dx, dw = vjp(g)
-    k = jax.random.split(key, 6)
+    y, dx, dw = _vjp(mm, x, w, g, key)
     x2, g2 = x.reshape(-1, 48), g.reshape(-1, 24)
-    qz = lambda op, a, ax, kk: Q.quantize(a, op.fmt, op.rounding, key=kk, axis=ax, pad=True)  # noqa: E731
-    np.testing.assert_allclose(
-        y.reshape(-1, 24), qz(fx, x2, -1, k[0]) @ qz(fw, w, -1, k[1]).T, rtol=1e-13, atol=1e-13
-    )
-    np.testing.assert_allclose(
-        dx.reshape(-1, 48), qz(bg, g2, -1, k[2]) @ qz(bw, w, 0, k[3]), rtol=1e-13, atol=1e-13
-    )
-    np.testing.assert_allclose(
-        dw, qz(ug, g2, 0, k[4]).T @ qz(ux, x2, 0, k[5]), rtol=1e-13, atol=1e-13
-    )
+
+    @jax.jit  # the dequantised computation, written out with the public quantize (one program)
+    def reference(x2, w, g2, key):
+        k = jax.random.split(key, 6)
+
+        def qz(op, a, ax, kk):
+            return Q.quantize(a, op.fmt, op.rounding, key=kk, axis=ax, pad=True)
+
+        return (
+            qz(fx, x2, -1, k[0]) @ qz(fw, w, -1, k[1]).T,
+            qz(bg, g2, -1, k[2]) @ qz(bw, w, 0, k[3]),
+            qz(ug, g2, 0, k[4]).T @ qz(ux, x2, 0, k[5]),
+            Q.quantize(x2) @ Q.quantize(w).T,
+        )
+
+    y_ref, dx_ref, dw_ref, y_qaf = reference(x2, w, g2, key)
+    np.testing.assert_allclose(y.reshape(-1, 24), y_ref, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(dx.reshape(-1, 48), dx_ref, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(dw, dw_ref, rtol=1e-13, atol=1e-13)
     # QAF: FP4 forward, both backward GEMMs on the saved high-precision tensors (official code)
     qaf = Q.QuantMatmul.qaf("nvfp4")
-    y, vjp = jax.vjp(lambda x, w: qaf(x, w), x, w)
-    dx, dw = vjp(g)
-    np.testing.assert_allclose(y, Q.quantize(x) @ Q.quantize(w).T, rtol=1e-13, atol=1e-13)
+    y, dx, dw = _vjp(qaf, x, w, g, jax.random.PRNGKey(0))
+    np.testing.assert_allclose(y.reshape(-1, 24), y_qaf, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(dx, g @ w, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(dw, g2.T @ x2, rtol=1e-13, atol=1e-13)
 
@@ -326,8 +341,7 @@ def test_quant_matmul_vjp_equals_dequantised_computation():
 def test_quant_matmul_off_is_plain_matmul_and_sr_gradient_unbiased():
     x, w, g = _data()
     off = Q.QuantMatmul()
-    y, vjp = jax.vjp(lambda x, w: off(x, w), x, w)
-    dx, dw = vjp(g)
+    y, dx, dw = _vjp(off, x, w, g, jax.random.PRNGKey(0))
     np.testing.assert_allclose(y, x @ w.T, rtol=1e-13)
     np.testing.assert_allclose(dx, g @ w, rtol=1e-13)
     np.testing.assert_allclose(dw, g.reshape(-1, 24).T @ x.reshape(-1, 48), rtol=1e-12)
@@ -357,10 +371,8 @@ def test_linear_with_quant_matmul_under_jit():
 
     g = jax.grad(f)(lin, x, jax.random.PRNGKey(2))
     assert g.weight.shape == (16, 32) and np.all(np.isfinite(g.weight))
-    ref = x @ Q.quantize(lin.weight).T + lin.bias
-    np.testing.assert_allclose(
-        lin(x, key=jax.random.PRNGKey(3)),
-        Q.quantize(x) @ Q.quantize(lin.weight).T + lin.bias,
-        rtol=1e-12,
-    )
-    assert not np.allclose(ref, lin(x, key=jax.random.PRNGKey(3)))
+    y = lin(x, key=jax.random.PRNGKey(3)).reshape(-1, 16)
+    x2 = x.reshape(-1, 32)  # the shape the matmul quantises (shares its compilation)
+    wq = Q.quantize(lin.weight)
+    np.testing.assert_allclose(y, Q.quantize(x2) @ wq.T + lin.bias, rtol=1e-12)
+    assert not np.allclose(x2 @ wq.T + lin.bias, y)  # the activations are quantised too
