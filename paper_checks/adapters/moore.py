@@ -84,7 +84,7 @@ import nn
 import nn.adapters as ad
 from paper_checks._registry import Measurement, claim
 from paper_checks._stats import mean_se
-from paper_checks.adapters._base import D_IN, WIDTH, pretrained
+from paper_checks.adapters._base import D_IN, WIDTH, pretrained, stack_trees
 
 MOORE = "Yuan, Zheng, Wang, Liu & Xu 2025 (MoORE, arXiv 2506.14436)"
 
@@ -189,12 +189,6 @@ def _runner(method, steps, checkpoints):
     return eqx.filter_jit(eqx.filter_vmap(over_lr, in_axes=(0, None, None, 0)))
 
 
-def _stack(trees):
-    """Stack pytrees of one structure along a new axis 0 (``trees[0]``'s static metadata)."""
-    leaves = zip(*map(jax.tree.leaves, trees), strict=True)
-    return jax.tree.unflatten(jax.tree.structure(trees[0]), [jnp.stack(v) for v in leaves])
-
-
 @functools.cache
 def moore_runs(scale: str = "quick"):
     """Joint and single-task adaptation of the pretrained MLP by LoRA and MoORE (module docstring).
@@ -207,7 +201,7 @@ def moore_runs(scale: str = "quick"):
     k, n_seeds = z["tasks"], z["seeds"]
     with jax.enable_x64(True):
         teacher, student, _ = pretrained(scale)
-        joint = _stack([_tasks(teacher, k, s, z["n"]) for s in range(n_seeds)])
+        joint = stack_trees([_tasks(teacher, k, s, z["n"]) for s in range(n_seeds)])
         joint["ids"] = jnp.tile(jnp.arange(1, k + 1), (n_seeds, 1))
         # single-task run (s, j): task j of seed s alone, with its own id
         single = {key: jax.tree.map(lambda a: a.reshape(-1, 1, *a.shape[2:]), v)
@@ -225,7 +219,7 @@ def moore_runs(scale: str = "quick"):
         for method in METHODS:
             adapters = [_adapter(method, student, s, k + 1) for s in range(n_seeds)]
             fr = nn.split(adapters[0])[1]
-            tr = _stack([nn.split(a)[0] for a in adapters])  # seed-specific init
+            tr = stack_trees([nn.split(a)[0] for a in adapters])  # seed-specific init
             run = _runner(method, z["steps"], z["checkpoints"])
             (new, orig), val = jax.tree.map(np.asarray, run(tr, fr, lrs, joint))
             tr1 = jax.tree.map(lambda a: jnp.repeat(a, k, axis=0), tr)

@@ -16,7 +16,7 @@ import nn.adapters as ad
 from nn import riemannian as rm
 from paper_checks._registry import Measurement, claim
 from paper_checks._stats import mean_se
-from paper_checks.adapters._base import train_loop, xent
+from paper_checks.adapters._base import stack_trees, train_loop, xent
 
 POLAR = "Lion, Zhang, Li & He 2025 (PoLAR, arXiv 2506.03133)"
 
@@ -36,13 +36,6 @@ def _minibatch_xent(m, i, x, y):
 def _cosine_warmup(lr, steps):
     """HF ``lr_scheduler_type="cosine"`` with ``warmup_ratio``: linear 0 -> lr, cosine -> 0."""
     return optax.warmup_cosine_decay_schedule(0.0, lr, max(1, round(SR_WARMUP * steps)), steps)
-
-
-def _stack(trees):
-    """Stack same-shaped pytrees leaf by leaf into the structure of the first (the Adapted spec
-    keeps its seed as static metadata, so the seeds' trees differ only there)."""
-    leaves = zip(*[jax.tree.leaves(t) for t in trees], strict=True)
-    return jax.tree.unflatten(jax.tree.structure(trees[0]), [jnp.stack(a) for a in leaves])
 
 
 @functools.cache
@@ -102,7 +95,7 @@ def sr_runs(scale: str = "quick"):
             models = [ad.inject(base, name, targets="layers.1", key=jax.random.key(s), r=SR_R,
                                 alpha=SR_ALPHA) for s in range(n_seeds)]
             fr = nn.split(models[0])[1]  # the frozen half (the base) is shared by the seeds
-            tr = _stack([nn.split(m)[0] for m in models])
+            tr = stack_trees([nn.split(m)[0] for m in models])
             go = eqx.filter_vmap(train_loop(_minibatch_xent, opt), in_axes=(0, None, 0, 0, 0))
             tr, ls = go(tr, fr, idx, x, y)
             runs = [nn.combine(jax.tree.map(lambda a, i=i: a[i], tr), fr)

@@ -69,7 +69,7 @@ import nn
 import nn.adapters as ad
 from paper_checks._registry import Measurement, claim
 from paper_checks._stats import paired
-from paper_checks.adapters._base import xent
+from paper_checks.adapters._base import stack_trees, xent
 
 UNILORA = "Li et al. 2025 (Uni-LoRA, arXiv 2506.00799)"
 
@@ -239,11 +239,7 @@ def _stacked(method: str, size: int, n: int):
     only in static metadata, sizes and seeds, that does not enter the forward pass)."""
     ref = nn.split(_adapted(method, max(SIZES[method]), 0))
     parts = [nn.split(_adapted(method, size, s)) for s in range(n)]
-    return tuple(
-        jax.tree.unflatten(jax.tree.structure(ref[h]),
-                           [jnp.stack(a) for a in zip(*[jax.tree.leaves(p[h]) for p in parts],
-                                                      strict=True)])
-        for h in (0, 1))
+    return tuple(stack_trees([p[h] for p in parts], like=ref[h]) for h in (0, 1))
 
 
 @functools.cache
