@@ -84,10 +84,10 @@ def retract_qr(x, v):
 
     Computed as CholeskyQR2 (Fukaya, Nakatsukasa, Yanagisawa & Yamamoto 2014, Sec. 3): two passes
     of ``Q = M R^{-1}``, ``R^T R = M^T M``, i.e. ``r x r`` Cholesky factorisations and O(p r^2)
-    matrix products instead of a Householder QR of the tall ``p x r`` matrix (which XLA runs
-    20-100x slower on CPU; ``benchmarks/adapters.py``). The positive diagonal of the Cholesky
-    factors gives the sign-fixed Q exactly. Accurate to working precision when ``M = X + V`` is
-    well conditioned, which holds at ``X`` on St(p, r) with tangent ``V``: then
+    matrix products instead of a Householder QR of the tall ``p x r`` matrix (about 5x slower
+    in XLA on CPU at p = 4096, r = 32; ``benchmarks/adapters.py``). The positive diagonal of the
+    Cholesky factors gives the sign-fixed Q exactly. Accurate to working precision when
+    ``M = X + V`` is well conditioned, which holds at ``X`` on St(p, r) with tangent ``V``: then
     ``M^T M = I + V^T V``, condition number ``1 + ||V||_2^2`` (derived here; tested against the
     Householder QR in ``tests/nn/test_riemannian.py``).
     """
@@ -122,7 +122,8 @@ def retract_cayley(x, v):
     vv = jnp.concatenate([x, -p_], axis=-1)
     eye = jnp.eye(2 * r, dtype=x.dtype)
     m = eye - 0.5 * (_t(vv) @ u)
-    return x + u @ jnp.linalg.solve(m, _t(vv) @ x)
+    # a 2r x 2r inverse: XLA's CPU triangular solves (inside ``solve``) cost ~10x more here
+    return x + u @ (jnp.linalg.inv(m) @ (_t(vv) @ x))
 
 
 RETRACTIONS = {"qr": retract_qr, "polar": retract_polar, "cayley": retract_cayley}
