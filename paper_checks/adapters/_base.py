@@ -1,6 +1,6 @@
-"""Shared pieces of the adapter claims: a jitted training loop, and a small ReLU MLP pretrained
-here on a synthetic teacher together with shifted tasks (the teacher's hidden weight moved by a
-low-rank perturbation)."""
+"""Shared pieces of the adapter claims: a jitted training loop, stacking of seeds' models for one
+``vmap``-ed compilation, and a small ReLU MLP pretrained here on a synthetic teacher together with
+shifted tasks (the teacher's hidden weight moved by a low-rank perturbation)."""
 
 from __future__ import annotations
 
@@ -54,11 +54,6 @@ def fit(model, loss, opt, steps):
 D_IN, WIDTH, D_OUT = 16, 32, 4
 
 
-def mse(m, x, y):
-    """Mean squared error of ``m`` on ``(x, y)``."""
-    return jnp.mean((m(x) - y) ** 2)
-
-
 @functools.cache
 def pretrained(scale: str = "quick"):
     """Teacher, student pretrained on it, and the data draws."""
@@ -67,7 +62,7 @@ def pretrained(scale: str = "quick"):
         teacher = nn.MLP(D_IN, D_OUT, WIDTH, 2, activation=jax.nn.relu, key=jax.random.key(100))
         x = jax.random.normal(jax.random.key(1), (n, D_IN))
         student = nn.MLP(D_IN, D_OUT, WIDTH, 2, activation=jax.nn.relu, key=jax.random.key(0))
-        student, ls = fit(student, lambda m: mse(m, x, teacher(x)), optax.adam(3e-3),
+        student, ls = fit(student, lambda m: jnp.mean((m(x) - teacher(x)) ** 2), optax.adam(3e-3),
                           800 if scale == "quick" else 4000)
         return teacher, student, float(ls[-1])
 
