@@ -1,5 +1,6 @@
 """Figure discovery: every public module of ``figures`` defines ``ID``, ``TITLE`` and
-``make(scale) -> matplotlib.figure.Figure`` (theory drawn beside simulation).
+``make(scale, seed=0) -> matplotlib.figure.Figure`` (theory drawn beside simulation), with
+``scale`` one of ``paper_checks.SCALES`` (sizes from the claim module's size table).
 
 ``ID`` follows the claim ids (``AREA.NAME``) so that ``--only GLOB`` selects claims and figures
 alike.

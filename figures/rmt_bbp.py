@@ -4,15 +4,16 @@ limits of :mod:`theory.bbp` beside simulated means with error bars (±2 SE)."""
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.rmt import simulate_bbp
+from paper_checks.rmt import SIZES, simulate_bbp
 from theory.bbp import bbp_overlap, bbp_top_eigenvalue
 
 ID = "rmt.bbp"
 TITLE = "BBP transition of the spiked Wigner model"
 
 
-def make(scale: str = "quick"):
-    sim = simulate_bbp(scale)
+def make(scale: str = "quick", seed: int = 0):
+    size = SIZES[scale]
+    sim = simulate_bbp(size.n, size.trials, seed)
     grid = np.linspace(0.0, max(sim["beta"]) * 1.05, 400)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
     ax1.plot(grid, bbp_top_eigenvalue(grid), "k-", label="limit (theory)")

@@ -1,29 +1,51 @@
-"""The claims registry: each claim of a paper, with a ``check(scale) -> Measurement``.
+"""The claims registry: each claim of a paper, its sizes per scale, its mutants and its check.
 
 A claim module (``paper_checks/<area>.py``) registers its claims with :func:`claim`; the registry
-imports every public module of the package on first use, so adding an area needs no edit here.
+imports every public module of the package on first use, so adding an area needs no edit here::
+
+    SIZES = sizes(smoke=dict(n=200, trials=2), quick=dict(n=2000, trials=10),
+                  full=dict(n=4000, trials=40))
+
+    @claim("rmt.bbp", paper=..., statement=..., where=..., sizes=SIZES,
+           mutants=[wrap("theory.bbp.bbp_top_eigenvalue", scaled(1.05),
+                         "outlier location 5 % high")])
+    def _bbp(size, seed) -> Measurement:
+        sim = simulate(size.n, size.trials, seed)
+        return measure(within(sim.lam, theory, tol, name="top_eigenvalue"), detail=...)
+
+``size`` is the row of the table for the scale asked for (attributes, plus ``size.scale``);
+``seed`` changes every random draw of the check. A mutant is a plausible bug in the library code
+the claim exercises, applied by patching for the length of one run (:func:`run_claim`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import functools
 import importlib
 import pkgutil
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-__all__ = ["Measurement", "Claim", "Registry", "REGISTRY", "claim", "SCALES"]
+__all__ = ["Measurement", "Claim", "Registry", "REGISTRY", "claim", "SCALES", "Sizes", "sizes",
+           "Mutant", "patch", "wrap", "scaled", "memo", "clear_caches", "run_claim"]
 
-SCALES = ("quick", "full")
+SCALES = ("smoke", "quick", "full")
+#: the packages whose module attributes a mutant patches (every binding of the patched object)
+_OWN = ("theory", "estimators", "spectral", "dynamics", "nn", "paper_checks", "figures")
 
 
 @dataclass(frozen=True)
 class Measurement:
     """What a check measured and how it compares with the claim.
 
-    ``measured``, ``expected`` and ``tolerance`` are floats, or lists / dicts of floats when a claim
-    is checked at several points; ``passed`` is the verdict; ``detail`` a short line for the report.
+    Built by :func:`paper_checks.measure` from typed rules: ``measured``, ``expected`` and
+    ``tolerance`` are floats, or lists / dicts of floats; ``passed`` the conjunction of the rules;
+    ``rule`` their text; ``detail`` a short line for the report.
     """
 
     measured: Any
@@ -31,17 +53,186 @@ class Measurement:
     tolerance: Any
     passed: bool
     detail: str = ""
+    rule: str = ""
 
 
+class Sizes(Mapping):
+    """One row of a size table: a read-only mapping with attribute access and ``.scale``."""
+
+    def __init__(self, row: dict):
+        self._row = MappingProxyType(dict(row))
+
+    def __getitem__(self, key):
+        return self._row[key]
+
+    def __iter__(self):
+        return iter(self._row)
+
+    def __len__(self):
+        return len(self._row)
+
+    def __getattr__(self, key):
+        if key.startswith("_"):
+            raise AttributeError(key)
+        try:
+            return self._row[key]
+        except KeyError:
+            raise AttributeError(f"size table has no entry {key!r}") from None
+
+    def __repr__(self):
+        return f"Sizes({dict(self._row)!r})"
+
+
+def sizes(**table: dict) -> dict[str, Sizes]:
+    """A claim module's size table: one dict per scale, every scale of :data:`SCALES` given,
+    every row with the same keys."""
+    if set(table) != set(SCALES):
+        raise ValueError(f"a size table needs exactly the scales {SCALES}; got {tuple(table)}.")
+    keys = {s: set(row) for s, row in table.items()}
+    if len({frozenset(k) for k in keys.values()}) != 1:
+        raise ValueError(f"every scale of a size table needs the same keys; got {keys}.")
+    return {s: Sizes({**table[s], "scale": s}) for s in SCALES}
+
+
+NO_SIZES = sizes(smoke={}, quick={}, full={})
+
+
+# ------------------------------------------------------------------------------------ mutants
+@dataclass(frozen=True)
+class Mutant:
+    """A plausible bug: ``apply()`` is a context manager that patches it in for one run."""
+
+    name: str
+    description: str
+    apply: Callable[[], contextlib.AbstractContextManager] = field(repr=False)
+
+
+def _resolve(target: str):
+    """``"pkg.mod.attr"`` -> (owner object, attribute name, current value)."""
+    parts = target.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            owner = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for p in parts[i:-1]:
+            owner = getattr(owner, p)
+        return owner, parts[-1], getattr(owner, parts[-1])
+    raise ValueError(f"mutant target {target!r} does not name a module attribute.")
+
+
+@contextlib.contextmanager
+def _patched(target: str, make_new: Callable[[Any], Any]) -> Iterator[None]:
+    """Replace ``target`` and every other binding of the same object in this package's modules
+    (``from x import f`` copies included); restore all on exit."""
+    owner, attr, old = _resolve(target)
+    new = make_new(old)
+    done = [(owner, attr)]
+    setattr(owner, attr, new)
+    immutable = isinstance(old, int | float | str | bool | tuple | type(None))
+    if not immutable:  # a float constant is rebound only where it is named
+        for name, mod in list(sys.modules.items()):
+            if mod is None or name.split(".")[0] not in _OWN:
+                continue
+            for key, val in list(vars(mod).items()):
+                if val is old and (mod, key) != (owner, attr):
+                    setattr(mod, key, new)
+                    done.append((mod, key))
+    clear_caches()
+    try:
+        yield
+    finally:
+        for mod, key in done:
+            setattr(mod, key, old)
+        clear_caches()
+
+
+def patch(target: str, new: Any, description: str, *, name: str | None = None) -> Mutant:
+    """Mutant replacing the object at dotted path ``target`` by ``new``."""
+    return Mutant(name or f"{target.rsplit('.', 1)[-1]}_patched", description,
+                  lambda: _patched(target, lambda old: new))
+
+
+def wrap(target: str, wrapper: Callable[[Callable], Callable], description: str, *,
+         name: str | None = None) -> Mutant:
+    """Mutant replacing the function at ``target`` by ``wrapper(original)``."""
+    return Mutant(name or f"{target.rsplit('.', 1)[-1]}_wrapped", description,
+                  lambda: _patched(target, wrapper))
+
+
+def scaled(factor: float) -> Callable[[Callable], Callable]:
+    """A wrapper for :func:`wrap`: the original's (array or float) output times ``factor``."""
+
+    def wrapper(f):
+        @functools.wraps(f)
+        def g(*args, **kwargs):
+            return f(*args, **kwargs) * factor
+
+        return g
+
+    return wrapper
+
+
+# ------------------------------------------------------------------------------------ caches
+_MEMOS: list = []
+
+
+def memo(f):
+    """``functools.cache`` for simulations shared by claims and figures; cleared by
+    :func:`clear_caches` (so a mutant or a new seed never reads a stale result)."""
+    cached = functools.cache(f)
+    _MEMOS.append(cached)
+    return cached
+
+
+def clear_caches() -> None:
+    """Clear every :func:`memo` cache and JAX's compilation caches."""
+    for m in _MEMOS:
+        m.cache_clear()
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+
+
+# ------------------------------------------------------------------------------------ claims
 @dataclass(frozen=True)
 class Claim:
-    """A paper's claim: ``id`` is ``AREA.NAME``; ``where`` the theorem/table/figure stating it."""
+    """A paper's claim: ``id`` is ``AREA.NAME``; ``where`` the theorem/table/figure stating it;
+    ``sizes`` its row per scale; ``mutants`` the bugs it must catch."""
 
     id: str
     paper: str
     statement: str
     where: str
-    check: Callable[[str], Measurement] = field(repr=False)
+    check: Callable[[Sizes, int], Measurement] = field(repr=False)
+    sizes: dict[str, Sizes] = field(default_factory=lambda: NO_SIZES, repr=False)
+    mutants: tuple[Mutant, ...] = ()
+
+    def mutant(self, name: str) -> Mutant:
+        for m in self.mutants:
+            if m.name == name:
+                return m
+        known = ", ".join(m.name for m in self.mutants) or "none"
+        raise ValueError(f"claim {self.id!r} has no mutant {name!r}; declared: {known}.")
+
+
+def run_claim(c: Claim, scale: str, seed: int = 0, mutant: str | None = None) -> Measurement:
+    """Run ``c`` at ``scale`` with ``seed``, under the mutant named ``mutant`` if given."""
+    if scale not in SCALES:
+        raise ValueError(f"`scale` must be one of {SCALES}; got {scale!r}.")
+    size = c.sizes[scale]
+    if mutant is None:
+        return _call(c, size, seed)
+    with c.mutant(mutant).apply():
+        return _call(c, size, seed)
+
+
+def _call(c: Claim, size: Sizes, seed: int) -> Measurement:
+    # TRANSITION: checks not yet converted take the scale name alone (removed once all are)
+    import inspect
+
+    if len(inspect.signature(c.check).parameters) == 1:
+        return c.check("quick" if size.scale == "smoke" else size.scale)
+    return c.check(size, seed)
 
 
 class Registry:
@@ -58,6 +249,9 @@ class Registry:
             raise ValueError(f"claim id must be 'AREA.NAME'; got {c.id!r}.")
         if c.id in self._claims:
             raise ValueError(f"claim id {c.id!r} is registered twice.")
+        names = [m.name for m in c.mutants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"claim {c.id!r} declares a mutant name twice: {names}.")
         self._claims[c.id] = c
         return c
 
@@ -73,9 +267,8 @@ class Registry:
                 importlib.import_module(f"{self._package}.{info.name}")
             except Exception as err:  # one broken area is reported, the others still run
                 self.add(Claim(id=f"{info.name}.import", paper="-", where="-",
-                               statement=f"module paper_checks.{info.name} imports",
+                               statement=f"module {self._package}.{info.name} imports",
                                check=_reraise(err)))
-
 
     def __iter__(self):
         self._load()
@@ -101,18 +294,23 @@ class Registry:
 REGISTRY = Registry("paper_checks")
 
 
-def claim(id: str, *, paper: str, statement: str, where: str, registry: Registry = REGISTRY):
-    """Decorator registering ``check(scale) -> Measurement`` as the claim ``id``."""
+def claim(id: str, *, paper: str, statement: str, where: str, sizes: dict | None = None,
+          mutants=(), registry: Registry = REGISTRY):
+    """Decorator registering ``check(size, seed) -> Measurement`` as the claim ``id``."""
+    table = NO_SIZES if sizes is None else sizes
+    if set(table) != set(SCALES):
+        raise ValueError(f"claim {id!r}: `sizes` must come from paper_checks.sizes(...).")
 
-    def wrap(check):
-        registry.add(Claim(id=id, paper=paper, statement=statement, where=where, check=check))
+    def wrap_check(check):
+        registry.add(Claim(id=id, paper=paper, statement=statement, where=where, check=check,
+                           sizes=table, mutants=tuple(mutants)))
         return check
 
-    return wrap
+    return wrap_check
 
 
 def _reraise(err: Exception):
-    def check(scale):
+    def check(size, seed):
         raise err
 
     return check

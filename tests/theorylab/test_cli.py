@@ -4,26 +4,30 @@ import json
 
 import pytest
 
-from paper_checks._registry import Measurement, Registry, claim
+from paper_checks import Registry, claim, measure, patch, sizes, within
 from theorylab._cli import main
+
+OFFSET = 0.0  # the "library constant" the demo claims exercise; their mutant changes it
+SIZES = sizes(smoke=dict(n=1), quick=dict(n=2), full=dict(n=3))
 
 
 @pytest.fixture
 def registry():
     reg = Registry()
 
-    @claim("demo.true", paper="Demo", statement="1 + 1 = 2", where="Eq. (1)", registry=reg)
-    def _true(scale):
-        return Measurement(measured=2.0, expected=2.0, tolerance=0.0, passed=True)
+    @claim("demo.true", paper="Demo", statement="1 + 1 = 2", where="Eq. (1)", sizes=SIZES,
+           mutants=[patch(f"{__name__}.OFFSET", 0.5, "sum off by 0.5", name="offset")],
+           registry=reg)
+    def _true(size, seed):
+        return measure(within(1.0 + 1.0 + OFFSET, 2.0, 0.1, name="sum"),
+                       detail=f"n={size.n}, seed={seed}")
 
     @claim("demo.false", paper="Demo", statement="1 + 1 = 3", where="Eq. (2)", registry=reg)
-    def _false(scale):
-        measured = 1.0 + 1.0
-        return Measurement(measured=measured, expected=3.0, tolerance=0.1,
-                           passed=abs(measured - 3.0) <= 0.1)
+    def _false(size, seed):
+        return measure(within(1.0 + 1.0, 3.0, 0.1, name="sum"))
 
     @claim("other.raises", paper="Demo", statement="raises", where="-", registry=reg)
-    def _raises(scale):
+    def _raises(size, seed):
         raise RuntimeError("boom")
 
     return reg
@@ -32,12 +36,14 @@ def registry():
 def test_false_claim_fails_run_and_is_reported(registry, tmp_path):
     code = main(["reproduce", "--out", str(tmp_path)], registry=registry, figures_package=None)
     assert code == 1
-    rows = {r["id"]: r for r in json.loads((tmp_path / "report.json").read_text())}
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["scale"], report["seed"], report["partial"]) == ("quick", 0, False)
+    rows = {r["id"]: r for r in report["claims"]}
     assert rows["demo.true"]["status"] == "pass"
     assert rows["demo.false"]["status"] == "fail" and rows["demo.false"]["measured"] == 2.0
+    assert rows["demo.false"]["rule"].startswith("|sum - expected| <= tol")
     assert rows["other.raises"]["status"] == "error" and "boom" in rows["other.raises"]["detail"]
-    assert set(rows["demo.true"]) == {"id", "paper", "statement", "status", "measured",
-                                       "expected", "tolerance", "detail", "seconds"}
+    assert rows["demo.true"]["mutants"] == 1 and rows["demo.true"]["killed"] is None
     md = (tmp_path / "report.md").read_text()
     assert "demo.false | **fail**" in md
 
@@ -46,7 +52,24 @@ def test_only_glob_and_passing_run(registry, tmp_path):
     code = main(["reproduce", "--only", "demo.t*", "--out", str(tmp_path)], registry=registry,
                 figures_package=None)
     assert code == 0
-    assert [r["id"] for r in json.loads((tmp_path / "report.json").read_text())] == ["demo.true"]
+    claims = json.loads((tmp_path / "report.json").read_text())["claims"]
+    assert [r["id"] for r in claims] == ["demo.true"]
+
+
+def test_mutants_are_run_and_counted(registry, tmp_path, capsys):
+    code = main(["reproduce", "--only", "demo.t*", "--mutants", "--out", str(tmp_path)],
+                registry=registry, figures_package=None)
+    assert code == 0
+    row = json.loads((tmp_path / "report.json").read_text())["claims"][0]
+    assert (row["killed"], row["mutants"], row["mutant_runs"]) == (1, 1, {"offset": "fail"})
+    assert OFFSET == 0.0  # the patch is undone
+    assert main(["check", "demo.true", "--mutant", "offset"], registry=registry) == 1
+    assert "sum off by 0.5" in capsys.readouterr().out
+
+
+def test_seed_and_scale_reach_the_check(registry, capsys):
+    assert main(["check", "demo.true", "--seed", "7", "--scale", "smoke"], registry=registry) == 0
+    assert "n=1, seed=7" in capsys.readouterr().out
 
 
 def test_check_one_claim(registry, capsys):
@@ -56,7 +79,11 @@ def test_check_one_claim(registry, capsys):
 
 
 @pytest.mark.parametrize("argv", [["check", "no.such"], ["reproduce", "--scale", "huge"],
-                                  ["frobnicate"], ["reproduce", "--only", "zzz.*"]])
+                                  ["frobnicate"], ["reproduce", "--only", "zzz.*"],
+                                  ["check", "demo.true", "--mutant", "nope"],
+                                  ["check", "demo.true", "--seed", "-1"],
+                                  ["reproduce", "--seed", "x"],
+                                  ["check", "demo.true", "--out", __file__]])
 def test_bad_command_line_prints_one_line_and_exits_2(registry, capsys, argv):
     assert main(argv, registry=registry, figures_package=None) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -71,11 +98,13 @@ def test_list(registry, capsys):
 
 def test_registry_rejects_bad_and_duplicate_ids():
     reg = Registry()
-    claim("a.b", paper="p", statement="s", where="w", registry=reg)(lambda s: None)
+    claim("a.b", paper="p", statement="s", where="w", registry=reg)(lambda z, s: None)
     with pytest.raises(ValueError, match="twice"):
-        claim("a.b", paper="p", statement="s", where="w", registry=reg)(lambda s: None)
+        claim("a.b", paper="p", statement="s", where="w", registry=reg)(lambda z, s: None)
     with pytest.raises(ValueError, match="AREA.NAME"):
-        claim("nodot", paper="p", statement="s", where="w", registry=reg)(lambda s: None)
+        claim("nodot", paper="p", statement="s", where="w", registry=reg)(lambda z, s: None)
+    with pytest.raises(ValueError, match="scales"):
+        sizes(quick={}, full={})
 
 
 def test_figures_written_as_png_and_pdf_and_errors_reported(registry, tmp_path, monkeypatch):
@@ -84,9 +113,9 @@ def test_figures_written_as_png_and_pdf_and_errors_reported(registry, tmp_path, 
     (pkg / "__init__.py").write_text("")
     (pkg / "ok.py").write_text(
         "import matplotlib.pyplot as plt\nID = 'demo.true'\nTITLE = 't'\n"
-        "def make(scale):\n    fig, ax = plt.subplots()\n    ax.plot([0, 1])\n    return fig\n")
+        "def make(scale, seed=0):\n    fig, ax = plt.subplots()\n    ax.plot([0, 1])\n    return fig\n")
     (pkg / "bad.py").write_text("ID = 'demo.bad'\nTITLE = 't'\n"
-                                "def make(scale):\n    raise ValueError('no data')\n")
+                                "def make(scale, seed=0):\n    raise ValueError('no data')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "out"
     code = main(["reproduce", "--only", "demo.t*", "--out", str(out)], registry=registry,
@@ -97,3 +126,16 @@ def test_figures_written_as_png_and_pdf_and_errors_reported(registry, tmp_path, 
                 figures_package="demo_figures")
     assert code == 1
     assert "`demo.bad`: error: ValueError: no data" in (out / "report.md").read_text()
+
+
+def test_interrupted_run_leaves_a_partial_report(registry, tmp_path):
+    @claim("zz.interrupt", paper="p", statement="s", where="w", registry=registry)
+    def _interrupt(size, seed):
+        raise KeyboardInterrupt
+
+    code = main(["reproduce", "--out", str(tmp_path)], registry=registry, figures_package=None)
+    assert code == 130
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["partial"] is True
+    assert [r["id"] for r in report["claims"]] == ["demo.true", "demo.false", "other.raises"]
+    assert "PARTIAL" in (tmp_path / "report.md").read_text()

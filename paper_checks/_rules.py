@@ -1,0 +1,176 @@
+"""Typed pass rules: each returns a :class:`Verdict` holding the verdict and the rule's text.
+
+A claim ends with ``measure(rule, rule, ..., detail=...)``; the verdict is the conjunction of its
+rules and the report prints each rule's text beside the numbers it compared. No claim computes
+``passed`` by hand.
+
+- :func:`within` -- two-sided: ``|measured - expected| <= tol`` elementwise (a paper's value);
+- :func:`at_most` / :func:`at_least` -- one-sided bounds (a paper's inequality);
+- :func:`paired_gap` -- a paired difference over seeds beyond ``n_se`` standard errors;
+- :func:`equivalent` -- a paired difference within ``±margin`` at ``n_se`` standard errors;
+- :func:`slope_within` -- the least-squares slope of ``log y`` on ``log x``, two-sided;
+- :func:`holds` -- a named boolean fact (an exact identity, an event), for what has no number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Verdict", "within", "at_most", "at_least", "paired_gap", "equivalent",
+           "slope_within", "holds", "measure"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One rule applied: ``passed``, its ``rule`` text, and the numbers it compared."""
+
+    name: str
+    passed: bool
+    rule: str
+    measured: Any
+    expected: Any
+    tolerance: Any
+
+
+def _plain(x):
+    """Floats, lists and dicts (numpy arrays and scalars converted), for the report."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    return x
+
+
+def _values(x) -> np.ndarray:
+    """The numbers of a scalar, sequence or dict (values in key order) as a float64 array."""
+    if isinstance(x, dict):
+        return np.concatenate([_values(v).ravel() for v in x.values()]) if x else np.zeros(0)
+    return np.asarray(x, dtype=np.float64)
+
+
+def _finite(arr: np.ndarray) -> bool:
+    return bool(arr.size) and bool(np.all(np.isfinite(arr)))
+
+
+def within(measured, expected, tol, *, name: str = "value") -> Verdict:
+    """Two-sided: ``|measured - expected| <= tol`` for every entry (NaN fails).
+
+    ``measured``/``expected`` are scalars, arrays or dicts with the same keys; ``tol`` a scalar or
+    of the same structure.
+    """
+    m, e = _values(measured), _values(expected)
+    t = _values(tol)
+    if m.shape != e.shape:
+        raise ValueError(f"within({name!r}): measured has shape {m.shape}, expected {e.shape}.")
+    err = np.abs(m - e)
+    ok = _finite(m) and bool(np.all(err <= t))
+    worst = float(np.max(err / np.maximum(t, 1e-300))) if _finite(m) else math.inf
+    return Verdict(name, ok, f"|{name} - expected| <= tol (worst |error|/tol = {worst:.3g})",
+                   _plain(measured), _plain(expected), _plain(tol))
+
+
+def at_most(measured, bound, *, tol: float = 0.0, name: str = "value") -> Verdict:
+    """One-sided: ``measured <= bound + tol`` for every entry (NaN fails)."""
+    m, b = _values(measured), _values(bound)
+    ok = _finite(m) and bool(np.all(m <= b + tol))
+    rule = f"{name} <= bound" + (f" + {tol:g}" if tol else "")
+    return Verdict(name, ok, rule, _plain(measured), _plain(bound), tol)
+
+
+def at_least(measured, bound, *, tol: float = 0.0, name: str = "value") -> Verdict:
+    """One-sided: ``measured >= bound - tol`` for every entry (NaN fails)."""
+    m, b = _values(measured), _values(bound)
+    ok = _finite(m) and bool(np.all(m >= b - tol))
+    rule = f"{name} >= bound" + (f" - {tol:g}" if tol else "")
+    return Verdict(name, ok, rule, _plain(measured), _plain(bound), tol)
+
+
+def _paired(a, b) -> tuple[float, float, int]:
+    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    if d.ndim != 1 or d.size < 2:
+        raise ValueError(f"a paired rule needs >= 2 paired replicates; got shape {d.shape}.")
+    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)), d.size
+
+
+def paired_gap(a, b, *, n_se: float = 2.0, margin: float = 0.0, direction: str = "greater",
+               name: str = "a - b") -> Verdict:
+    """A paired difference over replicates: ``mean(a - b) > margin + n_se * SE`` (``"greater"``)
+    or ``mean(a - b) < -margin - n_se * SE`` (``"less"``); SE is ``std(ddof=1)/sqrt(k)``."""
+    mean, se, k = _paired(a, b)
+    if direction == "greater":
+        ok, rule = mean - n_se * se > margin, f"{name} > {margin:g} + {n_se:g} SE"
+    elif direction == "less":
+        ok, rule = mean + n_se * se < -margin, f"{name} < -{margin:g} - {n_se:g} SE"
+    else:
+        raise ValueError(f"`direction` must be 'greater' or 'less'; got {direction!r}.")
+    ok = ok and math.isfinite(mean)
+    return Verdict(name, bool(ok), f"{rule} (paired over {k})", {"mean": mean, "se": se},
+                   {direction: margin}, {"n_se": n_se, "se": se})
+
+
+def equivalent(a, b, *, margin: float, n_se: float = 2.0, name: str = "a - b") -> Verdict:
+    """Paired equivalence: ``|mean(a - b)| + n_se * SE <= margin`` (the interval inside ±margin)."""
+    mean, se, k = _paired(a, b)
+    ok = math.isfinite(mean) and abs(mean) + n_se * se <= margin
+    return Verdict(name, bool(ok), f"|{name}| + {n_se:g} SE <= {margin:g} (paired over {k})",
+                   {"mean": mean, "se": se}, 0.0, margin)
+
+
+def slope_within(x, y, expected: float, tol: float, *, log: bool = True,
+                 name: str = "slope") -> Verdict:
+    """Least-squares slope of ``log y`` on ``log x`` (``log=False``: of ``y`` on ``x``) within
+    ``expected ± tol``."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if x.shape != y.shape or x.ndim != 1 or x.size < 2:
+        raise ValueError(f"slope_within({name!r}) needs two 1-D arrays of equal length >= 2; "
+                         f"got shapes {x.shape} and {y.shape}.")
+    if log:
+        if np.any(x <= 0) or np.any(y <= 0):
+            s = math.nan
+        else:
+            s = float(np.polyfit(np.log(x), np.log(y), 1)[0])
+    else:
+        s = float(np.polyfit(x, y, 1)[0])
+    ok = math.isfinite(s) and abs(s - expected) <= tol
+    kind = "log-log slope" if log else "slope"
+    return Verdict(name, bool(ok), f"|{kind} - {expected:g}| <= {tol:g}", s, expected, tol)
+
+
+def holds(condition: bool, *, name: str, rule: str, measured: Any = None) -> Verdict:
+    """A named fact with no tolerance: an exact identity or an event (``rule`` says which)."""
+    m = _plain(measured) if measured is not None else bool(condition)
+    return Verdict(name, bool(condition), rule, m, True, 0.0)
+
+
+def measure(*verdicts: Verdict, detail: str = "", extra: dict | None = None):
+    """The :class:`~paper_checks.Measurement` of a claim: the conjunction of ``verdicts``.
+
+    One verdict gives its numbers as they are; several are keyed by their names. ``extra`` adds
+    measured values that no rule compares (shown in the report, not judged).
+    """
+    from ._registry import Measurement
+
+    if not verdicts:
+        raise ValueError("measure() needs at least one rule.")
+    names = [v.name for v in verdicts]
+    if len(set(names)) != len(names):
+        raise ValueError(f"rule names must differ; got {names}.")
+    if len(verdicts) == 1 and not extra:
+        v = verdicts[0]
+        meas, exp, tol = v.measured, v.expected, v.tolerance
+    else:
+        meas = {v.name: v.measured for v in verdicts} | _plain(extra or {})
+        exp = {v.name: v.expected for v in verdicts}
+        tol = {v.name: v.tolerance for v in verdicts}
+    rule = "; ".join(f"{v.rule} [{'ok' if v.passed else 'FAILS'}]" if len(verdicts) > 1
+                     else v.rule for v in verdicts)
+    return Measurement(measured=meas, expected=exp, tolerance=tol,
+                       passed=all(v.passed for v in verdicts), detail=detail, rule=rule)

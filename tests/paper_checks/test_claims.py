@@ -1,0 +1,64 @@
+"""Every registered claim and figure at ``smoke`` (default run); mutants and seeds (``slow``).
+
+At ``smoke`` the verdict is not asserted: the claim runs, its numbers are finite, its verdict comes
+from a typed rule, and it declares at least one mutant. The slow tests assert, at ``quick``, that
+each claim passes, fails under each of its mutants, and gives one verdict for seeds 0, 1 and 2.
+"""
+
+import math
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pytest
+
+from figures import figure_modules, save
+from paper_checks import REGISTRY, SCALES, run_claim
+
+matplotlib.use("Agg")
+CLAIMS = [c.id for c in REGISTRY]
+MUTANTS = [(c.id, m.name) for c in REGISTRY for m in c.mutants]
+
+
+def _numbers(x):
+    if isinstance(x, dict):
+        for v in x.values():
+            yield from _numbers(v)
+    elif isinstance(x, list | tuple | np.ndarray):
+        for v in x:
+            yield from _numbers(v)
+    elif isinstance(x, bool | int | float | np.number):
+        yield float(x)
+
+
+@pytest.mark.parametrize("claim_id", CLAIMS)
+def test_claim_runs_at_smoke_with_a_typed_rule_sizes_and_mutants(claim_id):
+    c = REGISTRY[claim_id]
+    assert set(c.sizes) == set(SCALES)
+    assert c.mutants, f"{claim_id} declares no mutant"
+    m = run_claim(c, "smoke", seed=0)
+    assert m.rule, f"{claim_id} returned no rule text: its verdict is not from a typed rule"
+    values = list(_numbers(m.measured))
+    assert values and all(math.isfinite(v) for v in values), m.measured
+
+
+@pytest.mark.parametrize("mod", figure_modules(), ids=lambda m: m.ID)
+def test_figure_is_written_at_smoke(mod, tmp_path):
+    paths = save(mod.make("smoke", seed=0), tmp_path, mod.ID)
+    assert [p[-4:] for p in paths] == [".png", ".pdf"]
+    assert all(Path(p).stat().st_size > 1000 for p in paths)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id,mutant", MUTANTS)
+def test_every_mutant_is_killed_at_quick(claim_id, mutant):
+    c = REGISTRY[claim_id]
+    assert not run_claim(c, "quick", 0, mutant).passed, f"mutant {mutant} survives"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", CLAIMS)
+def test_verdict_is_the_same_for_seeds_0_1_2(claim_id):
+    c = REGISTRY[claim_id]
+    verdicts = {seed: run_claim(c, "quick", seed).passed for seed in (0, 1, 2)}
+    assert len(set(verdicts.values())) == 1, verdicts

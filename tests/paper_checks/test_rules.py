@@ -1,0 +1,63 @@
+"""The typed pass rules: verdicts at and just past their boundaries, NaN never passes."""
+
+import math
+
+import numpy as np
+import pytest
+
+from paper_checks import (at_least, at_most, equivalent, holds, measure, paired_gap,
+                          slope_within, within)
+
+
+def test_within_is_two_sided_and_elementwise():
+    assert within(1.05, 1.0, 0.06).passed and within(0.95, 1.0, 0.06).passed
+    assert not within(1.07, 1.0, 0.06).passed and not within(0.93, 1.0, 0.06).passed
+    assert not within([1.0, 2.2], [1.0, 2.0], [0.1, 0.1]).passed
+    assert within({"a": 1.0, "b": 2.0}, {"a": 1.01, "b": 1.99}, 0.02).passed
+    assert not within(math.nan, 1.0, 1e9).passed
+    with pytest.raises(ValueError, match="shape"):
+        within([1.0, 2.0], [1.0], 0.1)
+
+
+def test_one_sided_bounds():
+    assert at_most(1.0, 1.0).passed and not at_most(1.0 + 1e-12, 1.0).passed
+    assert at_most(1.05, 1.0, tol=0.1).passed
+    assert at_least(1.0, 1.0).passed and not at_least(0.9, 1.0).passed
+    assert not at_most(math.nan, 1.0).passed and not at_least([math.nan], 0.0).passed
+
+
+def test_paired_gap_uses_the_standard_error_of_the_differences():
+    a = np.array([1.0, 1.1, 0.9, 1.05])
+    d = np.array([0.1, 0.12, 0.08, 0.1])  # mean 0.1, se 0.0082
+    assert paired_gap(a, a - d, n_se=2).passed
+    assert not paired_gap(a, a - d, n_se=2, margin=0.09).passed  # 0.1 - 2 SE < 0.09
+    assert paired_gap(a - d, a, direction="less").passed
+    assert not paired_gap(a, a - d, direction="less").passed
+    with pytest.raises(ValueError, match="replicates"):
+        paired_gap([1.0], [0.0])
+
+
+def test_equivalence_needs_the_interval_inside_the_margin():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=50)
+    assert equivalent(a, a + 0.01, margin=0.05).passed
+    assert not equivalent(a, a + 0.06, margin=0.05).passed
+
+
+def test_slope_within_fits_log_log():
+    x = np.array([10.0, 100.0, 1000.0])
+    assert slope_within(x, 3 * x**-0.5, -0.5, 0.01).passed
+    assert not slope_within(x, 3 * x**-0.4, -0.5, 0.05).passed
+    assert not slope_within(x, np.array([1.0, -1.0, 1.0]), -0.5, 10).passed
+    assert slope_within(x, 2 * x + 1, 2.0, 1e-9, log=False).passed
+
+
+def test_measure_is_the_conjunction_and_writes_every_rule():
+    m = measure(within(1.0, 1.0, 0.1, name="a"), at_most(2.0, 1.0, name="b"),
+                extra={"n": 10}, detail="d")
+    assert not m.passed and m.measured == {"a": 1.0, "b": 2.0, "n": 10}
+    assert "[ok]" in m.rule and "[FAILS]" in m.rule and m.detail == "d"
+    one = measure(holds(True, name="identity", rule="merge == unmerged"))
+    assert one.passed and one.rule == "merge == unmerged"
+    with pytest.raises(ValueError, match="differ"):
+        measure(holds(True, name="x", rule="r"), holds(True, name="x", rule="r"))
