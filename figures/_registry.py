@@ -17,16 +17,36 @@ __all__ = ["figure_modules", "save"]
 
 
 def figure_modules(pattern: str | None = None, package: str = "figures") -> list[ModuleType]:
-    """The figure modules whose ``ID`` matches the glob ``pattern`` (all when None)."""
+    """The figure modules whose ``ID`` matches the glob ``pattern`` (all when None).
+
+    A module that fails to import is stood in for by one whose ``make`` raises that error, with
+    the ``ID`` its file name gives (``area_name.py`` -> ``area.name``), so one broken figure is
+    reported and the others still run.
+    """
     pkg = importlib.import_module(package)
     mods = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
             continue
-        mod = importlib.import_module(f"{package}.{info.name}")
+        name = f"{package}.{info.name}"
+        try:
+            mod = importlib.import_module(name)
+        except Exception as err:
+            mod = _broken(name, info.name.replace("_", ".", 1), err)
         if pattern is None or fnmatch.fnmatchcase(mod.ID, pattern):
             mods.append(mod)
     return mods
+
+
+def _broken(name: str, fig_id: str, err: Exception) -> ModuleType:
+    mod = ModuleType(name)
+    mod.ID, mod.TITLE = fig_id, f"{name} (does not import)"
+
+    def make(scale, seed=0):
+        raise err
+
+    mod.make = make
+    return mod
 
 
 def save(fig, out_dir, fig_id: str) -> list[str]:

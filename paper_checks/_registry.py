@@ -235,24 +235,35 @@ def _call(c: Claim, size: Sizes, seed: int) -> Measurement:
     return c.check(size, seed)
 
 
-class Registry:
-    """An ordered collection of claims, optionally filled by importing a package's modules."""
+def _broken_claim(name: str, err: Exception) -> Claim:
+    def check(size, seed):
+        raise err
 
-    def __init__(self, package: str | None = None):
-        self._claims: dict[str, Claim] = {}
+    return Claim(id=f"{name}.import", paper="-", where="-",
+                 statement=f"module paper_checks.{name} imports", check=check)
+
+
+class Registry:
+    """An ordered collection of claims (or properties), optionally filled by importing every
+    public module of a package; a module that fails to import becomes one entry that reports
+    the error (``broken(name, err)``), and the others still run."""
+
+    def __init__(self, package: str | None = None, *, broken: Callable | None = None):
+        self._items: dict[str, Any] = {}
         self._package = package
         self._loaded = package is None
+        self._broken = broken or _broken_claim
 
-    def add(self, c: Claim) -> Claim:
+    def add(self, c):
         area, _, name = c.id.partition(".")
         if not area or not name:
-            raise ValueError(f"claim id must be 'AREA.NAME'; got {c.id!r}.")
-        if c.id in self._claims:
-            raise ValueError(f"claim id {c.id!r} is registered twice.")
+            raise ValueError(f"id must be 'AREA.NAME'; got {c.id!r}.")
+        if c.id in self._items:
+            raise ValueError(f"id {c.id!r} is registered twice.")
         names = [m.name for m in c.mutants]
         if len(set(names)) != len(names):
-            raise ValueError(f"claim {c.id!r} declares a mutant name twice: {names}.")
-        self._claims[c.id] = c
+            raise ValueError(f"{c.id!r} declares a mutant name twice: {names}.")
+        self._items[c.id] = c
         return c
 
     def _load(self) -> None:
@@ -266,28 +277,26 @@ class Registry:
             try:
                 importlib.import_module(f"{self._package}.{info.name}")
             except Exception as err:  # one broken area is reported, the others still run
-                self.add(Claim(id=f"{info.name}.import", paper="-", where="-",
-                               statement=f"module {self._package}.{info.name} imports",
-                               check=_reraise(err)))
+                self.add(self._broken(info.name, err))
 
     def __iter__(self):
         self._load()
-        return iter(list(self._claims.values()))
+        return iter(list(self._items.values()))
 
     def __len__(self):
         self._load()
-        return len(self._claims)
+        return len(self._items)
 
-    def __contains__(self, claim_id):
+    def __contains__(self, item_id):
         self._load()
-        return claim_id in self._claims
+        return item_id in self._items
 
-    def __getitem__(self, claim_id) -> Claim:
+    def __getitem__(self, item_id):
         self._load()
-        return self._claims[claim_id]
+        return self._items[item_id]
 
-    def select(self, pattern: str | None) -> list[Claim]:
-        """Claims whose id matches the shell-style glob ``pattern`` (all when None)."""
+    def select(self, pattern: str | None) -> list:
+        """Entries whose id matches the shell-style glob ``pattern`` (all when None)."""
         return [c for c in self if pattern is None or fnmatch.fnmatchcase(c.id, pattern)]
 
 
@@ -308,9 +317,3 @@ def claim(id: str, *, paper: str, statement: str, where: str, sizes: dict | None
 
     return wrap_check
 
-
-def _reraise(err: Exception):
-    def check(size, seed):
-        raise err
-
-    return check

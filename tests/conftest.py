@@ -3,6 +3,8 @@
 import os
 
 import jax
+
+os.environ.setdefault("THEORYLAB_NO_COMPILE_CACHE", "1")  # tests never write the user's cache
 from hypothesis import HealthCheck, settings
 
 jax.config.update("jax_enable_x64", True)

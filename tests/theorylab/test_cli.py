@@ -4,11 +4,28 @@ import json
 
 import pytest
 
-from paper_checks import Registry, claim, measure, patch, sizes, within
+from paper_checks import Registry, claim, measure, patch, prop, sizes, within
 from theorylab._cli import main
 
 OFFSET = 0.0  # the "library constant" the demo claims exercise; their mutant changes it
 SIZES = sizes(smoke=dict(n=1), quick=dict(n=2), full=dict(n=3))
+
+
+BOUND = 1.0  # the "bound's constant" of the demo property; its mutant lowers it
+
+
+@pytest.fixture
+def properties():
+    reg = Registry()
+
+    @prop("demo.square", paper="Demo", statement="x^2 <= BOUND * |x| on [-1, 1]", where="Eq. (3)",
+          strategy=lambda st: st.fixed_dictionaries({"x": st.floats(-1.0, 1.0)}),
+          mutants=[patch(f"{__name__}.BOUND", 0.5, "constant halved", name="half")],
+          registry=reg)
+    def _square(ex):
+        return BOUND * abs(ex["x"]) - ex["x"] ** 2
+
+    return reg
 
 
 @pytest.fixture
@@ -83,17 +100,22 @@ def test_check_one_claim(registry, capsys):
                                   ["check", "demo.true", "--mutant", "nope"],
                                   ["check", "demo.true", "--seed", "-1"],
                                   ["reproduce", "--seed", "x"],
-                                  ["check", "demo.true", "--out", __file__]])
-def test_bad_command_line_prints_one_line_and_exits_2(registry, capsys, argv):
-    assert main(argv, registry=registry, figures_package=None) == 2
+                                  ["check", "demo.true", "--out", __file__],
+                                  ["verify", "--examples", "0"],
+                                  ["verify", "--mutant", "half"],
+                                  ["verify", "--only", "demo.square", "--mutant", "nope"],
+                                  ["reproduce", "--workers", "0"],
+                                  ["reproduce", "--workers", "2", "--scheduler", "tcp://x:1"]])
+def test_bad_command_line_prints_one_line_and_exits_2(registry, properties, capsys, argv):
+    assert main(argv, registry=registry, properties=properties, figures_package=None) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("theorylab: error:")
 
 
-def test_list(registry, capsys):
-    assert main(["list"], registry=registry) == 0
+def test_list(registry, properties, capsys):
+    assert main(["list"], registry=registry, properties=properties) == 0
     out = capsys.readouterr().out
-    assert "demo.true" in out and "other.raises" in out
+    assert "demo.true" in out and "other.raises" in out and "demo.square" in out
 
 
 def test_registry_rejects_bad_and_duplicate_ids():
@@ -113,7 +135,8 @@ def test_figures_written_as_png_and_pdf_and_errors_reported(registry, tmp_path, 
     (pkg / "__init__.py").write_text("")
     (pkg / "ok.py").write_text(
         "import matplotlib.pyplot as plt\nID = 'demo.true'\nTITLE = 't'\n"
-        "def make(scale, seed=0):\n    fig, ax = plt.subplots()\n    ax.plot([0, 1])\n    return fig\n")
+        "def make(scale, seed=0):\n    fig, ax = plt.subplots()\n    ax.plot([0, 1])\n"
+        "    return fig\n")
     (pkg / "bad.py").write_text("ID = 'demo.bad'\nTITLE = 't'\n"
                                 "def make(scale, seed=0):\n    raise ValueError('no data')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -139,3 +162,38 @@ def test_interrupted_run_leaves_a_partial_report(registry, tmp_path):
     assert report["partial"] is True
     assert [r["id"] for r in report["claims"]] == ["demo.true", "demo.false", "other.raises"]
     assert "PARTIAL" in (tmp_path / "report.md").read_text()
+
+
+def test_verify_reports_holds_and_finds_and_shrinks_a_planted_bug(properties, tmp_path, capsys):
+    argv = ["verify", "--examples", "50", "--out", str(tmp_path)]
+    assert main(argv, properties=properties) == 0
+    row = json.loads((tmp_path / "verify.json").read_text())["properties"][0]
+    assert row["status"] == "holds" and row["examples"] == 50 and row["min_slack"] >= 0
+    # the planted bug (the constant lowered to 0.5) is found, and shrunk to a simple instance
+    argv += ["--only", "demo.square", "--mutant", "half"]
+    assert main(argv, properties=properties) == 1
+    row = json.loads((tmp_path / "verify.json").read_text())["properties"][0]
+    x = row["counterexample"]["x"]
+    assert row["status"] == "counterexample" and 0.5 < abs(x) <= 1.0 and x in (1.0, -1.0)
+    assert "--replay" in capsys.readouterr().out
+    # the blob replays the same instance; without the bug it holds
+    assert main(["verify", "--only", "demo.square", "--replay", row["blob"]],
+                properties=properties) == 0
+    assert "slack 0 at {'x': " in capsys.readouterr().out
+    assert main(["verify", "--only", "demo.square", "--replay", "not-a-blob"],
+                properties=properties) == 2
+
+
+def test_reproduce_on_two_dask_workers_gives_the_serial_report(tmp_path):
+    pytest.importorskip("dask.distributed", reason="the test extra installs dask[distributed]")
+
+    def report(extra):
+        out = tmp_path / ("parallel" if extra else "serial")
+        assert main(["reproduce", "--scale", "smoke", "--only", "rmt.*", "--out", str(out),
+                     *extra]) == 0
+        body = json.loads((out / "report.json").read_text())
+        for r in body["claims"]:
+            r.pop("seconds")
+        return body, sorted(p.name for p in out.iterdir())
+
+    assert report([]) == report(["--workers", "2"])

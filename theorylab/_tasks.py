@@ -1,0 +1,149 @@
+"""The units of work of the command -- one claim, one figure, one property -- and how they run:
+in this process, or as independent tasks on a Dask cluster (``--workers N`` starts a local one,
+``--scheduler ADDRESS`` joins an existing one). No scheduler of our own: Dask's distributed
+scheduler places the tasks; each task is seeded by its id, so the results do not depend on the
+order or the worker.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from pathlib import Path
+
+from tqdm import tqdm
+
+__all__ = ["setup_jax", "claim_row", "figure_row", "property_row", "execute", "device_name"]
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "theorylab" / "jax"
+
+
+def setup_jax(compile_cache: bool = True) -> str | None:
+    """float64 JAX and, unless turned off, JAX's persistent compilation cache in the user cache
+    folder (``$XDG_CACHE_HOME/theorylab/jax``, else ``~/.cache/theorylab/jax``): a second run
+    reuses the compiled programs of the first. Returns the cache folder used (None: off)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    if not compile_cache:
+        return None
+    path = _cache_dir()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only home: run without the cache rather than fail
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return str(path)
+
+
+def device_name() -> str:
+    """The JAX device the work runs on, e.g. ``cpu`` or ``gpu (NVIDIA H200)``."""
+    import jax
+
+    d = jax.devices()[0]
+    kind = getattr(d, "device_kind", "")
+    return d.platform if not kind or kind == d.platform else f"{d.platform} ({kind})"
+
+
+def _error_text(err: BaseException) -> str:
+    tb = traceback.extract_tb(err.__traceback__)
+    where = f" ({Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
+    return f"{type(err).__name__}: {err}{where}"
+
+
+def _measure(c, scale: str, seed: int, mutant: str | None) -> dict:
+    from paper_checks import run_claim
+
+    try:
+        m = run_claim(c, scale, seed, mutant)
+        return dict(status="pass" if m.passed else "fail", measured=m.measured,
+                    expected=m.expected, tolerance=m.tolerance, rule=m.rule, detail=m.detail)
+    except Exception as err:  # a claim that raises is an error row, the run goes on
+        return dict(status="error", measured=None, expected=None, tolerance=None, rule="",
+                    detail=_error_text(err))
+
+
+def claim_row(c, scale: str, seed: int, *, mutants: bool = False, mutant: str | None = None,
+              compile_cache: bool | None = None) -> dict:
+    """One claim's report row (under ``mutant`` if named); with ``mutants`` also every declared
+    mutant's status in ``mutant_runs`` and the number killed (a mutant is killed when it fails).
+    ``compile_cache`` set: first set JAX up (a task on a worker)."""
+    if compile_cache is not None:
+        setup_jax(compile_cache)
+    t0 = time.perf_counter()
+    row = _measure(c, scale, seed, mutant)
+    runs = {m.name: _measure(c, scale, seed, m.name)["status"] for m in c.mutants} \
+        if mutants else None
+    return dict(id=c.id, paper=c.paper, statement=c.statement, where=c.where,
+                mutants=len(c.mutants), killed=None if runs is None else
+                sum(s == "fail" for s in runs.values()), mutant_runs=runs,
+                seconds=round(time.perf_counter() - t0, 3), **row)
+
+
+def figure_row(module: str, fig_id: str, scale: str, seed: int, out: str,
+               compile_cache: bool | None = None) -> tuple[str, str, list[str]]:
+    """Make and save the figure ``fig_id`` of ``module`` (a module path): ``(ID, status,
+    paths)``; a figure that raises (or does not import) is an error row."""
+    import importlib
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    if compile_cache is not None:
+        setup_jax(compile_cache)
+    from figures import save
+
+    try:
+        mod = importlib.import_module(module)
+        return fig_id, "written", save(mod.make(scale, seed=seed), out, fig_id)
+    except Exception as err:
+        return fig_id, f"error: {_error_text(err)}", []
+
+
+def property_row(p, examples: int, seed: int, mutant: str | None = None,
+                 compile_cache: bool | None = None) -> dict:
+    """One property's verification row (:func:`paper_checks.verify`)."""
+    from paper_checks import verify
+
+    if compile_cache is not None:
+        setup_jax(compile_cache)
+    return verify(p, examples, seed, mutant)
+
+
+def execute(jobs, *, workers: int | None = None, scheduler: str | None = None,
+            desc: str = "tasks", compile_cache: bool = True, rows: list | None = None) -> list:
+    """Run ``jobs`` (``(function, args, kwargs)``) and return their results in job order.
+
+    Serially here when neither ``workers`` nor ``scheduler`` is given (appending to ``rows`` as
+    each finishes, so an interrupted run keeps what it has); else as Dask tasks, one per job.
+    """
+    rows = [] if rows is None else rows
+    if workers is None and scheduler is None:
+        for fn, args, kwargs in tqdm(jobs, desc=desc, unit="task", disable=None):
+            rows.append(fn(*args, **kwargs))
+        return rows
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError as err:
+        raise RuntimeError("--workers/--scheduler need Dask: pip install 'theorylab[cluster]'") \
+            from err
+    cluster = None if scheduler else LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    try:
+        with Client(scheduler or cluster) as client:
+            futures = [client.submit(fn, *args, pure=False, compile_cache=compile_cache,
+                                     **kwargs) for fn, args, kwargs in jobs]
+            for _ in tqdm(as_completed(futures), total=len(futures), desc=desc, unit="task",
+                          disable=None):
+                pass
+            rows.extend(client.gather(futures))
+    finally:
+        if cluster is not None:
+            cluster.close()
+    return rows
