@@ -17,16 +17,6 @@ from ._models import (
                       spiked_wigner,
                       top_eigenpair,
 )
-from ._search import (
-    FAMILIES,
-    Family,
-    GridResult,
-    OptimizationResult,
-    family,
-    optimize_threshold,
-    threshold_and_gradient,
-    threshold_grid,
-)
 from ._theory import (
                       PRIORS,
                       as_prior,
@@ -45,6 +35,19 @@ __all__ = ["sigmas", "nonlinear_laplacian", "critical_threshold", "outlier", "bu
            "threshold_and_gradient", "GridResult", "threshold_grid", "OptimizationResult",
            "optimize_threshold"]
 
-from ._learn import LearnedSigma, learn_sigma, make_dataset  # noqa: E402
-
 __all__ += ["LearnedSigma", "learn_sigma", "make_dataset"]
+
+# The searches and the learned sigma run on JAX; they load on first use (PEP 562) so that the
+# closed forms above import without it.
+_LAZY = {"FAMILIES": "_search", "Family": "_search", "GridResult": "_search",
+         "OptimizationResult": "_search", "family": "_search", "optimize_threshold": "_search",
+         "threshold_and_gradient": "_search", "threshold_grid": "_search",
+         "LearnedSigma": "_learn", "learn_sigma": "_learn", "make_dataset": "_learn"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
