@@ -1,59 +1,170 @@
 """Validation at the public boundary, shared by every package of theorylab.
 
 Each helper raises ``TypeError`` for a value of the wrong kind and ``ValueError`` for a value out of
-range, and its message names the argument, the requirement and the value received, e.g.
+range, and its message names the argument, the requirement and the value received, in one style:
 "`eta` must satisfy 0 < eta < 2/beta = 2; got 2.5." Internals trust their inputs.
+
+Numerical faults inside a valid call (a diverging run, a singular solve, an iteration cap reached)
+raise :class:`NumericalError` (or its subclass :class:`ConvergenceError`) with a ``diagnostics``
+dict, never a NaN in a result.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
+import os
+import sys
 from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["as_array", "check_scalar", "check_int", "check_choice", "as_generator"]
+__all__ = [
+    "NumericalError",
+    "ConvergenceError",
+    "as_array",
+    "check_scalar",
+    "check_int",
+    "check_bool",
+    "check_choice",
+    "as_generator",
+    "check_key",
+    "check_instance",
+    "check_callable",
+    "check_transform",
+    "as_path",
+    "check_memory",
+    "check_finite_result",
+]
 
 
-def as_array(x, name, *, ndim=None, shape=None, finite=True, dtype=np.float64):
-    """Return ``x`` as a float64 array, strictly: no silent reshaping.
+class NumericalError(ArithmeticError):
+    """A valid call whose computation failed numerically (diverged, singular, non-finite).
 
-    ``shape`` may hold ``None`` for a free axis. Raises ``ValueError`` naming ``name``.
+    ``diagnostics`` holds what was observed (step, value, condition number, ...) so the caller can
+    decide what to change; the message says it in words.
     """
-    try:
-        arr = np.asarray(x, dtype=dtype)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"`{name}` must be array-like of numbers; got {type(x).__name__}.") from err
+
+    def __init__(self, message: str, **diagnostics):
+        super().__init__(message)
+        self.diagnostics = diagnostics
+
+
+class ConvergenceError(NumericalError):
+    """An iterative solver or integrator reached its cap (iterations, steps, time) unconverged.
+
+    The message names the cap and the argument that raises it.
+    """
+
+
+def _is_tracer(x) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(x, jax.core.Tracer)
+
+
+def _show(value, limit=60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_KINDS = {"c": "complex", "U": "string", "S": "bytes", "O": "object", "V": "structured",
+          "M": "datetime", "m": "timedelta", "b": "boolean"}
+
+
+def as_array(x, name, *, ndim=None, shape=None, finite=True, dtype=np.float64, min_size=None,
+             allow_bool=False, lower=None, upper=None, closed="both"):
+    """Return ``x`` as a ``dtype`` (default float64) array, strictly: no silent reshaping or cast.
+
+    Rejects complex, string, object and (unless ``allow_bool``) boolean input with ``TypeError``
+    rather than dropping an imaginary part or parsing text. ``shape`` may hold ``None`` for a free
+    axis; ``min_size`` is the least number of elements; ``lower``/``upper``/``closed`` bound every
+    entry as in :func:`check_scalar`. ``finite="nan"`` rejects NaN but admits infinities. JAX
+    tracers are checked for dtype and shape only.
+    """
+    if isinstance(x, str | bytes) or x is None:
+        raise TypeError(f"`{name}` must be array-like of real numbers; got {_show(x)}.")
+    if _is_tracer(x):
+        arr = x
+        kind = np.dtype(x.dtype).kind
+    else:
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"`{name}` must be array-like of real numbers; got "
+                            f"{type(x).__name__} ({err}).") from err
+        kind = arr.dtype.kind
+    if kind in _KINDS and not (kind == "b" and allow_bool):
+        raise TypeError(f"`{name}` must hold real numbers; got an array of {_KINDS[kind]} dtype "
+                        f"{arr.dtype}.")
+    if not _is_tracer(arr):
+        try:
+            arr = arr.astype(dtype, copy=False)
+        except (TypeError, ValueError, OverflowError) as err:
+            raise TypeError(f"`{name}` must be convertible to {np.dtype(dtype)}; got dtype "
+                            f"{arr.dtype}.") from err
     if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"`{name}` must be {ndim}-D; got shape {arr.shape}.")
+        raise ValueError(f"`{name}` must be {ndim}-D; got shape {tuple(arr.shape)}.")
     if shape is not None:
         if arr.ndim != len(shape) or any(
             s is not None and s != t for s, t in zip(shape, arr.shape, strict=True)
         ):
             want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
-            raise ValueError(f"`{name}` must have shape {want}; got shape {arr.shape}.")
+            raise ValueError(f"`{name}` must have shape {want}; got shape {tuple(arr.shape)}.")
+    if min_size is not None and arr.size < min_size:
+        raise ValueError(f"`{name}` must hold at least {min_size} element(s); got shape "
+                         f"{tuple(arr.shape)}.")
+    if _is_tracer(arr):
+        return arr
     if finite and np.issubdtype(arr.dtype, np.inexact):
-        bad = ~np.isfinite(arr)
+        bad = np.isnan(arr) if finite == "nan" else ~np.isfinite(arr)
         if bad.any():
-            raise ValueError(
-                f"`{name}` must be finite; got {int(bad.sum())} NaN or infinite value(s)."
-            )
+            what = "NaN" if finite == "nan" else "NaN or infinite"
+            raise ValueError(f"`{name}` must be {'free of NaN' if finite == 'nan' else 'finite'}; "
+                             f"got {int(bad.sum())} {what} value(s).")
+    if (lower is not None or upper is not None) and arr.size:
+        lo_ok = True if lower is None else (arr >= lower if closed in ("both", "left")
+                                            else arr > lower)
+        hi_ok = True if upper is None else (arr <= upper if closed in ("both", "right")
+                                            else arr < upper)
+        bad = ~(lo_ok & hi_ok)
+        if np.any(bad):
+            left = "[" if closed in ("both", "left") else "("
+            right = "]" if closed in ("both", "right") else ")"
+            lo = "-inf" if lower is None else f"{lower:g}"
+            hi = "inf" if upper is None else f"{upper:g}"
+            first = arr[bad].ravel()[0] if np.ndim(bad) else arr.item()
+            raise ValueError(f"`{name}` must lie in {left}{lo}, {hi}{right}; got {first:g}"
+                             f"{'' if arr.ndim == 0 else ' among its entries'}.")
     return arr
+
+
+def _real(value, name, what="a real number"):
+    """``value`` as a Python number, accepting 0-d arrays (NumPy or JAX) of a real dtype."""
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(f"`{name}` must be {what}; got the boolean {value!r}.")
+    if not isinstance(value, numbers.Number) and getattr(value, "ndim", None) == 0:
+        kind = np.dtype(value.dtype).kind
+        if kind in "iuf":
+            value = value.item()
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(f"`{name}` must be {what}; got {_show(value)} of type "
+                        f"{type(value).__name__}.")
+    return value
 
 
 def check_scalar(value, name, *, lower=None, upper=None, closed="both", finite=True):
     """Return ``value`` as a float, checking ``lower <= value <= upper``.
 
-    ``closed`` in {"both", "left", "right", "neither"} says which ends are allowed.
+    ``closed`` in {"both", "left", "right", "neither"} says which ends are allowed. NaN is always
+    rejected, infinities unless ``finite=False``; integers too large for a float are rejected.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        if isinstance(value, np.ndarray) and value.ndim == 0:
-            value = value.item()
-        else:
-            raise TypeError(f"`{name}` must be a real number; got {value!r} of type "
-                            f"{type(value).__name__}.")
-    value = float(value)
-    if np.isnan(value) or (finite and np.isinf(value)):
+    value = _real(value, name)
+    try:
+        value = float(value)
+    except OverflowError as err:
+        raise ValueError(f"`{name}` must be representable as a float; got an integer of "
+                         f"{len(str(abs(int(value))))} digits.") from err
+    if math.isnan(value) or (finite and math.isinf(value)):
         raise ValueError(f"`{name}` must be finite; got {value}.")
     lo_ok = lower is None or (value >= lower if closed in ("both", "left") else value > lower)
     hi_ok = upper is None or (value <= upper if closed in ("both", "right") else value < upper)
@@ -67,11 +178,20 @@ def check_scalar(value, name, *, lower=None, upper=None, closed="both", finite=T
 
 
 def check_int(value, name, *, lower=None, upper=None):
-    """Return ``value`` as an int, checking ``lower <= value <= upper``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"`{name}` must be an integer; got {value!r} of type "
+    """Return ``value`` as an int, checking ``lower <= value <= upper``.
+
+    Floats are rejected even when integral (``2.0``): a size given as a float is usually a bug.
+    """
+    if not isinstance(value, numbers.Integral) and getattr(value, "ndim", None) == 0:
+        if np.dtype(value.dtype).kind in "iu":
+            value = value.item()
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer; got {_show(value)} of type "
                         f"{type(value).__name__}.")
     value = int(value)
+    if abs(value) >= 2**63:
+        raise ValueError(f"`{name}` must fit in 64 bits; got an integer of {len(str(abs(value)))} "
+                         f"digits.")
     if (lower is not None and value < lower) or (upper is not None and value > upper):
         lo = "-inf" if lower is None else lower
         hi = "inf" if upper is None else upper
@@ -79,14 +199,147 @@ def check_int(value, name, *, lower=None, upper=None):
     return value
 
 
+def check_bool(value, name) -> bool:
+    """Return ``value`` as a bool; only ``True``/``False`` (Python or NumPy) are accepted.
+
+    ``"no"``, ``0``, ``1`` and ``None`` are rejected: a flag given as anything else is a bug.
+    """
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    raise TypeError(f"`{name}` must be True or False; got {_show(value)} of type "
+                    f"{type(value).__name__}.")
+
+
+def _same_kind(a, b) -> bool:
+    if isinstance(a, str | bytes) or isinstance(b, str | bytes):
+        return type(a) is type(b)
+    if isinstance(a, bool | np.bool_) or isinstance(b, bool | np.bool_):
+        return isinstance(a, bool | np.bool_) and isinstance(b, bool | np.bool_)
+    if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
+        return True
+    return type(a) is type(b)
+
+
 def check_choice(value, name, options: Iterable):
     """Return ``value`` if it is one of ``options``; else a ``ValueError`` listing them."""
     options = tuple(options)
-    if value not in options:
-        raise ValueError(f"`{name}` must be one of {', '.join(map(repr, options))}; got {value!r}.")
+    try:
+        ok = any(_same_kind(value, o) and value == o for o in options)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"`{name}` must be one of {', '.join(map(repr, options))}; "
+                         f"got {_show(value)}.")
     return value
 
 
-def as_generator(rng) -> np.random.Generator:
-    """Normalise ``rng`` (None, int or Generator) with ``np.random.default_rng``."""
-    return np.random.default_rng(rng)
+def as_generator(rng, name="rng") -> np.random.Generator:
+    """Return a ``np.random.Generator`` from None, a non-negative int, a Generator, a
+    BitGenerator or a SeedSequence; anything else raises naming ``name``."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, np.random.SeedSequence | np.random.BitGenerator):
+        return np.random.default_rng(rng)
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool | np.bool_):
+        check_int(rng, name, lower=0)
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"`{name}` must be None, a non-negative int seed, a numpy.random.Generator or "
+                    f"a SeedSequence; got {_show(rng)} of type {type(rng).__name__}.")
+
+
+def check_key(key, name="key", *, optional=False):
+    """Return ``key`` if it is one JAX PRNG key: a typed key (``jax.random.key(seed)``, shape ())
+    or a raw ``jax.random.PRNGKey(seed)`` (uint32, shape (2,)). ``optional`` admits None."""
+    if key is None and optional:
+        return None
+    want = (f"`{name}` must be a single JAX PRNG key (jax.random.key(seed) or "
+            f"jax.random.PRNGKey(seed)){' or None' if optional else ''}")
+    dtype = getattr(key, "dtype", None)
+    if dtype is None or isinstance(key, np.ndarray) and dtype.kind != "u":
+        raise TypeError(f"{want}; got {_show(key)} of type {type(key).__name__}.")
+    import jax
+
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        if key.shape != ():
+            raise ValueError(f"{want}; got a batch of keys of shape {key.shape}.")
+        return key
+    if np.dtype(dtype) != np.uint32 or tuple(key.shape) != (2,):
+        raise TypeError(f"{want}; got an array of dtype {dtype} and shape {tuple(key.shape)}.")
+    return key
+
+
+def check_instance(value, name, cls, what=None):
+    """Return ``value`` if it is an instance of ``cls`` (a class or tuple); ``what`` describes it."""
+    if not isinstance(value, cls):
+        what = what or (cls.__name__ if isinstance(cls, type) else " or ".join(c.__name__ for c in cls))
+        raise TypeError(f"`{name}` must be {what}; got {_show(value)} of type "
+                        f"{type(value).__name__}.")
+    return value
+
+
+def check_callable(f, name):
+    """Return ``f`` if it is callable."""
+    if not callable(f):
+        raise TypeError(f"`{name}` must be callable; got {_show(f)} of type {type(f).__name__}.")
+    return f
+
+
+def check_transform(tx, name):
+    """Return ``tx`` if it looks like an optax ``GradientTransformation`` (``init``/``update``)."""
+    if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
+        raise TypeError(f"`{name}` must be an optax GradientTransformation (e.g. optax.adam(1e-3));"
+                        f" got {_show(tx)} of type {type(tx).__name__}.")
+    return tx
+
+
+def as_path(path, name, *, kind=None):
+    """Return ``path`` as a str; ``kind`` "file" or "dir" requires an existing one of that kind,
+    "parent" an existing parent directory (a file about to be written)."""
+    if not isinstance(path, str | os.PathLike) or not os.fspath(path):
+        raise TypeError(f"`{name}` must be a non-empty path (str or os.PathLike); got "
+                        f"{_show(path)}.")
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if kind == "file" and not os.path.isfile(path):
+        what = "a directory" if os.path.isdir(path) else "missing"
+        raise ValueError(f"`{name}` must be an existing file; got {path!r} ({what}).")
+    if kind == "dir" and not os.path.isdir(path):
+        raise ValueError(f"`{name}` must be an existing directory; got {path!r}.")
+    if kind == "parent":
+        parent = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path) or not os.path.isdir(parent):
+            raise ValueError(f"`{name}` must be a file path in an existing directory; got "
+                             f"{path!r}.")
+    return path
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 16 * 2**30
+
+
+def check_memory(n_elements, names, *, itemsize=8, what="the arrays", fraction=0.5):
+    """Raise ``ValueError`` before allocating ``n_elements`` items of ``itemsize`` bytes when that
+    exceeds ``fraction`` of this machine's physical memory; ``names`` are the arguments to reduce."""
+    need = float(n_elements) * itemsize
+    have = _memory_bytes()
+    if need > fraction * have:
+        raise ValueError(f"{names} too large: {what} would take about {need / 2**30:.3g} GiB, "
+                         f"more than {fraction:g} of this machine's {have / 2**30:.3g} GiB; "
+                         f"reduce {names}.")
+    return need
+
+
+def check_finite_result(value, what, **diagnostics):
+    """Return ``value`` if every entry is finite, else raise :class:`NumericalError` naming
+    ``what`` with ``diagnostics`` (the inputs that led there)."""
+    arr = np.asarray(value)
+    if np.issubdtype(arr.dtype, np.inexact) and not np.isfinite(arr).all():
+        extra = ", ".join(f"{k}={_show(v, 30)}" for k, v in diagnostics.items())
+        raise NumericalError(f"{what} is not finite ({int((~np.isfinite(arr)).sum())} NaN or "
+                             f"infinite value(s)){'; ' + extra if extra else ''}.",
+                             **diagnostics)
+    return value

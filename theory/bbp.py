@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_int
+from ._validation import as_array, check_int
 
 __all__ = ["bbp_top_eigenvalue", "bbp_overlap", "TW1_MEAN", "TW1_STD", "tw_edge_shift"]
 
@@ -28,11 +28,8 @@ def bbp_top_eigenvalue(beta):
 
     Féral & Péché 2007, Thm 1.1; Benaych-Georges & Nadakuditi 2011, Thm 2.1 and Ex. 3.1.
     """
-    beta = np.asarray(beta, dtype=np.float64)
-    if np.any(beta < 0) or not np.all(np.isfinite(beta)):
-        raise ValueError("`beta` must be finite and >= 0.")
-    with np.errstate(divide="ignore"):
-        out = np.where(beta > 1, beta + 1 / np.where(beta > 0, beta, 1.0), 2.0)
+    beta = as_array(beta, "beta", lower=0.0)
+    out = np.where(beta > 1, beta + 1 / np.maximum(beta, 1.0), 2.0)
     return out if out.ndim else float(out)
 
 
@@ -41,10 +38,8 @@ def bbp_overlap(beta):
 
     Benaych-Georges & Nadakuditi 2011, Thm 2.3 and Ex. 3.1.
     """
-    beta = np.asarray(beta, dtype=np.float64)
-    if np.any(beta < 0) or not np.all(np.isfinite(beta)):
-        raise ValueError("`beta` must be finite and >= 0.")
-    out = np.where(beta > 1, 1 - 1 / np.where(beta > 0, beta, 1.0) ** 2, 0.0)
+    beta = as_array(beta, "beta", lower=0.0)
+    out = np.where(beta > 1, 1 - (1 / np.maximum(beta, 1.0)) ** 2, 0.0)
     return out if out.ndim else float(out)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import marchenko_pastur as _mp
+from ._validation import as_array, check_choice, check_instance, check_scalar
 
 __all__ = [
     "ESTIMATORS",
@@ -44,6 +45,41 @@ __all__ = [
 
 ESTIMATORS = ("dr", "nr", "int")
 SPLITS = (2, 3)
+_CONSTANTS = ("s_a", "s_y", "Gamma", "zeta", "kappa")
+
+
+def _check_kind(estimator, split):
+    return check_choice(estimator, "estimator", ESTIMATORS), check_choice(split, "split", SPLITS)
+
+
+def _check_constants(c):
+    """``c`` from :func:`bias_constants`: the five keys, finite, ``s_a s_y > 0`` and ``Gamma > 0``."""
+    if not isinstance(c, dict) or any(k not in c for k in _CONSTANTS):
+        raise TypeError(f"`c` must be the dict of bias_constants with keys {_CONSTANTS}; got "
+                        f"{type(c).__name__}.")
+    out = {k: as_array(c[k], "c") for k in _CONSTANTS}
+    if np.any(out["s_a"] * out["s_y"] <= 0) or np.any(out["Gamma"] <= 0):
+        raise ValueError("`c` must have s_a * s_y > 0 and Gamma > 0 (bias_constants of lam > 0).")
+    return out
+
+
+def _check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta):
+    """The linear-Gaussian model's moments, with the Cauchy–Schwarz constraints the note's
+    variance formulas assume (``theta^2 <= a2 b2``, ``cov^2 <= var_eps var_delta``)."""
+    big = 1e100
+    a2 = check_scalar(a2, "a2", lower=0.0, upper=big)
+    b2 = check_scalar(b2, "b2", lower=0.0, upper=big)
+    ve = check_scalar(var_eps, "var_eps", lower=0.0, upper=big)
+    vd = check_scalar(var_delta, "var_delta", lower=0.0, upper=big)
+    theta = check_scalar(theta, "theta", lower=-big, upper=big)
+    ced = check_scalar(cov_eps_delta, "cov_eps_delta", lower=-big, upper=big)
+    if theta**2 > a2 * b2 * (1 + 1e-12):
+        raise ValueError(f"`theta` must satisfy theta^2 <= a2*b2 = {a2 * b2:g} (Cauchy–Schwarz); "
+                         f"got {theta:g}.")
+    if ced**2 > ve * vd * (1 + 1e-12):
+        raise ValueError(f"`cov_eps_delta` must satisfy cov^2 <= var_eps*var_delta = {ve * vd:g};"
+                         f" got {ced:g}.")
+    return a2, b2, theta, ve, vd, ced
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,10 +126,12 @@ class SpectralIntegrator:
     """
 
     def __init__(self, gamma, lam_a, lam_y, eigenvalues=None):
-        self.gamma = float(gamma)
-        self.lam_a, self.lam_y = np.broadcast_arrays(np.asarray(lam_a, float),
-                                                     np.asarray(lam_y, float))
-        self.eigenvalues = None if eigenvalues is None else np.asarray(eigenvalues, float)
+        self.gamma = check_scalar(gamma, "gamma", lower=0.0, upper=1e8, closed="right")
+        lam_a = as_array(lam_a, "lam_a", lower=0.0, upper=1e50, closed="right")
+        lam_y = as_array(lam_y, "lam_y", lower=0.0, upper=1e50, closed="right")
+        self.lam_a, self.lam_y = np.broadcast_arrays(lam_a, lam_y)
+        self.eigenvalues = None if eigenvalues is None else as_array(
+            eigenvalues, "eigenvalues", ndim=1, min_size=1, lower=0.0, upper=1e50)
         self._cache = {}
 
     def _term(self, key):
@@ -123,6 +161,7 @@ class SpectralIntegrator:
 
 def bias_constants(integ: SpectralIntegrator) -> dict:
     """``s_a, s_y, Gamma, zeta, kappa`` (note §3.2) from a :class:`SpectralIntegrator`."""
+    check_instance(integ, "integ", SpectralIntegrator)
     return {
         "s_a": integ(_SA),
         "s_y": integ(_SY),
@@ -139,6 +178,9 @@ def naive_limit(estimator, split, c: dict, theta, psi):
     DR ``psi + (1 - s_a)(1 - s_y) theta``. Two splits: INT ``theta + psi - Gamma theta - zeta psi``,
     NR as three splits, DR ``psi + kappa theta + zeta psi``.
     """
+    estimator, split = _check_kind(estimator, split)
+    c = _check_constants(c)
+    theta, psi = as_array(theta, "theta"), as_array(psi, "psi")
     if split == 3:
         if estimator == "int":
             return theta + psi - c["s_a"] * c["s_y"] * theta
@@ -162,6 +204,8 @@ def debias_factors(estimator, split, c: dict):
     NR ``k = (1 - s_y)/Gamma``, ``M = 1 - zeta (1 - s_y)/Gamma``; DR ``k = kappa/Gamma``,
     ``M = 1 + zeta - zeta kappa / Gamma``.
     """
+    estimator, split = _check_kind(estimator, split)
+    c = _check_constants(c)
     if split == 3:
         g = c["s_a"] * c["s_y"]
         k = {"int": (1 - g) / g, "nr": (1 - c["s_y"]) / g,
@@ -181,7 +225,11 @@ def debias(estimator, split, naive, theta_hat, c: dict):
     ``theta_tilde = theta_hat/(s_a s_y)`` (three splits) or ``(theta_hat - zeta psi_tilde)/Gamma``
     (two splits), the authors' ``theta_bc_hat``.
     """
+    naive, theta_hat = as_array(naive, "naive"), as_array(theta_hat, "theta_hat")
     k, M = debias_factors(estimator, split, c)
+    c = _check_constants(c)
+    if np.any(M == 0):
+        raise ValueError("`c` gives a singular debiasing factor M = 0 for this estimator.")
     psi = (naive - k * theta_hat) / M
     if split == 3:
         theta = theta_hat / (c["s_a"] * c["s_y"])
@@ -201,6 +249,10 @@ def prediction_risk(integ: SpectralIntegrator, which: str, signal2, noise_var):
     Lemma F.1 of the paper (unit noise there): ``R(lam) = ∫ (lam^2 u^2 + gamma x)/(x + lam)^2 dF``.
     ``which`` in {"a", "y"} picks ``lam_a`` or ``lam_y``.
     """
+    check_instance(integ, "integ", SpectralIntegrator)
+    check_choice(which, "which", ("a", "y"))
+    signal2 = as_array(signal2, "signal2", lower=0.0, upper=1e100)
+    noise_var = as_array(noise_var, "noise_var", lower=0.0, upper=1e100)
     Q, lam = (_QA, integ.lam_a) if which == "a" else (_QY, integ.lam_y)
     QQ = _mul(Q, Q)
     return signal2 * lam**2 * integ(QQ) + noise_var * integ.gamma * integ(_mul(_X, QQ))
@@ -212,6 +264,9 @@ def prediction_optimal_lambda(gamma, signal2, noise_var):
     Lemma F.2 of the paper (``c / u^2`` with unit noise; the derivative of the integrand of
     Lemma F.1 in ``lam`` has the sign of ``lam - gamma sigma^2/u^2``).
     """
+    gamma = check_scalar(gamma, "gamma", lower=0.0, upper=1e8, closed="right")
+    signal2 = check_scalar(signal2, "signal2", lower=1e-100, upper=1e100)
+    noise_var = check_scalar(noise_var, "noise_var", lower=0.0, upper=1e100)
     return gamma * noise_var / signal2
 
 
@@ -243,7 +298,9 @@ def variance_components(estimator, split, integ: SpectralIntegrator, *, a2, b2, 
     ``tests/estimators/test_ecc_monte_carlo.py``
     and in the limits/symmetries of ``tests/estimators/test_ecc_theory.py``.
     """
-    ve, vd, ced = var_eps, var_delta, cov_eps_delta
+    estimator, split = _check_kind(estimator, split)
+    check_instance(integ, "integ", SpectralIntegrator)
+    a2, b2, theta, ve, vd, ced = _check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
     gm = integ.gamma
     c = bias_constants(integ)
     sa, sy, G, z, kap = c["s_a"], c["s_y"], c["Gamma"], c["zeta"], c["kappa"]
@@ -305,6 +362,8 @@ def asymptotic_variance(estimator, split, lam_a, lam_y, gamma, *, a2, b2, theta,
     The sum of :func:`variance_components` (divided by ``M^2``). Derived here; unvalidated
     internal version of ``estimators.asymptotic_variance``.
     """
+    _check_kind(estimator, split)
+    _check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
     integ = SpectralIntegrator(gamma, lam_a, lam_y)
     comp = variance_components(estimator, split, integ, a2=a2, b2=b2, theta=theta,
                                var_eps=var_eps, var_delta=var_delta, cov_eps_delta=cov_eps_delta)

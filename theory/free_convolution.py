@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import as_array
+from ._validation import as_array, check_instance, check_int
 from .roots import find_root
 
 __all__ = ["AtomicLaw", "edge_point", "right_edge", "left_edge", "free_convolution_density",
@@ -84,6 +84,7 @@ def edge_point(law: AtomicLaw) -> EdgePoint:
 
     Irregular case (E[gap^{-2}] <= 1): u* = 0. The edge is H(w*) = w* + E[1/(u* + gap)].
     """
+    check_instance(law, "law", AtomicLaw, "an AtomicLaw (e.g. AtomicLaw.from_values)")
     d, w = law.upper_gaps, law.weights
     with np.errstate(divide="ignore"):
         at_top = float(np.sum(w / np.square(d))) if np.all(d > 0) else math.inf
@@ -112,6 +113,7 @@ def right_edge(law: AtomicLaw) -> float:
 
 def left_edge(law: AtomicLaw) -> float:
     """Left end of the support of μ_SC ⊞ ν (mirror of :func:`right_edge`)."""
+    check_instance(law, "law", AtomicLaw, "an AtomicLaw (e.g. AtomicLaw.from_values)")
     return -edge_point(law.mirrored()).edge
 
 
@@ -174,6 +176,7 @@ def free_convolution_density(law: AtomicLaw, *, points: int = 2001) -> FreeConvo
     >>> round(free_convolution_density(law)(0.0), 6)  # 1/π
     0.31831
     """
+    points = check_int(points, "points", lower=2, upper=10**5)
     right = edge_point(law)
     left = edge_point(law.mirrored())
     a, b = law.lower - left.u, law.upper + right.u

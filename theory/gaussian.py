@@ -14,7 +14,7 @@ from functools import cache
 
 import numpy as np
 
-from ._validation import as_array
+from ._validation import as_array, check_callable, check_int, check_scalar
 
 __all__ = ["gaussian_expectation", "gauss_hermite_expectation", "gaussian_nodes"]
 
@@ -35,8 +35,11 @@ def gaussian_nodes(s, breaks=(), *, half_width: float = 12.0, step: float = 1.0,
     ``E[f(s + g)] ≈ (w * f(x)).sum(-1)``. Breakpoints are points of the argument of f; a
     breakpoint beyond the truncation gives a zero-width piece whose nodes have weight 0.
     """
-    s = np.asarray(s, dtype=np.float64)
-    b = np.sort(np.asarray(breaks, dtype=np.float64).ravel())
+    s = as_array(s, "s")
+    b = np.sort(as_array(breaks, "breaks", finite="nan").ravel())
+    half_width = check_scalar(half_width, "half_width", lower=1.0, upper=1e3)
+    step = check_scalar(step, "step", lower=half_width / 1e4, upper=half_width, closed="both")
+    order = check_int(order, "order", lower=1, upper=200)
     grid = np.arange(-half_width, half_width + 0.5 * step, step)
     # cut points in g for every s: the grid plus the breakpoints moved to g = b - s, clipped.
     cuts = np.concatenate([np.broadcast_to(grid, s.shape + grid.shape),
@@ -77,8 +80,7 @@ def gaussian_expectation(f, s=0.0, *, breaks=(), half_width: float = 12.0, step:
     0.7978845608028654
     """
     s_arr = as_array(s, "s")
-    if not callable(f):
-        raise TypeError(f"`f` must be callable; got {type(f).__name__}.")
+    f = check_callable(f, "f")
     x, w = gaussian_nodes(s_arr, breaks, half_width=half_width, step=step, order=order)
     fx = np.asarray(f(x), dtype=np.float64)
     if fx.shape != x.shape:
@@ -96,7 +98,11 @@ def gauss_hermite_expectation(f, s=0.0, *, order: int = 60):
 
     Kept as the baseline that :func:`gaussian_expectation` improves on.
     """
+    f = check_callable(f, "f")
+    order = check_int(order, "order", lower=1, upper=200)
+    s_arr = as_array(s, "s")
     x, w = np.polynomial.hermite_e.hermegauss(order)
-    s_arr = np.asarray(s, dtype=np.float64)
-    out = (w * f(s_arr[..., None] + x)).sum(-1) / _SQRT2PI
+    out = (w * np.asarray(f(s_arr[..., None] + x), dtype=np.float64)).sum(-1) / _SQRT2PI
+    if not np.all(np.isfinite(out)):
+        raise ValueError("`f` returned non-finite values on the quadrature nodes.")
     return out if out.ndim else float(out)

@@ -30,7 +30,7 @@ from math import comb
 import numpy as np
 from scipy import integrate as _integrate
 
-from ._validation import as_array, check_int, check_scalar
+from ._validation import as_array, check_callable, check_finite_result, check_int, check_scalar
 
 __all__ = [
     "edges",
@@ -47,7 +47,7 @@ __all__ = [
 
 
 def _gamma(gamma):
-    return check_scalar(gamma, "gamma", lower=0.0, closed="neither")
+    return check_scalar(gamma, "gamma", lower=0.0, upper=1e8, closed="neither")
 
 
 def edges(gamma) -> tuple[float, float]:
@@ -77,11 +77,14 @@ def moment(k, gamma) -> float:
 
     ``moment(0) = 1`` (the atom included), ``moment(1) = 1``, ``moment(2) = 1 + gamma``.
     """
-    k = check_int(k, "k", lower=0)
+    k = check_int(k, "k", lower=0, upper=1000)
     g = _gamma(gamma)
     if k == 0:
         return 1.0
-    return float(sum(g**r / (r + 1) * comb(k, r) * comb(k - 1, r) for r in range(k)))
+    with np.errstate(over="ignore"):
+        out = float(sum(np.float64(g) ** r / (r + 1) * comb(k, r) * comb(k - 1, r)
+                        for r in range(k)))
+    return check_finite_result(out, "the moment", k=k, gamma=g)
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,10 +148,7 @@ def stieltjes(lam, gamma, *, derivative: int = 0):
 
 
 def _lams(lam, name):
-    lam = as_array(lam, name)
-    if np.any(lam <= 0):
-        raise ValueError(f"`{name}` must be > 0; got min {float(lam.min()):g}.")
-    return lam
+    return as_array(lam, name, lower=0.0, upper=1e50, closed="right")
 
 
 def resolvent_moment(gamma, lams, power: int = 0):
@@ -176,7 +176,9 @@ def resolvent_moment(gamma, lams, power: int = 0):
     loses relative accuracy (the integrand is then ``~ lam^-k``).
     """
     g = _gamma(gamma)
-    j = check_int(power, "power", lower=0)
+    j = check_int(power, "power", lower=0, upper=64)
+    if not isinstance(lams, list | tuple):
+        raise TypeError(f"`lams` must be a list or tuple of ridge parameters; got {type(lams).__name__}.")
     nodes = [_lams(t, "lams") for t in lams]
     k = len(nodes)
     if k == 0:
@@ -200,7 +202,7 @@ def resolvent_table(gamma, lam_a, lam_y, *, max_power: int = 4) -> dict:
     Batched over the broadcast shape of ``lam_a, lam_y``.
     """
     g = _gamma(gamma)
-    J = check_int(max_power, "max_power", lower=0)
+    J = check_int(max_power, "max_power", lower=0, upper=64)
     nodes = np.broadcast_arrays(_lams(lam_a, "lam_a"), _lams(lam_y, "lam_y"))
     return _table(g, nodes[0], nodes[1], J)
 
@@ -236,7 +238,7 @@ def ridge_df(lam, gamma):
 
     ``s -> min(1, 1/gamma)`` as ``lam -> 0`` and decreases to 0 as ``lam -> inf``.
     """
-    return resolvent_moment(gamma, [lam], power=1)
+    return resolvent_moment(gamma, [_lams(lam, "lam")], power=1)
 
 
 def empirical_resolvent_moment(eigenvalues, lams, power: int = 0):
@@ -245,8 +247,11 @@ def empirical_resolvent_moment(eigenvalues, lams, power: int = 0):
     ``eigenvalues`` are the ``p`` eigenvalues of ``X^T X / m`` (zeros included when p > m). Used by
     the ECC estimators for their exact-in-expectation corrections; vectorised over ``lams``.
     """
-    x = np.asarray(eigenvalues, dtype=np.float64)
-    nodes = np.broadcast_arrays(*[np.asarray(t, dtype=np.float64) for t in lams])
+    x = as_array(eigenvalues, "eigenvalues", ndim=1, min_size=1, lower=0.0, upper=1e50)
+    power = check_int(power, "power", lower=0, upper=64)
+    if not isinstance(lams, list | tuple):
+        raise TypeError(f"`lams` must be a list or tuple of ridge parameters; got {type(lams).__name__}.")
+    nodes = np.broadcast_arrays(*[_lams(t, "lams") for t in lams])
     shape = nodes[0].shape if nodes else ()
     out = np.broadcast_to(x**power, shape + x.shape).copy()
     for t in nodes:
@@ -260,7 +265,10 @@ def integrate(f, gamma, *, epsabs: float = 1e-13, epsrel: float = 1e-12) -> floa
     The square-root edge behaviour is absorbed into QUADPACK's algebraic weight (``weight='alg'``),
     so the rule converges fast for smooth ``f``. For testing the closed forms, not for speed.
     """
+    f = check_callable(f, "f")
     g = _gamma(gamma)
+    epsabs = check_scalar(epsabs, "epsabs", lower=0.0)
+    epsrel = check_scalar(epsrel, "epsrel", lower=0.0)
     a, b = edges(g)
     c = 1.0 / (2 * np.pi * g)
     if a > 0:
@@ -269,4 +277,4 @@ def integrate(f, gamma, *, epsabs: float = 1e-13, epsrel: float = 1e-12) -> floa
     else:  # gamma == 1: sqrt((b - x) x) / x = x^{-1/2} (b - x)^{1/2}
         val, _ = _integrate.quad(lambda x: f(x) * c, a, b, weight="alg", wvar=(-0.5, 0.5),
                                  epsabs=epsabs, epsrel=epsrel, limit=200)
-    return float(val + atom(g) * f(0.0))
+    return check_finite_result(float(val + atom(g) * f(0.0)), "the integral of `f`", gamma=g)

@@ -40,7 +40,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._validation import as_array, check_scalar
+from ._validation import as_array, check_instance, check_scalar
 from .free_convolution import AtomicLaw, edge_point
 from .gaussian import gaussian_nodes
 from .roots import find_root
@@ -61,6 +61,16 @@ class EtaLaw:
     nodes: np.ndarray
     probs: np.ndarray
     name: str = "eta"
+
+    def __post_init__(self):
+        v = as_array(self.nodes, "nodes", ndim=1, min_size=1, lower=0.0, upper=1e100)
+        p = as_array(self.probs, "probs", shape=v.shape, lower=0.0)
+        if abs(p.sum() - 1) > 1e-9:
+            raise ValueError(f"`probs` must sum to 1; got sum {p.sum():.15g}.")
+        if p @ v <= 0:
+            raise ValueError("`nodes` must have positive mean under `probs` (m1 > 0).")
+        object.__setattr__(self, "nodes", v)
+        object.__setattr__(self, "probs", p)
 
     @cached_property
     def m1(self) -> float:
@@ -119,8 +129,25 @@ class EtaLaw:
         return f"EtaLaw({self.name}, m1={self.m1:.6g}, m2={self.m2:.6g}, nodes={self.nodes.size})"
 
 
+def _check_sigma(sigma, name="sigma"):
+    """``sigma`` a bounded non-decreasing σ (``spectral.sigmas``: callable with ``breaks``,
+    ``upper``, ``lower``, ``gap_upper``, ``gap_lower``)."""
+    if not (callable(sigma) and all(hasattr(sigma, a) for a in
+                                    ("breaks", "upper", "lower", "gap_upper", "gap_lower"))):
+        raise TypeError(f"`{name}` must be a σ from spectral.sigmas (e.g. sigmas.tanh(a, b)); got "
+                        f"{type(sigma).__name__}.")
+    if not (np.isfinite(float(sigma.upper)) and np.isfinite(float(sigma.lower))):
+        raise ValueError(f"`{name}` must be bounded; got upper={sigma.upper}, lower={sigma.lower}.")
+    return sigma
+
+
+def _check_eta(eta):
+    return check_instance(eta, "eta", EtaLaw, "an EtaLaw (e.g. EtaLaw.point(1.0))")
+
+
 def null_law(sigma) -> AtomicLaw:
     """ν = Law(σ(g)) as atoms on the split Gauss–Legendre rule (kinks/jumps of σ as cuts)."""
+    _check_sigma(sigma)
     x, w = gaussian_nodes(0.0, sigma.breaks)
     x, w = x[w > 0], w[w > 0]
     return AtomicLaw(sigma(x), w, float(sigma.upper), float(sigma.lower), sigma.gap_upper(x),
@@ -145,6 +172,9 @@ class _Signal:
 
 def signal_expectations(sigma, beta: float, eta: EtaLaw) -> _Signal:
     """The rule for E_{η,g}[(η²/m2) f(σ(βηm1/m2 + g))] at this β (a :class:`_Signal`)."""
+    _check_sigma(sigma)
+    _check_eta(eta)
+    beta = check_scalar(beta, "beta", lower=0.0, upper=1e12)
     keep = eta.probs * eta.nodes ** 2 > 0
     q = beta * eta.nodes[keep] * eta.m1 / eta.m2
     x, w = gaussian_nodes(q, sigma.breaks)
@@ -181,6 +211,7 @@ def theta(sigma, beta: float, eta: EtaLaw) -> float | None:
 
     Root of β S_β(θ) = 1 on θ > s₊; ``None`` when there is none (no eigenvalue above s₊).
     """
+    beta = check_scalar(beta, "beta", lower=0.0, upper=1e12)
     u = _theta_u(signal_expectations(sigma, beta, eta), beta)
     return None if u is None else float(sigma.upper) + u
 
@@ -208,6 +239,8 @@ def critical_threshold(sigma, eta: EtaLaw, *, xtol: float = 1e-13) -> ThresholdR
     Needs σ bounded and non-decreasing and η >= 0 with m1 > 0 (then the root exists and is
     unique). ``evaluations`` counts S-evaluations.
     """
+    _check_eta(eta)
+    xtol = check_scalar(xtol, "xtol", lower=0.0, upper=0.1, closed="right")
     law = null_law(sigma)
     ep = edge_point(law)
     u_star = ep.u
@@ -221,8 +254,8 @@ def critical_threshold(sigma, eta: EtaLaw, *, xtol: float = 1e-13) -> ThresholdR
 
     res = find_root(phi, 0.0, 2.0, expand=2.0, xtol=xtol)
     if not res.found:
-        raise RuntimeError(f"β*: {res.message} (σ must be non-decreasing with sup σ reached "
-                           f"or approached; got {sigma!r}).")
+        raise ValueError(f"`sigma` must be non-decreasing with sup σ reached or approached "
+                         f"(β*: {res.message}); got {sigma!r}.")
     return ThresholdResult(res.root, float(sigma.upper) + u_star, ep.regular, ep.edge, calls[0])
 
 
@@ -233,6 +266,9 @@ def critical_threshold_nested(sigma, eta: EtaLaw, lo: float = 0.3, hi: float = 1
     Returns a :class:`theory.roots.RootResult` (``found`` False when H'(θ(·)) has no sign change
     in [lo, hi]: never the bracket end). H'(θ) := -1 where θ(β) does not exist.
     """
+    _check_eta(eta)
+    lo = check_scalar(lo, "lo", lower=0.0, upper=1e6, closed="neither")
+    hi = check_scalar(hi, "hi", lower=0.0, upper=1e6, closed="neither")
     law = null_law(sigma)
 
     def hprime(beta):
@@ -270,6 +306,9 @@ def outlier(sigma, beta: float, eta: EtaLaw, *, law: AtomicLaw | None = None) ->
     Source: Ma & Kunisky 2025, main theorem of Sec. 3 (outlier and overlap); the official code's
     ``outlier_eval`` / ``outlier_evec_overlap``. Below β* the limits are (E₊, 0).
     """
+    _check_sigma(sigma)
+    _check_eta(eta)
+    beta = check_scalar(beta, "beta", upper=1e12)
     law = null_law(sigma) if law is None else law
     ep = edge_point(law)
     if beta <= 0:
@@ -301,6 +340,8 @@ def small_sigma_slope(s, eta: EtaLaw) -> float:
     (the E s(g) term from z* = 1 + ε E s(g) + O(ε²)). Checked against finite differences of
     :func:`critical_threshold` in ``tests/theory/test_nonlinear_laplacian.py``.
     """
+    _check_sigma(s, "s")
+    _check_eta(eta)
     x0, w0 = gaussian_nodes(0.0, s.breaks)
     keep = eta.probs * eta.nodes ** 2 > 0
     q = eta.nodes[keep] * eta.m1 / eta.m2

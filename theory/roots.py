@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
+from ._validation import check_callable, check_int, check_scalar
+
 __all__ = ["RootResult", "find_root", "NoRootError"]
 
 
@@ -69,7 +71,15 @@ def find_root(f, lo: float, hi: float, *, xtol: float = 1e-14,
     RootResult
         ``found`` False (and ``root`` None) when no sign change was found.
     """
-    lo, hi = float(lo), float(hi)
+    f = check_callable(f, "f")
+    lo = check_scalar(lo, "lo")
+    hi = check_scalar(hi, "hi", finite=False)
+    xtol = check_scalar(xtol, "xtol", lower=0.0, closed="neither")
+    rtol = check_scalar(rtol, "rtol", lower=4 * np.finfo(float).eps, upper=0.5)
+    maxiter = check_int(maxiter, "maxiter", lower=1, upper=10**6)
+    max_expand = check_int(max_expand, "max_expand", lower=0, upper=1000)
+    if expand is not None:
+        expand = check_scalar(expand, "expand", lower=1.0, upper=1e6, closed="neither")
     if not lo < hi:
         raise ValueError(f"`lo` must be < `hi`; got lo={lo}, hi={hi}.")
     if math.isinf(hi):
@@ -85,10 +95,12 @@ def find_root(f, lo: float, hi: float, *, xtol: float = 1e-14,
         width *= expand
         lo, flo = hi, fhi
         hi = lo + width
+        if not math.isfinite(hi):
+            break
         fhi = float(f(hi))
         calls += 1
     if math.isnan(flo) or math.isnan(fhi):
-        raise ValueError(f"f is NaN at a bracket end: f({lo})={flo}, f({hi})={fhi}.")
+        raise ValueError(f"`f` is NaN at a bracket end: f({lo})={flo}, f({hi})={fhi}.")
     if flo == 0.0:
         return RootResult(lo, True, (lo, hi), (flo, fhi), 0, calls, "root at the lower end")
     if fhi == 0.0:

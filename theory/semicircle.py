@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_scalar
+from ._validation import as_array, check_scalar
 
 __all__ = ["semicircle_pdf", "semicircle_cdf", "semicircle_stieltjes", "semicircle_edge"]
 
 
 def semicircle_edge(scale: float = 1.0) -> float:
     """Right edge 2·scale of the support."""
-    return 2.0 * check_scalar(scale, "scale", lower=0.0, closed="neither")
+    return 2.0 * check_scalar(scale, "scale", lower=0.0, upper=1e300, closed="right")
 
 
 def semicircle_pdf(x, scale: float = 1.0):
     """Density sqrt(4 s² - x²) / (2π s²) on [-2s, 2s], zero outside (AGZ 2010, Thm 2.1.1)."""
     s = check_scalar(scale, "scale", lower=0.0, closed="neither")
-    x = np.asarray(x, dtype=np.float64)
-    out = np.sqrt(np.clip(4 * s * s - x * x, 0.0, None)) / (2 * np.pi * s * s)
+    u = np.clip(as_array(x, "x", finite="nan") / s, -2.0, 2.0)
+    out = np.sqrt(4 - u * u) / (2 * np.pi * s)
     return out if out.ndim else float(out)
 
 
@@ -40,7 +40,7 @@ def semicircle_cdf(x, scale: float = 1.0):
     ``tests/theory/test_semicircle.py``).
     """
     s = check_scalar(scale, "scale", lower=0.0, closed="neither")
-    u = np.clip(np.asarray(x, dtype=np.float64) / s, -2.0, 2.0)
+    u = np.clip(as_array(x, "x", finite="nan") / s, -2.0, 2.0)
     out = 0.5 + (u * np.sqrt(4 - u * u) / 4 + np.arcsin(u / 2)) / np.pi
     return out if out.ndim else float(out)
 
@@ -54,8 +54,13 @@ def semicircle_stieltjes(z, scale: float = 1.0):
     [-2s, 2s] and ~ z at infinity.
     """
     s = check_scalar(scale, "scale", lower=0.0, closed="neither")
-    z = np.asarray(z, dtype=np.complex128)
-    out = (-z + np.sqrt(z - 2 * s) * np.sqrt(z + 2 * s)) / (2 * s * s)
+    z = np.asarray(z)
+    if z.dtype.kind not in "iufc":
+        raise TypeError(f"`z` must be a real or complex number or array; got dtype {z.dtype}.")
+    if not np.all(np.isfinite(z)):
+        raise ValueError("`z` must be finite.")
+    u = z.astype(np.complex128) / s
+    out = (-u + np.sqrt(u - 2) * np.sqrt(u + 2)) / (2 * s)
     if np.all(np.abs(out.imag) <= 1e-300) and np.all(np.asarray(z).imag == 0):
         out = out.real
     return out if out.ndim else out.item()

@@ -21,7 +21,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from theory._validation import as_array, check_scalar
+from theory._validation import as_array, check_bool, check_scalar
+
+_BIG = 1e100  # magnitudes beyond this overflow the products below; no bound here is that large
 
 __all__ = [
     "check_stepsize",
@@ -70,7 +72,7 @@ def check_stepsize(eta, beta) -> tuple[float, float]:
     At :math:`\eta = 2/\beta` SGD on a quadratic with curvature :math:`\beta` is a pure reflection
     and above it it diverges (see :func:`quadratic_gd_loss_ratio`), so both are rejected.
     """
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
+    beta = _beta(beta)
     eta = check_scalar(eta, "eta", lower=0.0, closed="neither")
     if not eta * beta < 2.0:
         raise ValueError(
@@ -82,7 +84,11 @@ def check_stepsize(eta, beta) -> tuple[float, float]:
 
 
 def _nonneg(x, name):
-    return check_scalar(x, name, lower=0.0)
+    return check_scalar(x, name, lower=0.0, upper=_BIG)
+
+
+def _beta(beta):
+    return check_scalar(beta, "beta", lower=1.0 / _BIG, upper=_BIG)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -176,7 +182,8 @@ def noiseless_bound(T, beta, dist2, *, c=1.0):
     factor stated). It is :func:`last_iterate_bound` at ``eta = 1/beta``, ``sigma2_star = 0``.
     ``c`` is the paper's constant, not established here (parameter, default 1).
     """
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
+    beta = _beta(beta)
+    c = _nonneg(c, "c")
     return bias_term(T, 1.0 / beta, beta, dist2, c_bias=c)
 
 
@@ -190,7 +197,7 @@ def tuned_stepsize(T, beta, dist2, sigma2_star) -> float:
     ``tests/theory/test_sgd.py::test_tuned_rate_matches_bound_at_tuned_stepsize``.
     """
     T = check_scalar(T, "T", lower=1.0)
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
+    beta = _beta(beta)
     dist2 = _nonneg(dist2, "dist2")
     sigma2_star = _nonneg(sigma2_star, "sigma2_star")
     eta = 1.0 / (beta * max(1.0, np.log(T)))
@@ -207,7 +214,7 @@ def tuned_rate(T, beta, dist2, sigma2_star, *, c=1.0):
     :func:`tuned_stepsize`). ``c`` is not established here (parameter, default 1).
     """
     T = _horizon(T)
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
+    beta = _beta(beta)
     dist2 = _nonneg(dist2, "dist2")
     sigma2_star = _nonneg(sigma2_star, "sigma2_star")
     c = _nonneg(c, "c")
@@ -224,9 +231,10 @@ def optimal_stepsize(T, beta, dist2, sigma2_star, *, c_bias=1.0, c_noise=1.0) ->
     on ``dist2``. Returns ``eta``.
     """
     T = check_scalar(T, "T", lower=1.0)
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
+    beta = _beta(beta)
     dist2 = _nonneg(dist2, "dist2")
     sigma2_star = _nonneg(sigma2_star, "sigma2_star")
+    c_bias, c_noise = _nonneg(c_bias, "c_bias"), _nonneg(c_noise, "c_noise")
     if dist2 == 0.0:
         raise ValueError("`dist2` must be > 0 for the bound to have a minimiser; got 0.")
 
@@ -274,6 +282,7 @@ def evron2025_rate(k, *, replacement=True, dim=None, mean_rank=None, n_tasks=Non
     """
     k = _horizon(k, "k")
     c = _nonneg(c, "c")
+    replacement = check_bool(replacement, "replacement")
     terms = [k ** -0.25]
     if dim is not None and mean_rank is not None:
         dim = check_scalar(dim, "dim", lower=1.0)
@@ -293,10 +302,11 @@ def varre2021_rate(T, eta, beta, dist2, *, c=1.0):
     capacity conditions. Their exact step-size condition and constant were not verified here:
     ``c`` is a parameter (default 1) and ``eta`` is required to satisfy ``0 < eta <= 1/beta``.
     """
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
+    beta = _beta(beta)
     eta = check_scalar(eta, "eta", lower=0.0, upper=1.0 / beta, closed="right")
     T = _horizon(T)
     dist2 = _nonneg(dist2, "dist2")
+    c = _nonneg(c, "c")
     return _out(c * dist2 / (eta * T))
 
 
@@ -343,7 +353,7 @@ def quadratic_gd_loss_ratio(T, eta, beta):
     Derived here (one line); every sample of this instance has curvature exactly :math:`\beta`, so
     SGD equals GD. Checked against simulation in ``tests/dynamics/test_sgd.py``.
     """
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
+    beta = _beta(beta)
     eta = check_scalar(eta, "eta", lower=0.0, closed="neither")
     T = _horizon(T)
     with np.errstate(over="ignore"):
@@ -369,7 +379,7 @@ def rare_curvature_risk(T, eta, beta, p, w0):
     """
     eta, beta, c = _contraction(eta, beta)
     p = check_scalar(p, "p", lower=0.0, upper=1.0)
-    w0 = check_scalar(w0, "w0")
+    w0 = check_scalar(w0, "w0", lower=-_BIG, upper=_BIG)
     T = as_array(T, "T")
     if np.any(T < 0):
         raise ValueError("`T` must be >= 0.")
@@ -401,7 +411,7 @@ def ar1_risk(T, eta, beta, s2, w0):
     """
     eta, beta = check_stepsize(eta, beta)
     s2 = _nonneg(s2, "s2")
-    w0 = check_scalar(w0, "w0")
+    w0 = check_scalar(w0, "w0", lower=-_BIG, upper=_BIG)
     T = as_array(T, "T")
     if np.any(T < 0):
         raise ValueError("`T` must be >= 0.")
@@ -428,8 +438,8 @@ def commuting_risk(T, eta, beta, p, w0):
     ``tests/dynamics/test_sgd.py::test_scalar_families_closed_forms``.
     """
     eta, beta, c = _contraction(eta, beta)
-    p = as_array(p, "p", ndim=1)
-    w0 = as_array(w0, "w0", shape=(p.size,))
+    p = as_array(p, "p", ndim=1, min_size=1)
+    w0 = as_array(w0, "w0", shape=(p.size,), lower=-_BIG, upper=_BIG)
     if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-9:
         raise ValueError("`p` must be a probability vector (>= 0, summing to 1).")
     T = as_array(T, "T")

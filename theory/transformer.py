@@ -25,6 +25,8 @@ import numpy as np
 
 from theory._validation import as_array, check_scalar
 
+_BIG = 1e30  # weight and data entries beyond this overflow the cubic products and exp below
+
 __all__ = [
     "condensation_direction",
     "time_rescaling",
@@ -54,7 +56,7 @@ __all__ = [
 
 
 def _check_data(X, y):
-    X = as_array(X, "X", ndim=3)
+    X = as_array(X, "X", ndim=3, lower=-_BIG, upper=_BIG)
     n, s, d = X.shape
     if n < 1 or s < 1 or d < 1:
         raise ValueError(f"`X` must have shape (n, s, d) with n, s, d >= 1; got {X.shape}.")
@@ -107,12 +109,12 @@ def time_rescaling(X, y, eps) -> float:
 def _check_outer(W_V, W1, W2, v=None):
     W1 = as_array(W1, "W1", ndim=2)
     d = W1.shape[0]
-    W1 = as_array(W1, "W1", shape=(d, d))
-    W2 = as_array(W2, "W2", shape=(d,))
+    W1 = as_array(W1, "W1", shape=(d, d), lower=-_BIG, upper=_BIG)
+    W2 = as_array(W2, "W2", shape=(d,), lower=-_BIG, upper=_BIG)
     if W_V is not None:
-        W_V = as_array(W_V, "W_V", shape=(d, d))
+        W_V = as_array(W_V, "W_V", shape=(d, d), lower=-_BIG, upper=_BIG)
     if v is not None:
-        v = as_array(v, "v", shape=(d,))
+        v = as_array(v, "v", shape=(d,), lower=-_BIG, upper=_BIG)
         if abs(np.linalg.norm(v) - 1.0) > 1e-8:
             raise ValueError(f"`v` must be a unit vector; got norm {np.linalg.norm(v):.6g}.")
     return W_V, W1, W2, v
@@ -121,8 +123,9 @@ def _check_outer(W_V, W1, W2, v=None):
 def _check_u(u, W1, W2):
     W1 = as_array(W1, "W1", ndim=2)
     d = W1.shape[0]
-    W1 = as_array(W1, "W1", shape=(d, d))
-    return as_array(u, "u", shape=(d,)), W1, as_array(W2, "W2", shape=(d,))
+    W1 = as_array(W1, "W1", shape=(d, d), lower=-_BIG, upper=_BIG)
+    return (as_array(u, "u", shape=(d,), lower=-_BIG, upper=_BIG), W1,
+            as_array(W2, "W2", shape=(d,), lower=-_BIG, upper=_BIG))
 
 
 def effective_vector_field(W_V, W1, W2, v):
@@ -161,7 +164,7 @@ def energy_rate_lower_bound(E):
     bounds ``E^2``) gives it for every ``E`` (derived here, tested in
     ``tests/theory/test_transformer.py``).
     """
-    E = np.asarray(as_array(E, "E"))
+    E = np.asarray(as_array(E, "E", lower=-1e200, upper=1e200))
     out = 3.0 * np.abs(E) ** (4.0 / 3.0)
     return float(out) if out.ndim == 0 else out
 
@@ -209,8 +212,8 @@ def energy_lower_envelope(E0, t):
     ``E(0) > 0``: ``E >= (E0^{-1/3} - t)^{-3}`` for ``t < E0^{-1/3}`` (``+inf`` beyond).
     ``E(0) < 0``: ``E >= -((-E0)^{-1/3} + t)^{-3}``. ``E(0) = 0``: ``E >= 0``.
     """
-    E0 = check_scalar(E0, "E0")
-    t = as_array(t, "t")
+    E0 = check_scalar(E0, "E0", lower=-1e100, upper=1e100)
+    t = as_array(t, "t", finite="nan")
     if np.any(t < 0):
         raise ValueError(f"`t` must be >= 0; got min {t.min():g}.")
     if E0 > 0:
@@ -235,8 +238,8 @@ def column_alignment(W, v) -> np.ndarray:
     Chen & Luo 2025, Def. 1 (condensation: ``|cos| -> 1``). Zero columns give 0. For the
     feed-forward weight pass ``W1.T`` to align the rows of ``W1``.
     """
-    W = as_array(W, "W", ndim=2)
-    v = as_array(v, "v", shape=(W.shape[0],))
+    W = as_array(W, "W", ndim=2, lower=-_BIG, upper=_BIG)
+    v = as_array(v, "v", shape=(W.shape[0],), lower=-_BIG, upper=_BIG)
     norms = np.linalg.norm(W, axis=0) * np.linalg.norm(v)
     dots = v @ W
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
@@ -287,12 +290,12 @@ def key_query_matrix(X, y, W_V, W1, W2) -> np.ndarray:
 
 
 def _check_kq(F, W_Q0, W_K0):
-    F = as_array(F, "F", ndim=2)
-    W_Q0 = as_array(W_Q0, "W_Q0", ndim=2)
+    F = as_array(F, "F", ndim=2, lower=-_BIG, upper=_BIG)
+    W_Q0 = as_array(W_Q0, "W_Q0", ndim=2, lower=-_BIG, upper=_BIG)
     if W_Q0.shape[0] != F.shape[0]:
         raise ValueError(f"`W_Q0` must have {F.shape[0]} rows to match `F` {F.shape}; got "
                          f"{W_Q0.shape}.")
-    W_K0 = as_array(W_K0, "W_K0", shape=(F.shape[1], W_Q0.shape[1]))
+    W_K0 = as_array(W_K0, "W_K0", shape=(F.shape[1], W_Q0.shape[1]), lower=-_BIG, upper=_BIG)
     return F, W_Q0, W_K0
 
 
@@ -310,6 +313,9 @@ def key_query_closed_form(F, W_Q0, W_K0, t):
     F, W_Q0, W_K0 = _check_kq(F, W_Q0, W_K0)
     t = as_array(t, "t")
     U, sig, Vt = np.linalg.svd(F)
+    if sig.size and sig[0] * np.max(np.abs(t), initial=0.0) > 700.0:
+        raise ValueError(f"`t` must satisfy sigma_max(F) |t| <= 700 (cosh overflows float64); got "
+                         f"sigma_max = {sig[0]:.3g}, max |t| = {np.max(np.abs(t)):.3g}.")
     p, q = F.shape
     r = max(p, q)
     sig_full = np.zeros(r)
@@ -336,6 +342,7 @@ def key_query_closed_form(F, W_Q0, W_K0, t):
 
 def top_multiplicity(F, *, rtol=1e-9) -> int:
     """Multiplicity of the top singular value of ``F`` (singular values within ``rtol`` of it)."""
+    rtol = check_scalar(rtol, "rtol", lower=0.0, upper=1.0, closed="left")
     F = as_array(F, "F", ndim=2)
     sig = np.linalg.svd(F, compute_uv=False)
     if sig[0] == 0:
