@@ -4,8 +4,6 @@ shifted tasks (the teacher's hidden weight moved by a low-rank perturbation)."""
 
 from __future__ import annotations
 
-import functools
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -13,6 +11,7 @@ import numpy as np
 import optax
 
 import nn
+from paper_checks._registry import memo
 
 
 def train_loop(loss, opt):
@@ -54,31 +53,32 @@ def fit(model, loss, opt, steps):
 D_IN, WIDTH, D_OUT = 16, 32, 4
 
 
-@functools.cache
-def pretrained(scale: str = "quick"):
-    """Teacher, student pretrained on it, and the data draws."""
+@memo
+def pretrained(n: int, steps: int, seed: int = 0):
+    """Teacher (a random ReLU MLP), a student pretrained on it by full-batch Adam on ``n`` inputs
+    for ``steps``, and the student's final loss; every draw from ``seed``."""
     with jax.enable_x64(True):
-        n = 256 if scale == "quick" else 2048
-        teacher = nn.MLP(D_IN, D_OUT, WIDTH, 2, activation=jax.nn.relu, key=jax.random.key(100))
-        x = jax.random.normal(jax.random.key(1), (n, D_IN))
-        student = nn.MLP(D_IN, D_OUT, WIDTH, 2, activation=jax.nn.relu, key=jax.random.key(0))
+        kt, kx, ks = jax.random.split(jax.random.key(seed), 3)
+        teacher = nn.MLP(D_IN, D_OUT, WIDTH, 2, activation=jax.nn.relu, key=kt)
+        x = jax.random.normal(kx, (n, D_IN))
+        student = nn.MLP(D_IN, D_OUT, WIDTH, 2, activation=jax.nn.relu, key=ks)
         student, ls = fit(student, lambda m: jnp.mean((m(x) - teacher(x)) ** 2), optax.adam(3e-3),
-                          800 if scale == "quick" else 4000)
+                          steps)
         return teacher, student, float(ls[-1])
 
 
-def shifted_task(scale: str, seed: int, rank: int = 4, size: float = 1.0):
-    """A shifted teacher: hidden weight + ``size * U diag(1 .. 0.5) V^T`` of rank ``rank``."""
-    teacher, student, _ = pretrained(scale)
-    rng = np.random.default_rng(seed)
-    u = np.linalg.qr(rng.standard_normal((WIDTH, rank)))[0]
-    v = np.linalg.qr(rng.standard_normal((WIDTH, rank)))[0]
-    pert = size * u @ np.diag(np.linspace(1.0, 0.5, rank)) @ v.T
-    t2 = eqx.tree_at(lambda m: m.layers[1].weight, teacher, teacher.layers[1].weight + pert)
-    n = 256 if scale == "quick" else 2048
-    x = jax.random.normal(jax.random.key(10 + seed), (n, D_IN))
-    xt = jax.random.normal(jax.random.key(20 + seed), (1024, D_IN))
-    return student, (x, t2(x)), (xt, t2(xt))
+def np_mlp(mlp, x, weights=None):
+    """The forward pass of a ReLU ``nn.MLP`` in numpy (float64), with the hidden weights
+    optionally replaced by ``weights`` (a dict index -> array): data generation without
+    compiling JAX operations one by one."""
+    h = np.asarray(x, np.float64)
+    layers = mlp.layers
+    for i, lin in enumerate(layers):
+        w = np.asarray((weights or {}).get(i, lin.weight), np.float64)
+        h = h @ w.T + np.asarray(lin.bias, np.float64)
+        if i < len(layers) - 1:
+            h = np.maximum(h, 0.0)
+    return h
 
 
 def xent(logits, y):
