@@ -5,18 +5,19 @@ Monte Carlo means (naive black, debiased blue, ±2 SE bands) beside the theoreti
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.ecc import PSI, simulate_paper, theory_curves
+from paper_checks.ecc import PSI, SIZES, simulate_paper, theory_curves
 from theory.ecc import ESTIMATORS
 
 ID = "ecc.bias"
 TITLE = "Bias of naive and debiased ridge ECC estimators (fold size 500)"
 
 
-def make(scale: str = "quick"):
+def make(scale: str = "quick", seed: int = 0):
+    size = SIZES[scale]
     rows = [(s, p) for s in (2, 3) for p in (250, 1000)]
     fig, axes = plt.subplots(len(rows), 3, figsize=(11, 10), sharex=True)
     for r, (split, p) in enumerate(rows):
-        sim = simulate_paper(scale, split, p)
+        sim = simulate_paper(split, p, size.reps if p == 250 else size.reps_wide, seed)
         theo = theory_curves(sim)
         lams, reps = sim["lams"], sim["reps"]
         for c, e in enumerate(ESTIMATORS):

@@ -4,24 +4,25 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.ecc import PSI, simulate_paper
+from paper_checks.ecc import PSI, SIZES, Z95, simulate_paper
 from theory.ecc import ESTIMATORS
 
 ID = "ecc.coverage"
 TITLE = "Coverage of 95% intervals, debiased ridge ECC (fold size 500, p = 250)"
 
 
-def make(scale: str = "quick"):
+def make(scale: str = "quick", seed: int = 0):
+    size = SIZES[scale]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for ax, split in zip(axes, (2, 3), strict=True):
-        sim = simulate_paper(scale, split, 250)
+        sim = simulate_paper(split, 250, size.reps, seed)
         lams, reps = sim["lams"], sim["reps"]
         band = 2 * np.sqrt(0.95 * 0.05 / reps)
         ax.axhspan(0.95 - band, 0.95 + band, color="grey", alpha=0.2, lw=0,
                    label="nominal 0.95 ± 2 SE")
         ax.axhline(0.95, color="k", lw=0.8)
         for e in ESTIMATORS:
-            cover = np.mean(np.abs(sim["debiased"][e] - PSI) <= 1.959963984540054 *
+            cover = np.mean(np.abs(sim["debiased"][e] - PSI) <= Z95 *
                             sim["se"][e], axis=0)
             ax.plot(lams, cover, lw=1.2, label=e.upper())
         ax.set(xlabel=r"ridge penalty $\lambda$", ylabel="coverage",

@@ -5,17 +5,18 @@ variance-optimal lambda of the theory curve (red dashed)."""
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.ecc import simulate_paper, theory_curves
+from paper_checks.ecc import SIZES, simulate_paper, theory_curves
 from theory.ecc import ESTIMATORS
 
 ID = "ecc.variance"
 TITLE = "Variance of debiased ridge ECC estimators (fold size 500, p = 250)"
 
 
-def make(scale: str = "quick"):
+def make(scale: str = "quick", seed: int = 0):
+    size = SIZES[scale]
     fig, axes = plt.subplots(2, 3, figsize=(11, 6.5), sharex=True)
     for r, split in enumerate((2, 3)):
-        sim = simulate_paper(scale, split, 250)
+        sim = simulate_paper(split, 250, size.reps, seed)
         theo = theory_curves(sim)
         lams, reps = sim["lams"], sim["reps"]
         for c, e in enumerate(ESTIMATORS):

@@ -10,20 +10,29 @@ here and checked by Monte Carlo in ``tests/estimators``).
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
+from scipy.stats import norm
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from estimators import asymptotic_variance, ecc_path, paper_lambda_grid
 from theory import ecc as th
 
-from ._registry import Measurement, claim
+from ._registry import Measurement, claim, memo, scaled, sizes, wrap
+from ._rules import measure, paired_gap, within
 
 PAPER = "McGrath, Mukherjee, Mukherjee & Wang 2025 (arXiv 2509.25536)"
 PSI = 0.5
 FOLD = 500
-REPS = {"quick": {250: 60, 1000: 24}, "full": {250: 2000, 1000: 1000}}
+CHECK_LAMS = (0.1, 0.5, 2.0, 5.0)
+COVER_LAMS = (0.1, 0.5, 2.0)
+#: every fourth point of the authors' 100-point grid (0.05 to 10) with the checked penalties
+LAMS = np.unique(np.concatenate([paper_lambda_grid()[::4], CHECK_LAMS]))
+#: replicates per (split, p): ``reps`` at p = 250 (gamma 0.5; debiasing, tuning, coverage,
+#: figures), ``reps_wide`` at p = 1000 (gamma 2; debiasing)
+SIZES = sizes(smoke=dict(reps=4, reps_wide=2), quick=dict(reps=300, reps_wide=20),
+              full=dict(reps=2000, reps_wide=1000))
+Z95 = float(norm.isf(0.025))
 
 
 def _signals(p, seed):
@@ -32,31 +41,44 @@ def _signals(p, seed):
     return al / np.linalg.norm(al), be / np.linalg.norm(be)
 
 
-@cache
-def simulate_paper(scale: str, split: int, p: int, seed: int = 1234) -> dict:
-    """Naive and debiased estimates (and plug-in SEs) of INT, NR, DR over the paper's lambda grid.
+def variance_optimal_lambda(theta: float, gamma: float) -> float:
+    """The common penalty minimising the derived two-split DR variance (unit signals and noises,
+    psi = PSI), on a 400-point log grid in [0.02, 5]."""
+    grid = np.geomspace(0.02, 5, 400)
+    V = th.asymptotic_variance("dr", 2, grid, grid, gamma, a2=1.0, b2=1.0, theta=theta,
+                               var_eps=1.0, var_delta=1.0, cov_eps_delta=PSI)
+    return float(grid[np.argmin(V)])
+
+
+@memo
+def simulate_paper(split: int, p: int, reps: int, seed: int = 0) -> dict:
+    """Naive and debiased estimates (and plug-in SEs) of INT, NR, DR over the penalties ``LAMS``
+    and the two-split DR variance-optimal penalty ``lam_opt`` of the derived variance.
 
     Returns ``lams``, ``theta``, ``gamma``, ``reps`` and arrays ``naive[est]``, ``debiased[est]``,
-    ``se[est]`` of shape ``(reps, len(lams))``. One fit per replicate serves the whole grid.
+    ``se[est]`` of shape ``(reps, len(lams))``. One fit per replicate serves the whole grid; every
+    draw (coefficients, design, noise, folds) derives from ``seed``. The matrices are small, so
+    one BLAS thread is fastest on a shared machine.
     """
-    reps = REPS[scale][p]
-    lams = paper_lambda_grid()
     al, be = _signals(p, seed)
+    lam_opt = variance_optimal_lambda(float(al @ be), p / FOLD)
+    lams = np.unique(np.append(LAMS, lam_opt))
     n = split * FOLD
     L = np.linalg.cholesky([[1.0, PSI], [PSI, 1.0]])
     out = {k: {e: np.empty((reps, lams.size)) for e in th.ESTIMATORS}
            for k in ("naive", "debiased", "se")}
-    for r in tqdm(range(reps), desc=f"ECC {split}-split p={p}", leave=False, disable=None):
-        rng = np.random.default_rng([seed, split, p, r])
-        X = rng.standard_normal((n, p))
-        e = rng.standard_normal((n, 2)) @ L.T
-        res = ecc_path(X @ be + e[:, 0], X @ al + e[:, 1], X, lams, split=split, rng=rng,
-                       center=False)
-        for k in out:
-            for est in th.ESTIMATORS:
-                out[k][est][r] = res[k][est]
-    return dict(out, lams=lams, theta=float(al @ be), gamma=p / FOLD, reps=reps, split=split,
-                p=p)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for r in tqdm(range(reps), desc=f"ECC {split}-split p={p}", leave=False, disable=None):
+            rng = np.random.default_rng([seed, split, p, r])
+            X = rng.standard_normal((n, p))
+            e = rng.standard_normal((n, 2)) @ L.T
+            res = ecc_path(X @ be + e[:, 0], X @ al + e[:, 1], X, lams, split=split, rng=rng,
+                           center=False)
+            for k in out:
+                for est in th.ESTIMATORS:
+                    out[k][est][r] = res[k][est]
+    return dict(out, lams=lams, lam_opt=lam_opt, theta=float(al @ be), gamma=p / FOLD,
+                reps=reps, split=split, p=p)
 
 
 def theory_curves(sim: dict) -> dict:
@@ -70,112 +92,144 @@ def theory_curves(sim: dict) -> dict:
     return {"bias": bias, "var": var}
 
 
-CHECK_LAMS = (0.1, 0.5, 2.0, 5.0)
+def _lam_index(lams, targets):
+    return [int(np.argmin(np.abs(lams - t))) for t in targets]
+
+
+def _scaled_key(key, factor):
+    """A :func:`wrap` wrapper scaling one entry of a returned dict."""
+
+    def wrapper(f):
+        def g(*args, **kwargs):
+            out = dict(f(*args, **kwargs))
+            out[key] = out[key] * factor
+            return out
+
+        return g
+
+    return wrapper
+
+
+def _gamma_over_all_rows(init):
+    """A :func:`wrap` wrapper: the prepared data report ``gamma = p / n`` (a wrong fold size)."""
+
+    def g(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.gamma = self.p / self.n
+
+    return g
 
 
 @claim("ecc.debiasing", paper=PAPER,
        statement="Naive ridge plug-in ECC estimators carry an O(1) bias given by Marchenko–Pastur "
                  "functionals when p/n is of order one; the moment-corrected estimators are "
                  "unbiased (INT, NR, DR; two and three splits; gamma = 0.5 and 2).",
-       where="exp1 bias figures (README: Figures 1–11); bias formulas of the authors' code")
-def _debiasing(scale: str) -> Measurement:
-    worst_naive, worst_deb, n_cmp = 0.0, 0.0, 0
-    detail = []
+       where="exp1 bias figures (README: Figures 1–11); bias formulas of the authors' code",
+       sizes=SIZES,
+       mutants=[wrap("theory.ecc.bias_constants", _scaled_key("s_y", 1.05),
+                     "spectral constant s_y = int x/(x + lam) dF 5 % high", name="s_y_5pct"),
+                wrap("theory.ecc.bias_constants", _scaled_key("zeta", 0.9),
+                     "noise constant zeta = gamma int x Q_a Q_y dF 10 % low", name="zeta_10pct"),
+                wrap("estimators._ecc._Prepared.__init__", _gamma_over_all_rows,
+                     "gamma = p/n over all rows instead of p/m over the training fold",
+                     name="gamma_all_rows")])
+def _debiasing(size, seed) -> Measurement:
+    z_naive, z_deb, detail = [], [], []
     for split in (2, 3):
-        for p in (250, 1000):
-            sim = simulate_paper(scale, split, p)
-            idx = [int(np.argmin(np.abs(sim["lams"] - t))) for t in CHECK_LAMS]
+        for p, reps in ((250, size.reps), (1000, size.reps_wide)):
+            sim = simulate_paper(split, p, reps, seed)
+            idx = _lam_index(sim["lams"], CHECK_LAMS)
             theo = theory_curves(sim)
             for e in th.ESTIMATORS:
-                for i in idx:
-                    nv, dv = sim["naive"][e][:, i], sim["debiased"][e][:, i]
-                    sn = nv.std(ddof=1) / np.sqrt(sim["reps"])
-                    sd = dv.std(ddof=1) / np.sqrt(sim["reps"])
-                    zn = abs(nv.mean() - PSI - theo["bias"][e][i]) / sn
-                    zd = abs(dv.mean() - PSI) / sd
-                    worst_naive, worst_deb = max(worst_naive, zn), max(worst_deb, zd)
-                    n_cmp += 1
+                nv, dv = sim["naive"][e][:, idx], sim["debiased"][e][:, idx]
+                sn = nv.std(0, ddof=1) / np.sqrt(reps)
+                sd = dv.std(0, ddof=1) / np.sqrt(reps)
+                z_naive.append((nv.mean(0) - PSI - theo["bias"][e][idx]) / sn)
+                z_deb.append((dv.mean(0) - PSI) / sd)
             i5 = idx[1]
-            nb = sim["naive"]["dr"][:, i5].mean() - PSI
-            detail.append(f"{split}s p={p}: naive DR bias {nb:+.3f} (theory "
+            detail.append(f"{split}s p={p} ({reps} reps): naive DR bias "
+                          f"{sim['naive']['dr'][:, i5].mean() - PSI:+.3f} (theory "
                           f"{theo['bias']['dr'][i5]:+.3f})")
-    # Bonferroni over the comparisons: the 5% family-wise two-sided normal quantile.
-    from scipy.stats import norm
+    z_naive, z_deb = np.concatenate(z_naive), np.concatenate(z_deb)
+    # Bonferroni over the comparisons: the 5 % family-wise two-sided normal quantile.
+    z = float(norm.isf(0.025 / z_naive.size))
+    return measure(
+        within(float(np.abs(z_naive).max()), 0.0, z, name="max |z| naive vs MP theory"),
+        within(float(np.abs(z_deb).max()), 0.0, z, name="max |z| debiased vs psi"),
+        detail=f"{z_naive.size} comparisons each (3 estimators x 2 splits x gamma 0.5, 2 x lam in "
+               f"{CHECK_LAMS}); z = (MC mean - target)/MC SE, tolerance the Bonferroni 5 % "
+               f"quantile; seed {seed}; " + "; ".join(detail))
 
-    z = float(norm.isf(0.025 / n_cmp))
-    return Measurement(measured={"max_z_naive_vs_theory": worst_naive,
-                                 "max_z_debiased_vs_psi": worst_deb},
-                       expected={"max_z_naive_vs_theory": 0.0, "max_z_debiased_vs_psi": 0.0},
-                       tolerance=z, passed=bool(worst_naive <= z and worst_deb <= z),
-                       detail=f"{n_cmp} comparisons each, lam in {CHECK_LAMS}; " +
-                              "; ".join(detail))
 
-
-@cache
-def prediction_vs_variance_optimal(scale: str, seed: int = 99) -> dict:
-    """MC variance of the two-split debiased DR at the prediction-optimal lam = gamma (= 0.5) and at
-    the variance-optimal lam of the derived formula (gamma = 0.5, fold 500, common lambda)."""
-    reps = {"quick": 300, "full": 3000}[scale]
-    p, split = 250, 2
-    al, be = _signals(p, seed)
-    theta, g = float(al @ be), p / FOLD
-    grid = np.geomspace(0.02, 5, 400)
-    V = th.asymptotic_variance("dr", split, grid, grid, g, a2=1.0, b2=1.0, theta=theta,
-                               var_eps=1.0, var_delta=1.0, cov_eps_delta=PSI)
-    lam_opt = float(grid[np.argmin(V)])
-    lams = np.array([g, lam_opt])
-    L = np.linalg.cholesky([[1.0, PSI], [PSI, 1.0]])
-    est = np.empty((reps, 2))
-    for r in tqdm(range(reps), desc="ECC lam_pred vs lam_opt", leave=False, disable=None):
-        rng = np.random.default_rng([seed, r])
-        X = rng.standard_normal((2 * FOLD, p))
-        e = rng.standard_normal((2 * FOLD, 2)) @ L.T
-        est[r] = ecc_path(X @ be + e[:, 0], X @ al + e[:, 1], X, lams, split=split, rng=rng,
-                          center=False)["debiased"]["dr"]
+def prediction_vs_variance_optimal(reps: int, seed: int = 0) -> dict:
+    """MC variance of the two-split debiased DR at the prediction-optimal lam = gamma (= 0.5) and
+    at the variance-optimal lam of the derived formula (gamma = 0.5, fold 500, common lambda),
+    from the replicates of :func:`simulate_paper`."""
+    sim = simulate_paper(2, 250, reps, seed)
+    g, lam_opt = sim["gamma"], sim["lam_opt"]
+    idx = [int(np.flatnonzero(sim["lams"] == t)[0]) for t in (g, lam_opt)]
+    est = sim["debiased"]["dr"][:, idx]
     v = est.var(0, ddof=1)
     # delta-method SE of log(v0/v1) from the replicate influence values of the two variances.
     c = est - est.mean(0)
     infl = c[:, 0] ** 2 / v[0] - c[:, 1] ** 2 / v[1]
     se_log = infl.std(ddof=1) / np.sqrt(reps)
-    V_th = [asymptotic_variance("dr", 2, t, t, g, a2=1.0, b2=1.0, theta=theta, var_eps=1.0,
-                                var_delta=1.0, cov_eps_delta=PSI) for t in lams]
+    V_th = [asymptotic_variance("dr", 2, t, t, g, a2=1.0, b2=1.0, theta=sim["theta"],
+                                var_eps=1.0, var_delta=1.0, cov_eps_delta=PSI)
+            for t in (g, lam_opt)]
     return dict(lam_pred=g, lam_opt=lam_opt, ratio=float(v[0] / v[1]), se_log=float(se_log),
-                ratio_theory=float(V_th[0] / V_th[1]), reps=reps)
+                ratio_theory=float(V_th[0] / V_th[1]), reps=reps, sq_dev=c**2)
 
 
 @claim("ecc.tuning", paper=PAPER,
        statement="Prediction-optimal ridge tuning (lam = gamma sigma^2/||alpha||^2, Lemma F.2) "
                  "does not minimise the asymptotic variance of the debiased estimator.",
-       where="Abstract; Lemma F.2; exp1 variance figures")
-def _tuning(scale: str) -> Measurement:
-    r = prediction_vs_variance_optimal(scale)
+       where="Abstract; Lemma F.2; exp1 variance figures", sizes=SIZES,
+       mutants=[wrap("theory.ecc._w2", scaled(0.8),
+                     "two-split training-fold variance piece W 20 % low", name="W_20pct_low"),
+                wrap("theory.ecc.prediction_risk", scaled(0.7),
+                     "ridge prediction risk (Lemma F.1) 30 % low in the variance",
+                     name="risk_30pct_low")])
+def _tuning(size, seed) -> Measurement:
+    r = prediction_vs_variance_optimal(size.reps, seed)
     log_r, log_t = np.log(r["ratio"]), np.log(r["ratio_theory"])
-    ok = bool(log_r - 3 * r["se_log"] > 0 and abs(log_r - log_t) <= 3 * r["se_log"])
-    return Measurement(measured=r["ratio"], expected=r["ratio_theory"],
-                       tolerance=float(r["ratio"] * 3 * r["se_log"]), passed=ok,
-                       detail=f"2-split DR, gamma=0.5: Var(lam_pred={r['lam_pred']:.3g}) / "
-                              f"Var(lam_opt={r['lam_opt']:.3g}) over {r['reps']} reps "
-                              f"(theory from the derived variance; pass: ratio > 1 by 3 SE)")
+    return measure(
+        paired_gap(r["sq_dev"][:, 0], r["sq_dev"][:, 1], n_se=3, direction="greater",
+                   name="(psi_pred - mean)^2 - (psi_opt - mean)^2"),
+        within(float(log_r), float(log_t), 3 * r["se_log"], name="log Var ratio vs theory"),
+        extra={"ratio": r["ratio"], "ratio_theory": r["ratio_theory"], "lam_opt": r["lam_opt"]},
+        detail=f"2-split DR, gamma=0.5, fold 500: Var(lam_pred={r['lam_pred']:.3g}) / "
+               f"Var(lam_opt={r['lam_opt']:.3g}) = {r['ratio']:.3f} over {r['reps']} reps "
+               f"(derived variance: {r['ratio_theory']:.3f}; tolerance 3 delta-method SE of the "
+               f"log ratio); seed {seed}")
 
 
 @claim("ecc.coverage", paper=PAPER,
        statement="Wald intervals from the debiased estimators with the (derived) asymptotic "
                  "variance have their nominal 95% coverage in the proportional regime.",
-       where="asymptotic normality of the debiased estimators; exp2 (README: Figures 12–15)")
-def _coverage(scale: str) -> Measurement:
-    covers = []
-    idx_l = (0.1, 0.5, 2.0)
+       where="asymptotic normality of the debiased estimators; exp2 (README: Figures 12–15)",
+       sizes=SIZES,
+       mutants=[wrap("estimators._ecc._Prepared.variance", scaled(0.64),
+                     "reported standard error 20 % low (variance x 0.64)", name="se_x0.8"),
+                wrap("estimators._ecc._Prepared.variance", scaled(1.44),
+                     "reported standard error 20 % high (variance x 1.44)", name="se_x1.2")])
+def _coverage(size, seed) -> Measurement:
+    covers, labels = [], []
     for split in (2, 3):
-        sim = simulate_paper(scale, split, 250)
-        for t in idx_l:
-            i = int(np.argmin(np.abs(sim["lams"] - t)))
+        sim = simulate_paper(split, 250, size.reps, seed)
+        for i, t in zip(_lam_index(sim["lams"], COVER_LAMS), COVER_LAMS, strict=True):
             for e in th.ESTIMATORS:
                 x, s = sim["debiased"][e][:, i], sim["se"][e][:, i]
-                covers.append(np.mean(np.abs(x - PSI) <= 1.959963984540054 * s))
-        reps = sim["reps"]
-    pooled = float(np.mean(covers))
-    tol = float(3 * np.sqrt(0.95 * 0.05 / reps))  # conservative: the 18 rates treated as one
-    return Measurement(measured=pooled, expected=0.95, tolerance=tol,
-                       passed=bool(abs(pooled - 0.95) <= tol),
-                       detail=f"p=250, fold 500, lam in {idx_l}, 6 pairs; rates "
-                              f"{min(covers):.3f}–{max(covers):.3f} over {reps} reps")
+                covers.append(float(np.mean(np.abs(x - PSI) <= Z95 * s)))
+                labels.append(f"{e}{split}@{t:g}")
+    reps = size.reps
+    # Each rate is binomial(reps, 0.95)/reps under the claim; Bonferroni over the rates.
+    z = float(norm.isf(0.025 / len(covers)))
+    tol = z * float(np.sqrt(0.95 * 0.05 / reps))
+    covers = np.array(covers)
+    return measure(
+        within(covers, np.full(covers.size, 0.95), tol, name="coverage"),
+        extra={"rates": dict(zip(labels, covers.tolist(), strict=True))},
+        detail=f"p=250, fold 500, lam in {COVER_LAMS}, INT/NR/DR x 2/3 splits: {covers.size} "
+               f"rates over {reps} reps each, range {covers.min():.3f}–{covers.max():.3f}; band "
+               f"0.95 ± {tol:.3f} = Bonferroni {z:.2f} x binomial SE; seed {seed}")
