@@ -13,10 +13,14 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import linalg, stats
+from scipy import linalg, special, stats
 
 from theory import ecc as _th
 from theory._validation import as_array, as_generator, check_choice, check_scalar
+
+from ._data import check_data as _check_data
+from ._data import data_names
+from ._ols import ols_fit
 
 __all__ = [
     "ECCResult",
@@ -42,29 +46,36 @@ _MIN_FOLD = 10
 
 @dataclass(frozen=True)
 class ECCResult:
-    """Debiased ridge ECC estimate with its plug-in standard error.
+    """ECC estimate with its plug-in standard error (debiased ridge, or exact OLS residual).
 
     Attributes
     ----------
     estimate : float
-        Debiased estimate ``psi_tilde`` of ``psi = E Cov(Y, A | X)``.
+        Estimate of ``psi = E Cov(Y, A | X)`` (debiased ridge ``psi_tilde``, or the exactly
+        unbiased OLS residual / leave-one-out form for ``estimator="ols"`` / ``"ols_loo"``).
     se : float
         Plug-in standard error (from the derived asymptotic variance, :func:`asymptotic_variance`).
     ci : (float, float)
         Wald interval at ``level``.
     variance : float
-        Estimated ``lim m Var(psi_tilde)`` with ``m`` the evaluation-fold size (``= m se^2``).
+        Estimated ``m Var(estimate)`` with ``m`` the evaluation-fold size (``= m se^2``; all ``n``
+        rows for the OLS forms).
     lam : (float, float)
-        Ridge penalties ``(lam_a, lam_y)`` used for the A- and the Y-regression.
+        Ridge penalties ``(lam_a, lam_y)`` used for the A- and the Y-regression (0 for OLS).
     estimator, split : str, int
+        ``split`` is 1 for the OLS forms (no splitting).
     naive : float
-        The naive (uncorrected) plug-in estimate on the same folds.
+        The naive (uncorrected) plug-in estimate on the same folds (the estimate for OLS).
     theta : float
-        Debiased estimate of ``alpha^T Sigma beta``.
+        Debiased estimate of ``alpha^T Sigma beta`` (OLS: of ``alpha^T (X^T X/n) beta``).
     m, gamma : int, float
-        Evaluation-fold size and ``p / m_train`` (the Marchenko–Pastur ratio of the training fold).
-    lam_prediction : (float, float)
-        Prediction-optimal penalties ``gamma sigma^2 / ||alpha||^2`` (Lemma F.2), plug-in.
+        Evaluation-fold size and ``p / m_train`` (the Marchenko–Pastur ratio of the training fold;
+        ``p / n`` for OLS).
+    lam_prediction : (float, float) or None
+        Prediction-optimal penalties ``gamma sigma^2 / ||alpha||^2`` (Lemma F.2), plug-in; None
+        for OLS.
+    names : dict or None
+        Names of ``y``, ``a`` and the columns of ``X`` when they were pandas objects.
     """
 
     estimate: float
@@ -81,9 +92,10 @@ class ECCResult:
     p: int
     m: int
     gamma: float
-    lam_prediction: tuple[float, float]
+    lam_prediction: tuple[float, float] | None
     constants: str = "empirical"
     moments: dict = field(default_factory=dict, repr=False)
+    names: dict | None = field(default=None, repr=False)
 
     @property
     def zstat(self) -> float:
@@ -103,17 +115,32 @@ class ECCResult:
 
     def summary(self) -> str:
         lo, hi = self.ci
-        head = (f"ECC ({self.estimator.upper()}, {self.split} splits, debiased ridge)   "
-                f"n={self.n}  p={self.p}  m={self.m}  gamma={self.gamma:.3g}")
+        if self.estimator.startswith("ols"):
+            kind = "OLS residual" if self.estimator == "ols" else "OLS leave-one-out"
+            head = (f"ECC ({kind}, exact for any covariance)   n={self.n}  p={self.p}  "
+                    f"p/n={self.gamma:.3g}")
+            tail = (f"theta (alpha^T X^T X beta / n) {self.theta:.4f}   "
+                    f"n*Var={self.variance:.4g}")
+        else:
+            head = (f"ECC ({self.estimator.upper()}, {self.split} splits, debiased ridge)   "
+                    f"n={self.n}  p={self.p}  m={self.m}  gamma={self.gamma:.3g}")
+            tail = (f"naive {self.naive:.4f}   lam_a={self.lam[0]:.4g}  lam_y={self.lam[1]:.4g}"
+                    f"   prediction-optimal ({self.lam_prediction[0]:.4g}, "
+                    f"{self.lam_prediction[1]:.4g})   m*Var={self.variance:.4g}")
+        lines = [head]
+        if self.names:
+            cols_x = self.names.get("X")
+            desc = [f"{k}: {self.names[k]}" for k in ("y", "a") if k in self.names]
+            if cols_x:
+                shown = ", ".join(cols_x[:8]) + (", ..." if len(cols_x) > 8 else "")
+                desc.append(f"X: {len(cols_x)} columns ({shown})")
+            lines.append("   ".join(desc))
         cols = f"{'':>10}{'coef':>11}{'std err':>11}{'z':>9}{'P>|z|':>9}" \
                f"{f'[{(1 - self.level) / 2:.3f}':>11}{f'{(1 + self.level) / 2:.3f}]':>11}"
         row = (f"{'psi':>10}{self.estimate:>11.4f}{self.se:>11.4f}{self.zstat:>9.3f}"
                f"{self.pvalue:>9.3f}{lo:>11.4f}{hi:>11.4f}")
-        tail = (f"naive {self.naive:.4f}   lam_a={self.lam[0]:.4g}  lam_y={self.lam[1]:.4g}   "
-                f"prediction-optimal ({self.lam_prediction[0]:.4g}, "
-                f"{self.lam_prediction[1]:.4g})   m*Var={self.variance:.4g}")
         rule = "=" * max(len(head), len(cols))
-        return "\n".join([head, rule, cols, "-" * len(rule), row, rule, tail])
+        return "\n".join([*lines, rule, cols, "-" * len(rule), row, rule, tail])
 
     def __repr__(self):
         return (f"ECCResult(estimate={self.estimate:.4g}, se={self.se:.3g}, "
@@ -245,22 +272,6 @@ class _RidgePath:
 # --------------------------------------------------------------------------------------------
 
 
-def _check_data(y, a, X):
-    X = as_array(X, "X", ndim=2)
-    n, p = X.shape
-    y = as_array(y, "y", ndim=1)
-    a = as_array(a, "a", ndim=1)
-    if y.shape[0] != n:
-        raise ValueError(f"`y` must have one entry per row of X (length {n}); got length "
-                         f"{y.shape[0]}.")
-    if a.shape[0] != n:
-        raise ValueError(f"`a` must have one entry per row of X (length {n}); got length "
-                         f"{a.shape[0]}.")
-    if p < 1:
-        raise ValueError(f"`X` must have at least one column; got shape {X.shape}.")
-    return y, a, X
-
-
 def _whitener(cov, p):
     """``cov^{-1/2}`` (symmetric) after checking that ``cov`` is symmetric positive definite."""
     C = as_array(cov, "cov", shape=(p, p))
@@ -307,7 +318,7 @@ def _folds(n, split, rng):
 _ISOTROPY_Z = 8.0
 
 
-def _check_isotropic(ev, m, whitened):
+def _check_isotropic(ev, m, whitened, n, p_fit):
     """Raise unless the training-fold spectrum is compatible with ``Cov(X) = I``.
 
     Ledoit & Wolf (2002, Ann. Statist. 30(4)) sphericity statistic ``W = (1/p) tr (S - I)^2 -
@@ -322,11 +333,25 @@ def _check_isotropic(ev, m, whitened):
     z = (m * (t2 - 2 * t1 + 1 - g * t1**2 + g) - p - 1) / 2
     if abs(z) > _ISOTROPY_Z:
         what = "after whitening by `cov`" if whitened else "with `cov`=None (identity)"
-        raise ValueError(
-            f"`cov` must be the covariance of the rows of X: {what} the rows must have covariance "
-            f"I for the Marchenko–Pastur corrections, but the Ledoit–Wolf sphericity statistic is "
-            f"z = {z:.1f} standard deviations from its null (|z| <= {_ISOTROPY_Z:g} required; "
-            f"(1/p) tr S = {t1:.3g}). Pass the known covariance of X as `cov=`.")
+        head = (f"`cov` must be the covariance of the rows of X: {what} the rows must have "
+                f"covariance I for the Marchenko–Pastur corrections, but the Ledoit–Wolf "
+                f"sphericity statistic is z = {z:.1f} standard deviations from its null "
+                f"(|z| <= {_ISOTROPY_Z:g} required; (1/p) tr S = {t1:.3g}).")
+        raise ValueError(head + " " + _guidance(n, p_fit))
+
+
+def _guidance(n, p_fit):
+    """Which route applies to data whose covariance is unknown (research note §0)."""
+    if p_fit < n:
+        return (f"With p < n (here {p_fit} fitted columns, {n} rows) use estimator='ols': the "
+                f"residual estimator is exactly unbiased for any covariance and row law, and "
+                f"more efficient than every ridge/split combination. Or pass the known "
+                f"covariance of X as `cov=`.")
+    return (f"With p >= n (here {p_fit} fitted columns, {n} rows) and an unknown covariance the "
+            f"ECC is not identified from (y, a, X) alone. It is identified with extra "
+            f"information: the known population covariance of the rows (`cov=`), independent "
+            f"unlabeled rows of X (N >= p + 2) to estimate it, or the assumption that the "
+            f"regression coefficients are generic relative to the covariance's eigenvectors.")
 
 
 def _center(*arrs):
@@ -373,7 +398,7 @@ def _moments(y, a, X, n):
 class _Prepared:
     """Whitened, split, centred data with the ridge eigendecompositions of the training folds."""
 
-    def __init__(self, y, a, X, split, cov, center, rng, vectors=True):
+    def __init__(self, y, a, X, split, cov, center, rng, vectors=True, check_isotropy=True):
         y, a, X = _check_data(y, a, X)
         self.n, self.p = X.shape
         if cov is not None:
@@ -404,8 +429,9 @@ class _Prepared:
             self.paths = {"a": _RidgePath(Xa, {"a": aa}, self.m_train, vectors),
                           "y": _RidgePath(Xy, {"y": yy}, len(train[1]) - dof, vectors)}
         self.gamma = self.p / self.m_train
-        for path in {id(v): v for v in self.paths.values()}.values():
-            _check_isotropic(path.eigenvalues, path.m, cov is not None)
+        for path in {id(v): v for v in self.paths.values()}.values() if check_isotropy else ():
+            _check_isotropic(path.eigenvalues, path.m, cov is not None, self.n,
+                             self.p + int(center))
 
     # ---- estimates for arrays of penalties -------------------------------------------------
 
@@ -419,7 +445,7 @@ class _Prepared:
             self.p / self.paths["a"].m, lam_a, lam_y, self.paths["a"].eigenvalues))
         cy = _th.bias_constants(_th.SpectralIntegrator(
             self.p / self.paths["y"].m, lam_a, lam_y, self.paths["y"].eigenvalues))
-        return {"s_a": ca["s_a"], "s_y": cy["s_y"]}
+        return {**ca, "s_y": cy["s_y"]}  # three splits use s_a (fold a) and s_y (fold y) only
 
     def scores(self, estimator, lam_a, lam_y):
         """Naive estimates, scores ``phi`` (m x G) and ``theta_hat`` for arrays of penalties."""
@@ -507,11 +533,21 @@ def _lam_prediction(prep):
 # --------------------------------------------------------------------------------------------
 
 
-def ecc(y, a, X, *, estimator="dr", split=2, lam="auto", cov=None, level=0.95, rng=None,
-        constants="empirical", center=True) -> ECCResult:
-    r"""Debiased ridge estimate of the Expected Conditional Covariance ``E Cov(Y, A | X)``.
+_OLS = ("ols", "ols_loo")
 
-    Fits ridge regressions of ``a`` and ``y`` on ``X`` on training folds, evaluates the INT, NR or
+
+def ecc(y, a, X, *, estimator="dr", split=None, lam=None, cov=None, level=0.95, rng=None,
+        constants=None, center=True) -> ECCResult:
+    r"""Estimate of the Expected Conditional Covariance ``E Cov(Y, A | X)``.
+
+    ``estimator="ols"`` (or ``"ols_loo"``), for ``p < n`` and any covariance and row law of X:
+    the exactly unbiased residual estimator ``A^T (I - H) Y / (n - p)`` on all rows (or its
+    leave-one-out form, unbiased for the average of a row-dependent ``Cov(eps_i, delta_i)``),
+    with the exact conditional variance (fourth-moment term estimated); see
+    :mod:`estimators._ols` (derived in the package's research note on unknown covariance, §2).
+
+    ``estimator`` in ``{"dr", "nr", "int"}``: fits ridge
+    regressions of ``a`` and ``y`` on ``X`` on training folds, evaluates the INT, NR or
     DR plug-in on a held-out fold, and removes its O(1) proportional-regime bias by solving the
     moment equations of McGrath, Mukherjee, Mukherjee & Wang (2025, arXiv 2509.25536; debiasing as
     in the authors' code, see :func:`theory.ecc.debias`). Valid when ``p / n`` is of order one.
@@ -519,31 +555,38 @@ def ecc(y, a, X, *, estimator="dr", split=2, lam="auto", cov=None, level=0.95, r
     Parameters
     ----------
     y, a : array_like, shape (n,)
-        Outcome and exposure.
-    X : array_like, shape (n, p)
-        Covariates, rows i.i.d. with a **known** covariance (``cov``; identity when None). The
-        corrections use the Marchenko–Pastur law of a whitened design, so the covariance must be
-        known. The call raises ``ValueError`` when the whitened training folds are not
-        compatible with identity covariance (Ledoit–Wolf sphericity statistic beyond 8 SD), e.g.
-        for correlated or rescaled columns passed without ``cov``.
-    estimator : {"dr", "nr", "int"}
-        Doubly robust ``mean((Y - Xb)(A - Xa))``, Newey–Robins ``mean(A (Y - Xb))`` or
-        integral-based ``mean(A Y) - a^T b``.
-    split : {2, 3}
-        2: both nuisances fitted on one half, evaluated on the other; 3: each nuisance on its own
-        third, evaluated on the last (folds ``n//3, n//3`` and the rest).
-    lam : float, (float, float) or "auto"
-        Ridge penalties ``(lam_a, lam_y)`` in ``(X^T X/m + lam I)^{-1} X^T t / m``. ``"auto"``
+        Outcome and exposure: numpy arrays or pandas Series (names kept in ``summary()``);
+        no missing values.
+    X : array_like or pandas.DataFrame, shape (n, p)
+        Covariates. OLS forms: any covariance and row law, full column rank, ``p < n``. Ridge
+        forms: rows i.i.d. with a **known** covariance (``cov``; identity when None); the
+        corrections use the Marchenko–Pastur law of a whitened design, and the call raises
+        ``ValueError`` when the whitened training folds are not compatible with identity
+        covariance (Ledoit–Wolf sphericity statistic beyond 8 SD), saying which route applies
+        (``estimator="ols"`` when ``p < n``).
+    estimator : {"dr", "nr", "int", "ols", "ols_loo"}
+        Doubly robust ``mean((Y - Xb)(A - Xa))``, Newey–Robins ``mean(A (Y - Xb))``,
+        integral-based ``mean(A Y) - a^T b`` (ridge nuisances, split folds), or the OLS
+        residual / leave-one-out forms (no split, no penalty).
+    split : {2, 3}, optional
+        Ridge forms only (default 2). 2: both nuisances fitted on one half, evaluated on the
+        other; 3: each nuisance on its own third, evaluated on the last (folds ``n//3, n//3``
+        and the rest).
+    lam : float, (float, float) or "auto", optional
+        Ridge forms only (default ``"auto"``). Ridge penalties
+        ``(lam_a, lam_y)`` in ``(X^T X/m + lam I)^{-1} X^T t / m``. ``"auto"``
         minimises the plug-in asymptotic variance of the chosen estimator over
         ``[1e-3, 1e3]^2`` (the paper's point: this is not the prediction-optimal penalty).
     cov : array_like (p, p), optional
-        Known population covariance of the rows of X; ``X`` is whitened by ``cov^{-1/2}``.
+        Ridge forms only: known population covariance of the rows of X; ``X`` is whitened by
+        ``cov^{-1/2}``.
     level : float
         Confidence level of ``ci``.
     rng : None, int or numpy.random.Generator
-        Seeds the random assignment of rows to folds.
-    constants : {"empirical", "mp"}
-        Spectral constants of the correction. ``"mp"``: the Marchenko–Pastur limits (as in the
+        Seeds the random assignment of rows to folds (unused by the OLS forms).
+    constants : {"empirical", "mp"}, optional
+        Ridge forms only (default ``"empirical"``). Spectral constants of the
+        correction. ``"mp"``: the Marchenko–Pastur limits (as in the
         paper). ``"empirical"`` (default): the same functionals of the training-fold spectrum,
         e.g. ``(1/p) tr S(Sigma_hat)``; by rotation invariance ``E[alpha^T f(Sigma_hat) beta |
         spectrum] = theta (1/p) tr f``, so for Gaussian rows the corrected moment equations hold
@@ -551,7 +594,8 @@ def ecc(y, a, X, *, estimator="dr", split=2, lam="auto", cov=None, level=0.95, r
         ``tests/estimators/test_ecc_monte_carlo.py``).
     center : bool
         Centre every fold (an unpenalised intercept; ``m - 1`` degrees of freedom, exact for
-        Gaussian rows). ``False`` assumes mean-zero ``X``, ``a`` and ``y``.
+        Gaussian rows; for OLS an intercept column). ``False`` assumes mean-zero ``X``, ``a``
+        and ``y``.
 
     Returns
     -------
@@ -575,18 +619,50 @@ def ecc(y, a, X, *, estimator="dr", split=2, lam="auto", cov=None, level=0.95, r
     >>> abs(r.estimate - 0.5) < 4 * r.se
     True
     """
-    estimator = check_choice(estimator, "estimator", _th.ESTIMATORS)
-    split = check_choice(split, "split", _th.SPLITS)
-    lam = _check_lam(lam)
+    estimator = check_choice(estimator, "estimator", _th.ESTIMATORS + _OLS)
     level = check_scalar(level, "level", lower=0.0, upper=1.0, closed="neither")
-    constants = check_choice(constants, "constants", ("empirical", "mp"))
+    if not isinstance(center, bool | np.bool_):
+        raise TypeError(f"`center` must be a bool; got {center!r}.")
+    names = data_names(y, a, X)
+    if estimator in _OLS:
+        for arg, val in (("split", split), ("lam", lam), ("cov", cov), ("constants", constants)):
+            if val is not None:
+                raise ValueError(f"`{arg}` does not apply to estimator={estimator!r} (no split, "
+                                 f"no penalty, exact for any covariance); got {arg}={val!r}. "
+                                 f"Leave it unset.")
+        return _ols_result(y, a, X, estimator, level, bool(center), names)
+    split = check_choice(2 if split is None else split, "split", _th.SPLITS)
+    lam = _check_lam("auto" if lam is None else lam)
+    constants = check_choice("empirical" if constants is None else constants, "constants",
+                             ("empirical", "mp"))
     prep = _Prepared(y, a, X, split, cov, bool(center), rng, vectors=False)
     if lam == "auto":
         lam = _auto_lambda(prep, estimator)
-    return _result(prep, estimator, lam, level, constants)
+    return _result(prep, estimator, lam, level, constants, names)
 
 
-def _result(prep, estimator, lam, level, constants):
+def _ols_result(y, a, X, estimator, level, center, names):
+    y, a, X = _check_data(y, a, X)
+    if center:
+        y, a, X = _center(y, a, X)
+    fit = ols_fit(y, a, X, center=center, column_names=(names or {}).get("X"))
+    if estimator == "ols":
+        est = fit.residual()
+        var = fit.var_residual(est)
+    else:
+        est = fit.loo()
+        var = fit.var_loo(est)
+    se = float(np.sqrt(var))
+    z = float(special.ndtri(0.5 + level / 2))
+    n, p = X.shape
+    return ECCResult(
+        estimate=est, se=se, ci=(est - z * se, est + z * se), variance=n * var, lam=(0.0, 0.0),
+        estimator=estimator, split=1, level=level, naive=est, theta=fit.theta(est), n=n, p=p,
+        m=n, gamma=p / n, lam_prediction=None, constants="exact",
+        moments={"var_eps": fit.s_e, "var_delta": fit.s_d, "dof": fit.k}, names=names)
+
+
+def _result(prep, estimator, lam, level, constants, names=None):
     la, ly = lam
     naive, psi, theta, var_phi, c = prep.fit(estimator, la, ly, constants)
     var = float(prep.variance(estimator, la, ly, var_phi, c)[0])
@@ -598,7 +674,7 @@ def _result(prep, estimator, lam, level, constants):
         lam=(float(la), float(ly)), estimator=estimator, split=prep.split, level=level,
         naive=float(naive[0]), theta=float(theta[0]), n=prep.n, p=prep.p, m=prep.m,
         gamma=prep.gamma, lam_prediction=_lam_prediction(prep), constants=constants,
-        moments=dict(prep.moments))
+        moments=dict(prep.moments), names=names)
 
 
 def ecc_path(y, a, X, lams, *, split=2, cov=None, rng=None, constants="empirical",

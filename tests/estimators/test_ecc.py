@@ -190,7 +190,7 @@ def test_bad_input():
         ecc(Y, A[:10], X)
     Xn = X.copy()
     Xn[3, 4] = np.nan
-    with pytest.raises(ValueError, match="`X` must be finite"):
+    with pytest.raises(ValueError, match=r"`X` must have no missing values; got 1 .*\(4: 1\)"):
         ecc(Y, A, Xn)
     An = A.copy()
     An[0] = np.inf

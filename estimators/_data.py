@@ -1,0 +1,102 @@
+"""Data at the public boundary of the ECC estimators: arrays or pandas objects, names kept.
+
+pandas is never imported: a Series or DataFrame is recognised by its ``to_numpy`` and ``index``
+attributes, so the package runs without pandas installed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theory._validation import as_array
+
+__all__ = ["check_data", "data_names"]
+
+
+def _is_frame(x) -> bool:
+    return hasattr(x, "to_numpy") and hasattr(x, "index") and hasattr(x, "columns")
+
+
+def _is_series(x) -> bool:
+    return hasattr(x, "to_numpy") and hasattr(x, "index") and not hasattr(x, "columns")
+
+
+def _numeric(x, name):
+    """A pandas object as a float64 array; non-numeric columns raise naming them."""
+    if _is_frame(x):
+        bad = [str(c) for c, kind in zip(x.columns, x.dtypes, strict=True)
+               if getattr(kind, "kind", "O") not in "biuf"]
+        if bad:
+            raise TypeError(f"`{name}` must have numeric columns; got non-numeric columns "
+                            f"{bad} (encode categories first, e.g. with pandas.get_dummies).")
+    elif getattr(x.dtype, "kind", "O") not in "biuf":
+        raise TypeError(f"`{name}` must be numeric; got dtype {x.dtype}.")
+    return x.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _check_missing(arr, name, columns=None):
+    bad = np.isnan(arr)
+    if not bad.any():
+        return
+    if arr.ndim == 1:
+        raise ValueError(f"`{name}` must have no missing values; got {int(bad.sum())} missing "
+                         f"(NaN) of {arr.size}.")
+    per = bad.sum(0)
+    cols = columns if columns is not None else [str(j) for j in range(arr.shape[1])]
+    where = ", ".join(f"{cols[j]!s}: {int(per[j])}" for j in np.flatnonzero(per))
+    raise ValueError(f"`{name}` must have no missing values; got {int(bad.sum())} missing (NaN) "
+                     f"in {int((per > 0).sum())} column(s) ({where}). Drop or impute those rows "
+                     f"first.")
+
+
+def check_data(y, a, X):
+    """``(y, a, X)`` as float64 arrays of matching length; pandas input allowed.
+
+    Missing values are refused with their count and columns; pandas objects must share one index.
+    """
+    index = getattr(X, "index", None) if _is_frame(X) else None
+    columns = [str(c) for c in X.columns] if _is_frame(X) else None
+    arrays = []
+    for v, name, ndim in ((y, "y", 1), (a, "a", 1), (X, "X", 2)):
+        if _is_frame(v) or _is_series(v):
+            if index is not None and not v.index.equals(index):
+                raise ValueError(f"`{name}` must have the same index as `X` (rows are matched by "
+                                 f"position); got a different index. Align them first, e.g. "
+                                 f"`{name}.loc[X.index]`.")
+            if name != "X" and _is_frame(v):
+                if v.shape[1] != 1:
+                    raise ValueError(f"`{name}` must be one column; got a DataFrame with "
+                                     f"{v.shape[1]} columns.")
+                v = v.iloc[:, 0]
+            v = _numeric(v, name)
+        else:
+            v = as_array(v, name, ndim=ndim, finite=False)
+        if v.ndim != ndim:
+            raise ValueError(f"`{name}` must be {ndim}-dimensional; got shape {v.shape}.")
+        _check_missing(v, name, columns if name == "X" else None)
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"`{name}` must be finite; got {int((~np.isfinite(v)).sum())} "
+                             f"infinite value(s).")
+        arrays.append(v)
+    y, a, X = arrays
+    n, p = X.shape
+    for v, name in ((y, "y"), (a, "a")):
+        if v.shape[0] != n:
+            raise ValueError(f"`{name}` must have one entry per row of X (length {n}); got "
+                             f"length {v.shape[0]}.")
+    if p < 1:
+        raise ValueError(f"`X` must have at least one column; got shape {X.shape}.")
+    return y, a, X
+
+
+def data_names(y, a, X) -> dict | None:
+    """Names of ``y``, ``a`` and the columns of ``X`` when pandas objects carry them, else None."""
+    names = {}
+    for v, key in ((y, "y"), (a, "a")):
+        if _is_series(v) and v.name is not None:
+            names[key] = str(v.name)
+        elif _is_frame(v) and v.shape[1] == 1:
+            names[key] = str(v.columns[0])
+    if _is_frame(X):
+        names["X"] = [str(c) for c in X.columns]
+    return names or None
