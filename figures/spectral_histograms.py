@@ -5,24 +5,23 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import spectral
-from paper_checks.spectral import TANH_PS
+from paper_checks.spectral import SIZES, TANH_PS
 from spectral import sigmas
 from theory.semicircle import semicircle_pdf
 
 ID = "spectral.histograms"
 TITLE = "Spectra of Y and of the nonlinear Laplacian L"
-SIZES = {"quick": 1000, "full": 10000}
 BETAS = (0.0, 0.9, 1.2)
 
 
-def make(scale: str = "quick"):
-    n = SIZES[scale]
+def make(scale: str = "quick", seed: int = 0):
+    n = SIZES[scale].hist_n
     s = sigmas.tanh(*TANH_PS)
     dens = spectral.bulk_density(s)
     grid = np.linspace(-3.2, 3.4, 800)
     fig, axes = plt.subplots(2, len(BETAS), figsize=(11, 5.6), sharex=True)
     for j, beta in enumerate(BETAS):
-        inst = spectral.planted_submatrix(n, beta, rng=[11, j])
+        inst = spectral.planted_submatrix(n, beta, rng=np.random.default_rng([seed, 11, j]))
         for i, (M, curve, label) in enumerate((
                 (inst.Y, semicircle_pdf(grid), "semicircle"),
                 (spectral.nonlinear_laplacian(inst.Y, s), dens(grid),

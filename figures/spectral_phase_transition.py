@@ -5,15 +5,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import spectral
-from paper_checks.spectral import TANH_PS, simulate_phase_transition
+from paper_checks.spectral import SIZES, TANH_PS, simulate_phase_transition
 from spectral import sigmas
 
 ID = "spectral.phase_transition"
 TITLE = "Nonlinear Laplacian vs PCA on the planted submatrix"
 
 
-def make(scale: str = "quick"):
-    sim = simulate_phase_transition(scale)
+def make(scale: str = "quick", seed: int = 0):
+    size = SIZES[scale]
+    sim = simulate_phase_transition(size.n, size.trials, size.betas, seed)
     grid = np.linspace(0.0, sim["beta"].max(), 300)
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.5, 6.5), sharex=True)
     for c, (key, s, name) in enumerate((("pca", sigmas.zero(), r"$\sigma=0$ (PCA)"),

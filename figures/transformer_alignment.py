@@ -8,19 +8,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import dynamics.transformer as dt
-from paper_checks.transformer import TASK, loss_curves, task
+from paper_checks.transformer import SIZES, TASK, loss_curves, task
 from theory import transformer as th
 
 ID = "transformer.condensation"
 TITLE = "Condensation of W_V onto v and blow-up of the cubic energy"
 
 
-def make(scale: str = "quick"):
-    X, y = task()
+def make(scale: str = "quick", seed: int = 0):
+    size = SIZES[scale]
+    X, y = task(seed)
     v = th.condensation_direction(X, y)
-    sim = loss_curves(scale)
+    sim = loss_curves(size.eps, size.paths, seed)
     eps, _, path = sim["paths"][-1]
-    w0 = dt.SmallInitTransformer.init(TASK["d"], 1.0, key=jax.random.key(0)).numpy()
+    w0 = dt.SmallInitTransformer.init(TASK["d"], 1.0, key=jax.random.key(seed)).numpy()
     r = dt.effective_flow(w0["W_V"], w0["W1"], w0["W2"], v, stop_norm=1e6)
     cos_eff = np.abs(np.array([th.column_alignment(W, v) for W in r.W_V]))
     frac = np.array([th.condition_fractions(u, a, b) for u, a, b in zip(r.u, r.W1, r.W2,

@@ -3,15 +3,16 @@ with the escape times predicted by the effective dynamics (Prop. 1, Eqs. 6-7).""
 
 import matplotlib.pyplot as plt
 
-from paper_checks.transformer import loss_curves
+from paper_checks.transformer import SIZES, loss_curves
 from theory.transformer import stable_rank
 
 ID = "transformer.loss_plateau"
 TITLE = "Small-init Transformer: plateau, condensation, then key-query growth"
 
 
-def make(scale: str = "quick"):
-    sim = loss_curves(scale)
+def make(scale: str = "quick", seed: int = 0):
+    size = SIZES[scale]
+    sim = loss_curves(size.eps, size.paths, seed)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
     for i, (eps, tp, p) in enumerate(sim["paths"]):
         c = f"C{i}"

@@ -4,15 +4,16 @@ Thm 3); the limit has the rank of the top singular space of F (here 1)."""
 
 import matplotlib.pyplot as plt
 
-from paper_checks.transformer import stage2_path
+from paper_checks.transformer import SIZES, stage2_path
 from theory.transformer import normalised_singular_values, stable_rank
 
 ID = "transformer.rank_collapse"
 TITLE = "Key-query rank collapse after condensation"
 
 
-def make(scale: str = "quick"):
-    sim = stage2_path(scale)
+def make(scale: str = "quick", seed: int = 0):
+    size = SIZES[scale]
+    sim = stage2_path(size.rank_eps, size.rank_keys, seed)
     r, p = sim["result"], sim["path"]
     t = p.t
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))

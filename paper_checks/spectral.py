@@ -7,21 +7,27 @@ code's logs (``../shared/papers/nonlinear_laplacian.md`` §4); the code computes
 
 from __future__ import annotations
 
-from functools import cache
+import dataclasses
+import math
 
 import numpy as np
 from tqdm import tqdm
 
 import spectral
 from spectral import sigmas
+from theory.bbp import TW1_MEAN
+from theory.nonlinear_laplacian import null_law
 
-from ._registry import Measurement, claim
+from ._registry import Measurement, claim, memo, scaled, sizes, wrap
+from ._rules import at_most, holds, measure, within
 
 PAPER = "Ma & Kunisky 2025 (arXiv 2505.12528)"
 TANH_PS = (1.70974534, 0.58384117)
 TANH_NN = (2.17506053, 0.57475203)
 Z_PS = (7.41704791, 4.40851134, -5.20518863)
 Z_NN = (7.41622857, 4.13302992, -4.72853374)
+PARAMS = {("tanh", "planted_submatrix"): TANH_PS, ("tanh", "sparse_nnpca"): TANH_NN,
+          ("zshape", "planted_submatrix"): Z_PS, ("zshape", "sparse_nnpca"): Z_NN}
 PAPER_BETA = {("tanh", "planted_submatrix"): 0.7550073893, ("tanh", "sparse_nnpca"): 0.6616580861,
               ("zshape", "planted_submatrix"): 0.7650237606,
               ("zshape", "sparse_nnpca"): 0.6803246653,
@@ -30,6 +36,27 @@ PAPER_BETA = {("tanh", "planted_submatrix"): 0.7550073893, ("tanh", "sparse_nnpc
 PAPER_NM_EVALS = {("tanh", "planted_submatrix"): 78, ("tanh", "sparse_nnpca"): 160,
                   ("zshape", "planted_submatrix"): 357, ("zshape", "sparse_nnpca"): 367}
 STARTS = {"tanh": [1.0, 1.0], "zshape": [2.0, 2.0, -1.0]}
+#: the published β* carry ~1e-9 quadrature error (ours and the official code's differ by up to
+#: 2.6e-9 at the published parameters) and the official Nelder–Mead stops on the regime boundary
+#: 6e-9 above the NNPCA tanh minimum: agreement to 1e-8 is what the published digits support
+BETA_TOL = 1e-8
+AMP = math.exp(-0.5)   # Hajek, Wu & Xu 2018: AMP weak recovery iff beta > e^{-1/2}
+PS, NN = "planted_submatrix", "sparse_nnpca"
+
+SIZES = sizes(
+    # reopt: (family, prior) pairs re-optimised by gradient from the paper's start (the others are
+    # evaluated at the published optima); search: pairs of the gradient-vs-Nelder–Mead race
+    smoke=dict(n=300, trials=2, betas=(0.0, 1.5, 3.0), reopt=(), search=(("tanh", PS),),
+               step16=False, hist_n=300, grid=(4.0, 3.0, 4.0)),
+    quick=dict(n=2000, trials=10, betas=(0.0, 0.9, 1.5, 2.0, 2.5, 3.0),
+               reopt=(("tanh", PS), ("zshape", PS)), search=(("tanh", PS), ("zshape", PS)),
+               step16=False, hist_n=1000, grid=(1.5, 1.0, 1.5)),
+    full=dict(n=4000, trials=50, betas=tuple(np.round(np.arange(0.0, 2.96, 0.15), 2)),
+              reopt=tuple(PARAMS), search=tuple(PARAMS), step16=True, hist_n=10000,
+              grid=(0.5, 0.5, 0.5)),
+)
+#: planted-submatrix σ of the simulations: PCA (σ = 0) and the tanh optimum
+SIGMAS = {"pca": sigmas.zero(), "tanh": sigmas.tanh(*TANH_PS)}
 
 
 def step_start(seed: int = 0) -> np.ndarray:
@@ -40,186 +67,283 @@ def step_start(seed: int = 0) -> np.ndarray:
     return x0
 
 
-@cache
+@memo
 def optimise(fam: str, prior: str, method: str):
-    """One optimisation run from the paper's start point (cached: claims and figures share it)."""
+    """One optimisation run from the paper's start point (claims and figures share it)."""
     x0 = step_start(0) if fam == "step16" else STARTS[fam]
     return spectral.optimize_threshold(fam, x0, prior, method=method)
+
+
+def published_beta(fam: str, prior: str) -> float:
+    """β* computed here at the paper's published optimal parameters."""
+    return spectral.critical_threshold(spectral.family(fam).make(np.array(PARAMS[fam, prior])),
+                                       prior)
+
+
+def _solver_low(f):
+    """Mutant wrapper: every β* returned 1 % low (a biased root or quadrature)."""
+    def g(*args, **kwargs):
+        r = f(*args, **kwargs)
+        return dataclasses.replace(r, beta_star=0.99 * r.beta_star)
+    return g
+
+
+def _no_beta_shift(f):
+    """Mutant wrapper: the signal term σ(βηm1/m2 + g) evaluated without the β of the shift."""
+    return lambda sigma, beta, eta: f(sigma, 1.0, eta)
+
+
+def _no_m_ratio(f):
+    """Mutant wrapper: the signal shift βη instead of βη m1/m2 (the prior's moments dropped)."""
+    return lambda sigma, beta, eta: f(sigma, beta * eta.m2 / eta.m1, eta)
+
+
+def _weights_high(f):
+    """Mutant wrapper: the Gaussian rule's weights 1 % too heavy (an unnormalised density)."""
+    def g(*args, **kwargs):
+        x, w = f(*args, **kwargs)
+        return x, 1.01 * w
+    return g
+
+
+def _no_edge_term(f):
+    """Mutant wrapper: the implicit gradient of β* without the edge-point term du*/dp."""
+    def g(*args):
+        g1, g2 = f(*args)
+        return (lambda u, p: (g1(u, p)[0], 0.0 * g1(u, p)[1])), g2
+    return g
+
+
+def _overlap_without_hprime(f):
+    """Mutant wrapper: the overlap limit <v1(X), x>^2 without the factor H'(theta)."""
+    def g(*args, **kwargs):
+        r = f(*args, **kwargs)
+        return dataclasses.replace(r, overlap=min(r.overlap / r.hprime, 1.0)) if r.exists else r
+    return g
+
+
+SOLVER_LOW = wrap("theory.nonlinear_laplacian.critical_threshold", _solver_low,
+                  "the beta* root 1 % low", name="beta_star_1pct_low")
+WEIGHTS_HIGH = wrap("theory.gaussian.gaussian_nodes", _weights_high,
+                    "Gaussian quadrature weights 1 % too heavy", name="quadrature_weights")
 
 
 @claim("spectral.bbp_reduction", paper=PAPER,
        statement="With sigma = 0 (or constant) the nonlinear Laplacian is PCA: beta* = 1, outlier "
                  "beta + 1/beta and overlap 1 - 1/beta^2, for both priors.",
-       where="Sec. 3 (main theorem at sigma = 0)")
-def _bbp(scale: str) -> Measurement:
-    vals, exp = [], []
+       where="Sec. 3 (main theorem at sigma = 0); BBP: Baik, Ben Arous & Péché 2005",
+       mutants=[WEIGHTS_HIGH,
+                wrap("theory.nonlinear_laplacian._theta_u", scaled(1.01),
+                     "theta(beta) root 1 % high", name="theta_1pct_high")])
+def _bbp(size, seed) -> Measurement:
+    meas, exp = {}, {}
     for prior in spectral.PRIORS:
         for c in (0.0, 1.5):
-            vals.append(spectral.critical_threshold(sigmas.constant(c), prior))
-            exp.append(1.0)
+            key = f"{prior}/c={c:g}"
             lam, ov = spectral.outlier(sigmas.constant(c), 2.0, prior)
-            vals += [lam - c, ov]
-            exp += [2.5, 0.75]
-    err = float(np.max(np.abs(np.subtract(vals, exp))))
-    return Measurement(vals, exp, 1e-10, err <= 1e-10, f"max |error| = {err:.1e}")
+            meas[key] = [spectral.critical_threshold(sigmas.constant(c), prior), lam - c, ov]
+            exp[key] = [1.0, 2.5, 0.75]
+    return measure(within(meas, exp, 1e-10, name="beta*, outlier - c, overlap at beta = 2"),
+                   detail="deterministic (exact quadrature and roots); the limits are BBP's: "
+                          "beta* = 1, 2 + 1/2, 1 - 1/4")
 
 
 @claim("spectral.optimized_thresholds", paper=PAPER,
        statement="Optimised sigma lowers the detection threshold from 1 (PCA) to about 0.755 "
                  "(planted submatrix) and 0.662 (sparse NNPCA); tanh and Z-shape within ~0.01.",
-       where="Sec. 4, black-box optimisation results")
-def _optimised(scale: str) -> Measurement:
-    """β* at the published optimal parameters (quick) or re-optimised from the paper's start."""
-    meas, exp = {}, {}
-    for fam, params in (("tanh", (TANH_PS, TANH_NN)), ("zshape", (Z_PS, Z_NN))):
-        for prior, p in zip(spectral.PRIORS, params, strict=True):
-            if scale == "full" or (fam, prior) == ("tanh", "planted_submatrix"):
-                b = optimise(fam, prior, "gradient").beta_star
-            else:
-                b = spectral.critical_threshold(spectral.family(fam).make(np.array(p)), prior)
-            meas[f"{fam}/{prior}"] = round(b, 10)
-            exp[f"{fam}/{prior}"] = PAPER_BETA[(fam, prior)]
-    if scale == "full":  # 16-jump steps (32 parameters), gradient from one random start
-        for prior in spectral.PRIORS:
-            meas[f"step16/{prior}"] = round(optimise("step16", prior, "gradient").beta_star, 10)
-            exp[f"step16/{prior}"] = PAPER_BETA[("step16", prior)]
-    # the paper's Nelder–Mead stops at xatol/fatol 1e-4-ish: allow its reported digits (1e-8)
-    ok = all(meas[k] <= exp[k] + 1e-8 for k in meas)
-    detail = ("re-optimised by gradient from the paper's starts" if scale == "full" else
-              "tanh/planted re-optimised; others evaluated at the published optima")
-    return Measurement(meas, exp, 1e-8, ok, detail)
+       where="Sec. 4, black-box optimisation results (official logs)", sizes=SIZES,
+       mutants=[SOLVER_LOW, WEIGHTS_HIGH])
+def _optimised(size, seed) -> Measurement:
+    """β* re-optimised (``size.reopt``) or at the published optima, two-sided against the paper."""
+    meas, exp, how = {}, {}, {}
+    for fam, prior in PARAMS:
+        key = f"{fam}/{prior}"
+        if (fam, prior) in size.reopt:
+            meas[key], how[key] = optimise(fam, prior, "gradient").beta_star, "re-optimised"
+        else:
+            meas[key], how[key] = published_beta(fam, prior), "at published optimum"
+        exp[key] = PAPER_BETA[fam, prior]
+    if size.step16:  # 16-jump steps (32 parameters), gradient from one random start: an upper
+        for prior in spectral.PRIORS:   # bound on the paper's best-of-10 Nelder–Mead (reported)
+            meas[f"step16/{prior}"] = optimise("step16", prior, "gradient").beta_star
+            exp[f"step16/{prior}"] = PAPER_BETA["step16", prior]
+    step = {k: meas.pop(k) for k in list(meas) if k.startswith("step16")}
+    rules = [within(meas, {k: exp[k] for k in meas}, BETA_TOL, name="beta*")]
+    if step:
+        rules.append(within(step, {k: exp[k] for k in step}, 5e-3, name="beta* step16"))
+    return measure(*rules, detail="; ".join(f"{k}: {v}" for k, v in how.items())
+                   + f"; tolerance {BETA_TOL:g} (the published digits' quadrature error)")
 
 
 @claim("spectral.transfer", paper=PAPER,
        statement="A sigma optimised for one prior transfers to the other with a small loss: "
                  "tanh(NNPCA) gives 0.7667 on the planted submatrix, tanh(planted) 0.6732 on "
                  "NNPCA.",
-       where="Sec. 4, transferability table")
-def _transfer(scale: str) -> Measurement:
+       where="Sec. 4, transferability table",
+       mutants=[wrap("theory.nonlinear_laplacian.signal_expectations", _no_m_ratio,
+                     "signal shift beta*eta without the factor m1/m2", name="no_m1_over_m2"),
+                WEIGHTS_HIGH])
+def _transfer(size, seed) -> Measurement:
     m = {"tanh_nnpca_on_planted": spectral.critical_threshold(sigmas.tanh(*TANH_NN)),
-         "tanh_planted_on_nnpca": spectral.critical_threshold(sigmas.tanh(*TANH_PS),
-                                                              "sparse_nnpca")}
+         "tanh_planted_on_nnpca": spectral.critical_threshold(sigmas.tanh(*TANH_PS), NN)}
     e = {"tanh_nnpca_on_planted": 0.766690, "tanh_planted_on_nnpca": 0.673214}
-    ok = all(abs(m[k] - e[k]) <= 5e-7 for k in m)
-    return Measurement({k: round(v, 8) for k, v in m.items()}, e, 5e-7, ok,
-                       "published values carry 6 digits")
+    return measure(within(m, e, 5e-7, name="beta*"),
+                   detail="published values carry 6 digits (tolerance half a unit of the last)")
 
 
 @claim("spectral.gradient_search", paper=PAPER,
        statement="(Added here) gradient descent on beta* by implicit differentiation reaches the "
                  "paper's Nelder-Mead optima with fewer beta* evaluations.",
-       where="Sec. 4 (Nelder-Mead counts from the official logs)")
-def _gradient(scale: str) -> Measurement:
-    cases = [("tanh", "planted_submatrix"), ("zshape", "planted_submatrix")]
-    if scale == "full":
-        cases += [("tanh", "sparse_nnpca"), ("zshape", "sparse_nnpca")]
-    meas, exp, ok = {}, {}, True
-    for fam, prior in cases:
-        # published values carry ~1e-9 quadrature error (the Z-shape one sits 2e-9 below the
-        # exact β* at its own parameters), so "reached" means within 1e-8 of them
-        target = PAPER_BETA[(fam, prior)] + 1e-8
-        gr = optimise(fam, prior, "gradient")
-        nm = optimise(fam, prior, "nelder-mead")
-        reach_g, reach_nm = gr.evaluations_to_reach(target), nm.evaluations_to_reach(target)
+       where="Sec. 4 (Nelder-Mead counts from the official logs)", sizes=SIZES,
+       mutants=[wrap("spectral._search._grad_fns", _no_edge_term,
+                     "implicit gradient without the edge-point term du*/dp", name="no_edge_term"),
+                wrap("spectral._search.threshold_and_gradient",
+                     lambda f: lambda *a, **k: (lambda b, g, r: (b, 0.5 * g, r))(*f(*a, **k)),
+                     "gradient of beta* half its value", name="gradient_half")])
+def _gradient(size, seed) -> Measurement:
+    reached, evals, nm_evals, beta = {}, {}, {}, {}
+    for fam, prior in size.search:
+        # "reached" = the running best within BETA_TOL of the published value
+        target = PAPER_BETA[fam, prior] + BETA_TOL
+        gr, nm = optimise(fam, prior, "gradient"), optimise(fam, prior, "nelder-mead")
         key = f"{fam}/{prior}"
-        meas[key] = {"beta_star": gr.beta_star, "gradient_evals": reach_g,
-                     "nelder_mead_evals_here": reach_nm}
-        exp[key] = {"beta_star": target, "nelder_mead_evals_paper": PAPER_NM_EVALS[(fam, prior)]}
-        ok &= reach_g is not None and reach_g < min(PAPER_NM_EVALS[(fam, prior)],
-                                                    reach_nm or np.inf)
-    return Measurement(meas, exp, 0.0, bool(ok), "evaluations until the running best <= paper")
+        g_reach, nm_reach = gr.evaluations_to_reach(target), nm.evaluations_to_reach(target)
+        reached[key] = g_reach is not None
+        evals[key] = g_reach if g_reach is not None else gr.evaluations
+        nm_evals[key] = min(PAPER_NM_EVALS[fam, prior], nm_reach or nm.evaluations)
+        beta[key] = gr.beta_star
+    return measure(
+        holds(all(reached.values()), name="gradient reaches the paper's beta*",
+              rule=f"running best <= published beta* + {BETA_TOL:g}", measured=reached),
+        at_most({k: v + 1 for k, v in evals.items()}, nm_evals, name="gradient evals + 1"),
+        within(beta, {k: PAPER_BETA[tuple(k.split("/"))] for k in beta}, BETA_TOL,
+               name="gradient beta*"),
+        extra={"gradient_evals": evals},
+        detail="beta* evaluations until the running best reaches the published value; bound: "
+               "fewer than both the paper's Nelder–Mead count and ours from the same start")
 
 
 @claim("spectral.between_amp_and_pca", paper=PAPER,
-       statement="On the planted submatrix the best nonlinear Laplacian sits strictly between "
-                 "AMP (beta > e^{-1/2}) and PCA (beta > 1).",
-       where="Sec. 1 / comparison with Hajek, Wu & Xu 2018")
-def _between(scale: str) -> Measurement:
-    b = spectral.critical_threshold(sigmas.tanh(*TANH_PS))
-    lo = float(np.exp(-0.5))
-    return Measurement(b, [lo, 1.0], 0.0, bool(lo < b < 1.0), "interval [AMP, PCA]")
+       statement="On the planted submatrix the best nonlinear Laplacian (tanh, beta* = 0.7550) "
+                 "sits strictly between AMP (beta > e^{-1/2} = 0.6065) and PCA (beta > 1).",
+       where="Sec. 1 / comparison with Hajek, Wu & Xu 2018", sizes=SIZES,
+       mutants=[SOLVER_LOW, WEIGHTS_HIGH])
+def _between(size, seed) -> Measurement:
+    b = (optimise("tanh", PS, "gradient").beta_star if ("tanh", PS) in size.reopt
+         else published_beta("tanh", PS))
+    pca = spectral.critical_threshold(sigmas.zero())
+    return measure(
+        within(b, PAPER_BETA["tanh", PS], BETA_TOL, name="beta* tanh"),
+        within(pca, 1.0, 1e-10, name="beta* PCA"),
+        holds(AMP < b < pca, name="AMP < NL < PCA", rule="e^{-1/2} < beta*(tanh) < beta*(0)",
+              measured=[AMP, b, pca]),
+        extra={"gap_to_amp": b - AMP, "gap_to_pca": pca - b},
+        detail="beta* of the tanh optimum (re-optimised at quick/full) and of sigma = 0, against "
+               "0.7550073893 (paper) and 1 (BBP); AMP threshold e^{-1/2} (Hajek, Wu & Xu 2018)")
 
 
 # ---------------------------------------------------------------- simulations shared with figures
-SIM = {"quick": dict(n=1000, trials=4, betas=np.array([0.0, 0.6, 0.9, 1.2, 1.6, 2.0, 2.5, 3.0])),
-       "full": dict(n=2000, trials=50, betas=np.round(np.arange(0.0, 2.96, 0.05), 2))}
+@memo
+def simulate_phase_transition(n: int, trials: int, betas: tuple, seed: int = 0):
+    """λ1 and ⟨v1, x⟩² of L_σ for σ = 0 and the tanh optimum on planted submatrices (Sec. 5).
 
-
-@cache
-def simulate_phase_transition(scale: str, model: str = "planted_submatrix", seed: int = 0):
-    """λ1 and ⟨v1, x⟩² of L_σ for σ = 0 and the tanh optimum against β (Sec. 5 figures).
-
-    Each trial draws one instance per β; both σ share it. Returns means, SEs and the theory.
+    Each (β, trial) draws one instance from ``[seed, j, t]``; both σ share it. The top eigenpair
+    is found by Lanczos (tolerance 1e-8, far below the spread). Returns per-β means and standard
+    errors and the realised β = k/√n.
     """
-    cfg = SIM[scale]
-    n, trials, betas = cfg["n"], cfg["trials"], cfg["betas"]
-    gen = {"planted_submatrix": spectral.planted_submatrix,
-           "planted_clique": spectral.planted_clique}[model]
-    sig = {"pca": sigmas.zero(), "tanh": sigmas.tanh(*TANH_PS)}
-    edge = {k: spectral.bulk_edge(s) for k, s in sig.items()}
-    lam = {k: np.empty((trials, betas.size)) for k in sig}
-    ov = {k: np.empty((trials, betas.size)) for k in sig}
-    fin = {k: np.zeros((trials, betas.size, 2)) for k in sig}
+    betas = np.asarray(betas, float)
+    lam = {k: np.empty((trials, betas.size)) for k in SIGMAS}
+    ov = {k: np.empty((trials, betas.size)) for k in SIGMAS}
     eff = np.empty(betas.size)
     for j in tqdm(range(betas.size), desc=f"phase transition n={n}", leave=False, disable=None):
         for t in range(trials):
-            inst = gen(n, float(betas[j]), rng=[seed, j, t])
+            rng = np.random.default_rng([seed, j, t])
+            inst = spectral.planted_submatrix(n, float(betas[j]), rng=rng)
             eff[j] = inst.beta
-            for k, s in sig.items():
-                d = spectral.detect(inst.Y, s, edge=edge[k], rng=t)
-                lam[k][t, j] = d.eigenvalue
-                ov[k][t, j] = d.overlap(inst.x) if inst.beta > 0 else 0.0
-                f = spectral.finite_sample_limits(inst, s)
-                fin[k][t, j] = (np.nan if f[0] is None else f[0]), f[1]
-    out = dict(n=n, trials=trials, beta=eff, model=model)
-    for k, s in sig.items():
-        th = np.array([spectral.outlier(s, b) for b in eff])
-        out[k] = dict(lam=lam[k].mean(0), lam_se=lam[k].std(0, ddof=1) / np.sqrt(trials),
-                      ov=ov[k].mean(0), ov_se=ov[k].std(0, ddof=1) / np.sqrt(trials),
-                      lam_theory=th[:, 0], ov_theory=th[:, 1], edge=edge[k],
-                      lam_finite=fin[k][..., 0].mean(0), ov_finite=fin[k][..., 1].mean(0))
+            for k, s in SIGMAS.items():
+                val, vec = spectral.top_eigenpair(spectral.nonlinear_laplacian(inst.Y, s),
+                                                  rng=rng, tol=1e-8)
+                lam[k][t, j] = val
+                ov[k][t, j] = (vec @ inst.x) ** 2 if inst.beta > 0 else 0.0
+    se = lambda a: a.std(0, ddof=1) / np.sqrt(trials)  # noqa: E731
+    out = dict(n=n, trials=trials, beta=eff)
+    for k in SIGMAS:
+        out[k] = dict(lam=lam[k].mean(0), lam_se=se(lam[k]), ov=ov[k].mean(0), ov_se=se(ov[k]))
     return out
+
+
+def theory_curves(sigma, beta) -> tuple[np.ndarray, np.ndarray]:
+    """Limits (λ1, overlap) of :func:`spectral.outlier` on a grid of β."""
+    th = np.array([spectral.outlier(sigma, float(b)) for b in np.atleast_1d(beta)])
+    return th[:, 0], th[:, 1]
+
+
+def edge_scale(sigma) -> float:
+    """Tracy–Widom scale factor γ of the right edge of μ_SC ⊞ Law(σ(g)) (derived here).
+
+    Near a regular edge H(ω) = E₊ + ½H''(z*)(ω - z*)², so the density is
+    (1/π)√(2(E₊ - x)/H''(z*)) = (c/π)√(E₊ - x); matching the semicircle's c = 1 gives the edge
+    scale γ n^{-2/3} with γ = c^{-2/3} = (H''(z*)/2)^{1/3} = E[(z* - σ(g))^{-3}]^{1/3}
+    (= 1 for σ = 0; checked in tests/paper_checks/test_spectral.py).
+    """
+    from theory.free_convolution import edge_point
+
+    law = null_law(sigma)
+    u = edge_point(law).u
+    return float(np.sum(law.weights / (u + law.upper_gaps) ** 3)) ** (1.0 / 3.0)
 
 
 @claim("spectral.phase_transition", paper=PAPER,
        statement="For beta well above beta*, lambda_1(L) and <v1(L), x>^2 of the tanh-optimal "
                  "nonlinear Laplacian match H(theta(beta)) and its overlap formula.",
-       where="Sec. 3 main theorem; Sec. 5 phase-transition figures")
-def _phase(scale: str) -> Measurement:
-    sim = simulate_phase_transition(scale)
+       where="Sec. 3 main theorem; Sec. 5 phase-transition figures", sizes=SIZES,
+       mutants=[wrap("theory.nonlinear_laplacian.signal_expectations", _no_beta_shift,
+                     "signal term sigma(eta m1/m2 + g) without beta in the shift",
+                     name="no_beta_in_shift"),
+                wrap("theory.nonlinear_laplacian.outlier", _overlap_without_hprime,
+                     "overlap <v1(X), x>^2 without the factor H'(theta)", name="overlap_no_hprime"),
+                wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale")])
+def _phase(size, seed) -> Measurement:
+    sim = simulate_phase_transition(size.n, size.trials, size.betas, seed)
     r = sim["tanh"]
-    keep = sim["beta"] >= 1.5 - 1e-9
-    n = sim["n"]
-    # tolerance: 3 SE plus the finite-support allowance |finite-sample prediction - limit| (the
-    # limit formulas on each instance's own degrees, spectral.finite_sample_limits) and, for the
-    # overlap, a relative n^{-1/2} term (degree-profile fluctuations; as in tests/spectral)
-    fin_lam = np.abs(r["lam_finite"][keep] - r["lam_theory"][keep])
-    fin_ov = np.abs(r["ov_finite"][keep] - r["ov_theory"][keep])
-    lam_tol = 3 * r["lam_se"][keep] + fin_lam
-    ov_tol = 3 * r["ov_se"][keep] + fin_ov + r["ov_theory"][keep] / np.sqrt(n)
-    lam_err = np.abs(r["lam"][keep] - r["lam_theory"][keep])
-    ov_err = np.abs(r["ov"][keep] - r["ov_theory"][keep])
-    ok = bool(np.all(lam_err <= lam_tol) and np.all(ov_err <= ov_tol))
-    return Measurement(
-        {"beta": sim["beta"][keep].round(4).tolist(), "lam": r["lam"][keep].round(4).tolist(),
-         "overlap": r["ov"][keep].round(4).tolist()},
-        {"lam": r["lam_theory"][keep].round(4).tolist(),
-         "overlap": r["ov_theory"][keep].round(4).tolist()},
-        {"lam": lam_tol.round(4).tolist(), "overlap": ov_tol.round(4).tolist()}, ok,
-        f"n={n}, {sim['trials']} trials per beta")
+    keep = np.asarray(size.betas) >= 1.5   # nominal beta (realised k/sqrt(n) can be below)
+    beta = sim["beta"][keep]
+    k = np.round(beta * np.sqrt(sim["n"]))
+    lam_th, ov_th = theory_curves(SIGMAS["tanh"], beta)
+    # finite-n band: 3 SE over trials plus the finite-support bias. The limits average the degree
+    # profile over the spike's k = beta sqrt(n) coordinates (the secular equation of Sec. 3.3);
+    # its root has sd O(k^{-1/2}) (in the SE) and bias O(1/k) (second-order delta method), allowed
+    # as 2/k relative (note §8.3: agreement at n = 2000 within 0.3-1 % / 1-4 %)
+    lam_tol = 3 * r["lam_se"][keep] + 2 * lam_th / k
+    ov_tol = 3 * r["ov_se"][keep] + 2 * ov_th / k
+    return measure(within(r["lam"][keep], lam_th, lam_tol, name="lambda1"),
+                   within(r["ov"][keep], ov_th, ov_tol, name="overlap"),
+                   extra={"beta": beta},
+                   detail=f"n={sim['n']}, {sim['trials']} trials per beta (seed {seed}); "
+                          "tolerance 3 SE + 2/k relative (k = beta sqrt(n) support size)")
 
 
 @claim("spectral.null_edge", paper=PAPER,
        statement="Under the null the top eigenvalue of the tanh-optimal L tends to the right edge "
                  "2.5596 of the semicircle free-convolved with Law(sigma(g)).",
-       where="Sec. 3.1 (bulk) and Fig. 2")
-def _null(scale: str) -> Measurement:
-    sim = simulate_phase_transition(scale)
-    r = sim["tanh"]
+       where="Sec. 3.1 (bulk) and Fig. 2", sizes=SIZES,
+       mutants=[wrap("theory.nonlinear_laplacian.bulk_edge", lambda f: lambda s: f(s) + 0.1,
+                     "bulk edge 0.1 high", name="edge_plus_0.1"),
+                wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale")])
+def _null(size, seed) -> Measurement:
+    sim = simulate_phase_transition(size.n, size.trials, size.betas, seed)
+    r, n = sim["tanh"], sim["n"]
     j = int(np.flatnonzero(sim["beta"] == 0)[0])
-    # Tracy–Widom-scale n^{-2/3} fluctuation and shift at the edge, plus 3 SE
-    tol = 3 * r["lam_se"][j] + 2 * sim["n"] ** (-2 / 3) * r["edge"]
-    err = abs(r["lam"][j] - r["edge"])
-    return Measurement(round(float(r["lam"][j]), 5), round(r["edge"], 5), round(float(tol), 5),
-                       bool(err <= tol), f"n={sim['n']}, {sim['trials']} trials")
-
+    edge = spectral.bulk_edge(SIGMAS["tanh"])
+    gamma = edge_scale(SIGMAS["tanh"])
+    # Tracy–Widom band: lambda1 - E+ = gamma n^{-2/3} TW1 + O(n^{-1/2}) (the empirical degree
+    # law's edge, Gaussian; in the SE). The mean TW shift gamma E[TW1] n^{-2/3} is allowed twice,
+    # in either direction: the diagonal sigma(Y1) depends on Y, which the deformed-Wigner edge
+    # theory (Lee & Schnelli 2016) does not cover, and at n = 250-2000 the measured shift is
+    # positive while the TW mean is negative.
+    tw = gamma * abs(TW1_MEAN) * n ** (-2.0 / 3.0)
+    tol = 3 * r["lam_se"][j] + 2 * tw
+    return measure(within(r["lam"][j], edge, tol, name="null lambda1"),
+                   extra={"gamma": gamma, "tw_shift": -tw, "se": r["lam_se"][j]},
+                   detail=f"n={n}, {sim['trials']} trials (seed {seed}); tolerance 3 SE + 2 gamma "
+                          "|E TW1| n^(-2/3) (edge scale gamma = E[(z*-sigma)^-3]^(1/3))")
