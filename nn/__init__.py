@@ -7,7 +7,8 @@ head), :class:`TransformerBlock`, :class:`TransformerLM`. Optimisers: use ``opta
 Training: :func:`train` (jitted step, tqdm progress), :func:`make_step`, :func:`evaluate`,
 :func:`save` / :func:`load` (exact round trip), :func:`lm_loss`, :func:`cross_entropy`.
 Data: :class:`MarkovCorpus` (synthetic tokens with a known loss floor). FP4 formats and
-quantised matmuls: :mod:`nn.quant`.
+quantised matmuls: :mod:`nn.quant`. Attention variants: :mod:`nn.hopfield` (modern Hopfield
+attention), :mod:`nn.mla`, :mod:`nn.mamba2`, :mod:`nn.hybrid` (MLA/Mamba2 hybrids).
 
 Trainable vs frozen
 -------------------
@@ -52,7 +53,7 @@ from ._layers import (
 from ._train import TrainResult, cross_entropy, evaluate, lm_loss, load, make_step, save, train
 from ._tree import Frozen, combine, count_params, freeze, split, trainable_mask, unfreeze, value
 
-_SUBMODULES = ("adapters", "quant", "riemannian")
+_SUBMODULES = ("adapters", "quant", "riemannian", "hopfield", "mla", "mamba2", "hybrid")
 
 __all__ = [
     *_SUBMODULES,
@@ -87,7 +88,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # PEP 562: nn.adapters, nn.quant, nn.riemannian load on first use
+def __getattr__(name):  # PEP 562: submodules load on first use
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -294,6 +294,9 @@ class TransformerLM(eqx.Module):
     ``model(tokens)`` maps integer tokens ``(..., T)`` with ``T <= max_len`` to logits ``(..., T,
     vocab_size)``.
     The output head is an untied :class:`Linear` without bias.
+    ``block`` (the model switch): a factory ``block(d_model, num_heads, *, mlp_ratio, use_bias,
+    dtype, key)``, default :class:`TransformerBlock`; a block class with ``carries_state = True`` is
+    called ``blk(x, state) -> (x, state)`` (e.g. ``nn.hopfield.hopfield_block``).
     """
 
     embed: Embedding
@@ -314,6 +317,7 @@ class TransformerLM(eqx.Module):
         mlp_ratio=4,
         use_bias=False,
         dtype=None,
+        block=None,
         key,
     ):
         _check_dim("vocab_size", vocab_size)
@@ -323,10 +327,9 @@ class TransformerLM(eqx.Module):
         ke, kp, kh, kb = jax.random.split(key, 4)
         self.embed = Embedding(vocab_size, d_model, dtype=dtype, key=ke)
         self.pos_embed = Embedding(max_len, d_model, dtype=dtype, key=kp)
+        make = TransformerBlock if block is None else block
         self.blocks = tuple(
-            TransformerBlock(
-                d_model, num_heads, mlp_ratio=mlp_ratio, use_bias=use_bias, dtype=dtype, key=k
-            )
+            make(d_model, num_heads, mlp_ratio=mlp_ratio, use_bias=use_bias, dtype=dtype, key=k)
             for k in jax.random.split(kb, num_layers)
         )
         self.norm = RMSNorm(d_model, dtype=dtype)
@@ -339,6 +342,10 @@ class TransformerLM(eqx.Module):
             raise ValueError(f"tokens must have length <= max_len={self.max_len}, got {T}")
         keys = _keys(key, len(self.blocks) + 1)
         x = self.embed(tokens) + self.pos_embed(jnp.arange(T))
+        state = None  # carried up the stack by blocks with ``carries_state`` (nn.hopfield)
         for blk, k in zip(self.blocks, keys[:-1], strict=False):
-            x = blk(x, key=k)
+            if getattr(blk, "carries_state", False):
+                x, state = blk(x, state, key=k)
+            else:
+                x = blk(x, key=k)
         return self.head(self.norm(x), key=keys[-1])

@@ -1,0 +1,285 @@
+"""Grouped-query attention (the teacher) and multi-head latent attention (MLA) with its SVD init.
+
+- :func:`rope`: rotary position embedding, half-split (Llama) layout (Su et al. 2021, eq. 34).
+- :class:`GQAttention`: grouped-query attention (Ainslie et al. 2023), optional RoPE; the
+  Llama-style teacher attention.
+- :class:`MLA`: DeepSeek-V2 multi-head latent attention (arXiv 2405.04434, Sec. 2.1, eqs. 9-19):
+  optional low-rank query, a joint KV latent c = W^{DKV} h of rank ``kv_rank`` plus one shared
+  decoupled RoPE key k^R (cached per token: ``kv_rank + rope_dim`` elements), per-KV-head up maps
+  [k^C; v] = W^{UKV} c repeated to the query heads as in GQA (Zebra-Llama's ``num_kv_heads``).
+  ``MLA(x)`` materialises keys and values (the naive path); ``MLA(x, absorbed=True)`` absorbs W^{UK}
+  into the query and W^{UV} into the output and attends to the latent directly (DeepSeek-V2 Sec.
+  2.1.2); :func:`mla_decode` is the cached one-token decode on the latent cache. All three agree.
+- :func:`mla_from_gqa`: the structured init of Zebra-Llama (arXiv 2505.17272, Alg. 1 "SVD
+  initialization for MLA"; X-EcoMLA arXiv 2503.11132): truncated SVD of the stacked per-KV-head
+  [W^K; W^V] into W^{UKV} W^{DKV} (Eckart-Young optimal in Frobenius norm), of W^Q into W^{UQ}
+  W^{DQ}.
+
+Documented choices. (1) Only the rows MLA keeps are factorised: the first ``d_h - rope_dim`` rows of
+each key head and all value rows (the authors' code factorises all key rows, then drops the RoPE
+rows
+of U; with ``rope_dim = 0`` the two coincide). (2) The RoPE key rows are the mean over KV heads of
+the last ``rope_dim`` rows of each key head, rotated in the half-split layout of that slice; the
+teacher's RoPE pairs dim k with k + d_h/2, so with RoPE the init is not the teacher (the negative
+control ``hybrid.svd_init`` measures).
+"""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from theory._validation import check_int, check_scalar
+
+from ._layers import Linear
+
+__all__ = ["rope", "GQAttention", "MLA", "mla_decode", "mla_from_gqa", "svd_factor"]
+
+
+def rope(x, positions, theta=10000.0):
+    """Rotary embedding of ``x (..., T, D)`` at integer ``positions (T,)``, D even, half-split
+    layout (dim k rotates with dim k + D/2 at frequency theta^{-2k/D}; Su et al. 2021, eq. 34)."""
+    D = x.shape[-1]
+    if D == 0:
+        return x
+    half = D // 2
+    inv = theta ** (-np.arange(half) * 2.0 / D)
+    ang = jnp.asarray(positions, x.dtype)[:, None] * jnp.asarray(inv, x.dtype)
+    cos, sin = jnp.cos(ang), jnp.sin(ang)
+    x1, x2 = x[..., :half], x[..., half:]
+    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+
+def _masked_softmax(s, q_pos, k_len):
+    mask = jnp.arange(k_len)[None, :] <= jnp.asarray(q_pos)[:, None]
+    return jax.nn.softmax(jnp.where(mask, s, -jnp.inf), axis=-1)
+
+
+def _heads(y, n, dh):
+    return jnp.swapaxes(y.reshape(*y.shape[:-1], n, dh), -2, -3)  # (..., n, T, dh)
+
+
+def _merge(o):
+    o = jnp.swapaxes(o, -2, -3)
+    return o.reshape(*o.shape[:-2], -1)
+
+
+def _check_heads(num_heads, num_kv_heads):
+    num_heads = check_int(num_heads, "num_heads", lower=1)
+    num_kv_heads = check_int(num_kv_heads, "num_kv_heads", lower=1)
+    if num_heads % num_kv_heads:
+        raise ValueError(f"`num_kv_heads` must divide num_heads={num_heads}; got {num_kv_heads}.")
+    return num_heads, num_kv_heads
+
+
+class GQAttention(eqx.Module):
+    """Causal grouped-query attention: ``num_heads`` query heads share ``num_kv_heads`` K/V heads;
+    RoPE on all of q, k when ``rope_theta`` is set (NoPE when None). ``x (..., T, d_model)``."""
+
+    q_proj: Linear
+    k_proj: Linear
+    v_proj: Linear
+    o_proj: Linear
+    num_heads: int = eqx.field(static=True)
+    num_kv_heads: int = eqx.field(static=True)
+    head_dim: int = eqx.field(static=True)
+    rope_theta: float | None = eqx.field(static=True)
+
+    def __init__(self, d_model, num_heads, num_kv_heads, head_dim, *, rope_theta=None, dtype=None,
+                 key):
+        d_model = check_int(d_model, "d_model", lower=1)
+        self.num_heads, self.num_kv_heads = _check_heads(num_heads, num_kv_heads)
+        self.head_dim = check_int(head_dim, "head_dim", lower=1)
+        if rope_theta is not None and head_dim % 2:
+            raise ValueError(f"`head_dim` must be even with RoPE; got {head_dim}.")
+        self.rope_theta = rope_theta
+        kq, kk, kv, ko = jax.random.split(key, 4)
+        self.q_proj = Linear(d_model, num_heads * head_dim, False, dtype=dtype, key=kq)
+        self.k_proj = Linear(d_model, num_kv_heads * head_dim, False, dtype=dtype, key=kk)
+        self.v_proj = Linear(d_model, num_kv_heads * head_dim, False, dtype=dtype, key=kv)
+        self.o_proj = Linear(num_heads * head_dim, d_model, False, dtype=dtype, key=ko)
+
+    def __call__(self, x, *, key=None):
+        T, g = x.shape[-2], self.num_heads // self.num_kv_heads
+        q = _heads(self.q_proj(x), self.num_heads, self.head_dim)
+        k = _heads(self.k_proj(x), self.num_kv_heads, self.head_dim)
+        v = _heads(self.v_proj(x), self.num_kv_heads, self.head_dim)
+        if self.rope_theta is not None:
+            pos = jnp.arange(T)
+            q, k = rope(q, pos, self.rope_theta), rope(k, pos, self.rope_theta)
+        k, v = jnp.repeat(k, g, axis=-3), jnp.repeat(v, g, axis=-3)
+        s = jnp.einsum("...td,...sd->...ts", q, k) / math.sqrt(self.head_dim)
+        o = jnp.einsum("...ts,...sd->...td", _masked_softmax(s, jnp.arange(T), T), v)
+        return self.o_proj(_merge(o))
+
+
+class MLA(eqx.Module):
+    """DeepSeek-V2 multi-head latent attention with ``num_kv_heads`` latent up-projection groups.
+
+    Parameters: ``kv_rank`` r_kv (<= d_model and <= num_kv_heads (nope_dim + v_dim)); ``rope_dim``
+    d_rope of the decoupled RoPE query/key (0: no positional encoding); ``nope_dim`` and ``v_dim``
+    per head; ``q_rank`` None for a full-rank query. Scale (nope_dim + rope_dim)^{-1/2}.
+    """
+
+    q_down: Linear | None
+    q_up: Linear
+    kv_down: Linear
+    kv_up: Linear
+    o_proj: Linear
+    num_heads: int = eqx.field(static=True)
+    num_kv_heads: int = eqx.field(static=True)
+    nope_dim: int = eqx.field(static=True)
+    rope_dim: int = eqx.field(static=True)
+    v_dim: int = eqx.field(static=True)
+    kv_rank: int = eqx.field(static=True)
+    rope_theta: float = eqx.field(static=True)
+
+    def __init__(self, d_model, num_heads, num_kv_heads, *, kv_rank, nope_dim, v_dim, rope_dim=0,
+                 q_rank=None, rope_theta=10000.0, dtype=None, key):
+        d_model = check_int(d_model, "d_model", lower=1)
+        self.num_heads, self.num_kv_heads = _check_heads(num_heads, num_kv_heads)
+        self.nope_dim = check_int(nope_dim, "nope_dim", lower=0)
+        self.v_dim = check_int(v_dim, "v_dim", lower=1)
+        self.rope_dim = check_int(rope_dim, "rope_dim", lower=0)
+        if rope_dim % 2:
+            raise ValueError(f"`rope_dim` must be even; got {rope_dim}.")
+        if nope_dim + rope_dim < 1:
+            raise ValueError("`nope_dim + rope_dim` must be >= 1; got 0.")
+        kv_out = num_kv_heads * (nope_dim + v_dim)
+        self.kv_rank = check_int(kv_rank, "kv_rank", lower=1, upper=min(d_model, kv_out))
+        qk = nope_dim + rope_dim
+        if q_rank is not None:
+            q_rank = check_int(q_rank, "q_rank", lower=1, upper=min(d_model, num_heads * qk))
+        self.rope_theta = check_scalar(rope_theta, "rope_theta", lower=0.0, closed="neither")
+        k1, k2, k3, k4, k5 = jax.random.split(key, 5)
+        if q_rank is None:
+            self.q_down = None
+            self.q_up = Linear(d_model, num_heads * qk, False, dtype=dtype, key=k1)
+        else:
+            self.q_down = Linear(d_model, q_rank, False, dtype=dtype, key=k1)
+            self.q_up = Linear(q_rank, num_heads * qk, False, dtype=dtype, key=k2)
+        self.kv_down = Linear(d_model, kv_rank + rope_dim, False, dtype=dtype, key=k3)
+        self.kv_up = Linear(kv_rank, kv_out, False, dtype=dtype, key=k4)
+        self.o_proj = Linear(num_heads * v_dim, d_model, False, dtype=dtype, key=k5)
+
+    # pieces shared by the three paths
+    def query(self, x, positions):
+        """``(q_nope (..., H, T, nope), q_rope (..., H, T, rope))``, RoPE applied."""
+        q = self.q_up(x if self.q_down is None else self.q_down(x))
+        q = _heads(q, self.num_heads, self.nope_dim + self.rope_dim)
+        return q[..., : self.nope_dim], rope(q[..., self.nope_dim:], positions, self.rope_theta)
+
+    def latent(self, x, positions):
+        """The cached per-token state: ``(c (..., T, kv_rank), k_rope (..., T, rope_dim))``."""
+        a = self.kv_down(x)
+        return a[..., : self.kv_rank], rope(a[..., self.kv_rank:], positions, self.rope_theta)
+
+    def _up(self):
+        w = self.kv_up.weight.reshape(self.num_kv_heads, self.nope_dim + self.v_dim, -1)
+        return w[:, : self.nope_dim], w[:, self.nope_dim:]  # W^UK (G, nope, r), W^UV (G, v, r)
+
+    def _scale(self):
+        return 1.0 / math.sqrt(self.nope_dim + self.rope_dim)
+
+    def __call__(self, x, *, absorbed=False, key=None):
+        T = x.shape[-2]
+        pos = jnp.arange(T)
+        qc, qr = self.query(x, pos)
+        c, kr = self.latent(x, pos)
+        if absorbed:
+            return self.attend_latent(qc, qr, c, kr, pos)
+        g = self.num_heads // self.num_kv_heads
+        kv = _heads(self.kv_up(c), self.num_kv_heads, self.nope_dim + self.v_dim)
+        kc = jnp.repeat(kv[..., : self.nope_dim], g, axis=-3)
+        v = jnp.repeat(kv[..., self.nope_dim:], g, axis=-3)
+        s = (jnp.einsum("...htd,...hsd->...hts", qc, kc)
+             + jnp.einsum("...htd,...sd->...hts", qr, kr)) * self._scale()
+        o = jnp.einsum("...hts,...hsd->...htd", _masked_softmax(s, pos, T), v)
+        return self.o_proj(_merge(o))
+
+    def attend_latent(self, qc, qr, c, kr, q_pos):
+        """Absorbed attention of queries at ``q_pos`` to a latent cache ``c (..., S, r)``,
+        ``kr (..., S, rope)``: scores (W^UK_j^T q^C_i) . c_s + q^R_i . k^R_s, output
+        W^UV_j sum_s p_s c_s (DeepSeek-V2 Sec. 2.1.2)."""
+        wuk, wuv = self._up()
+        g = self.num_heads // self.num_kv_heads
+        wuk, wuv = jnp.repeat(wuk, g, axis=0), jnp.repeat(wuv, g, axis=0)  # per query head
+        q_lat = jnp.einsum("...htn,hnr->...htr", qc, wuk)
+        s = (jnp.einsum("...htr,...sr->...hts", q_lat, c)
+             + jnp.einsum("...htd,...sd->...hts", qr, kr)) * self._scale()
+        o_lat = jnp.einsum("...hts,...sr->...htr", _masked_softmax(s, q_pos, c.shape[-2]), c)
+        return self.o_proj(_merge(jnp.einsum("...htr,hvr->...htv", o_lat, wuv)))
+
+
+@eqx.filter_jit
+def mla_decode(layer: MLA, x):
+    """Cached decoding of ``x (B, T, d)`` one token at a time on the latent cache
+    ``(B, T, kv_rank + rope_dim)`` with absorbed weights; equals ``layer(x)``."""
+    if x.ndim != 3:
+        raise ValueError(f"`x` must be 3-D (batch, T, d_model); got shape {x.shape}.")
+    B, T, _ = x.shape
+    dt = x.dtype
+
+    def step(cache, t):
+        c_cache, kr_cache = cache
+        xt = jax.lax.dynamic_slice_in_dim(x, t, 1, axis=1)
+        pos = t[None]
+        qc, qr = layer.query(xt, pos)
+        c, kr = layer.latent(xt, pos)
+        c_cache = jax.lax.dynamic_update_slice_in_dim(c_cache, c, t, axis=1)
+        kr_cache = jax.lax.dynamic_update_slice_in_dim(kr_cache, kr, t, axis=1)
+        out = layer.attend_latent(qc, qr, c_cache, kr_cache, pos)
+        return (c_cache, kr_cache), out[:, 0]
+
+    init = (jnp.zeros((B, T, layer.kv_rank), dt), jnp.zeros((B, T, layer.rope_dim), dt))
+    _, ys = jax.lax.scan(step, init, jnp.arange(T))
+    return jnp.swapaxes(ys, 0, 1)
+
+
+def svd_factor(W, rank):
+    """Truncated SVD ``W ~ U_r (S_r V_r^T)``: returns ``(up (m, r), down (r, n), tail)`` with
+    ``tail = sqrt(sum_{i>r} s_i^2)``, the Frobenius error (Eckart & Young 1936)."""
+    W = np.asarray(W, np.float64)
+    rank = check_int(rank, "rank", lower=1, upper=min(W.shape))
+    U, s, Vt = np.linalg.svd(W, full_matrices=False)
+    return U[:, :rank], s[:rank, None] * Vt[:rank], float(np.sqrt(np.sum(s[rank:] ** 2)))
+
+
+def mla_from_gqa(gqa: GQAttention, kv_rank, *, rope_dim=0, q_rank=None, key=None):
+    """Structured MLA init from a teacher GQA layer (Zebra-Llama Alg. 1; module docstring).
+
+    Per KV head j the kept rows are [W^K_j[:nope]; W^V_j] (nope = d_h - rope_dim), stacked over j
+    and
+    factorised by :func:`svd_factor`; the RoPE key rows are the mean over j of W^K_j[nope:]; W^Q is
+    copied (``q_rank=None``) or factorised; W^O copied. ``rope_theta`` is the teacher's (10000 if
+    NoPE). Returns ``(mla, info)`` with ``info = {"kv_tail": ..., "kv_norm": ...}``.
+    """
+    H, G, dh = gqa.num_heads, gqa.num_kv_heads, gqa.head_dim
+    rope_dim = check_int(rope_dim, "rope_dim", lower=0, upper=dh)
+    nope = dh - rope_dim
+    d = gqa.q_proj.in_features
+    dtype = gqa.q_proj.weight.dtype
+    mla = MLA(d, H, G, kv_rank=kv_rank, nope_dim=nope, v_dim=dh, rope_dim=rope_dim, q_rank=q_rank,
+              rope_theta=gqa.rope_theta or 10000.0, dtype=dtype,
+              key=jax.random.PRNGKey(0) if key is None else key)
+    WK = np.asarray(gqa.k_proj.weight, np.float64).reshape(G, dh, d)
+    WV = np.asarray(gqa.v_proj.weight, np.float64).reshape(G, dh, d)
+    stacked = np.concatenate([WK[:, :nope], WV], axis=1).reshape(G * (nope + dh), d)
+    up, down, tail = svd_factor(stacked, kv_rank)
+    down = np.concatenate([down, WK[:, nope:].mean(0)], axis=0)
+    WQ = np.asarray(gqa.q_proj.weight, np.float64)
+    cast = lambda a: jnp.asarray(a, dtype)  # noqa: E731
+    mla = eqx.tree_at(lambda m: (m.kv_up.weight, m.kv_down.weight, m.o_proj.weight), mla,
+                      (cast(up), cast(down), gqa.o_proj.weight))
+    if q_rank is None:
+        mla = eqx.tree_at(lambda m: m.q_up.weight, mla, cast(WQ))
+    else:
+        qu, qd, _ = svd_factor(WQ, q_rank)
+        mla = eqx.tree_at(lambda m: (m.q_up.weight, m.q_down.weight), mla, (cast(qu), cast(qd)))
+    return mla, {"kv_tail": tail, "kv_norm": float(np.linalg.norm(stacked))}
+
+
