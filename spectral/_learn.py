@@ -18,18 +18,39 @@ import numpy as np
 import optax
 from tqdm import tqdm
 
-from theory._validation import as_generator, check_int, check_scalar
+from theory._validation import (
+    as_array,
+    as_generator,
+    check_int,
+    check_key,
+    check_memory,
+    check_scalar,
+)
 
 from ._models import planted_submatrix
 from ._sigmas import monotone_mlp
-from ._theory import critical_threshold
+from ._theory import as_prior, critical_threshold
 
 __all__ = ["make_dataset", "LearnedSigma", "learn_sigma"]
+
+
+def _check_split(data, name):
+    """``(Ys, labels)``: Ys (count, n, n) finite, labels (count,) in {0, 1}."""
+    if not isinstance(data, tuple | list) or len(data) != 2:
+        raise TypeError(f"`{name}` must be a pair (Ys, labels) as from make_dataset; got "
+                        f"{type(data).__name__}.")
+    Ys = as_array(data[0], name, ndim=3, min_size=1, lower=-1e100, upper=1e100)
+    y = as_array(data[1], name, shape=(Ys.shape[0],))
+    if not np.all((y == 0) | (y == 1)):
+        raise ValueError(f"`{name}` labels must be 0 or 1.")
+    return Ys, y
 
 
 def make_dataset(count: int, n: int, beta: float, *, rng=None):
     """``count`` observations Ŷ (n×n planted at ``beta`` or null), labels Bernoulli(1/2)."""
     count = check_int(count, "count", lower=2)
+    n = check_int(n, "n", lower=2)
+    check_memory(float(count) * n * n + 2 * n * n, "`count`, `n`", what="count n x n matrices")
     gen = as_generator(rng)
     labels = gen.random(count) < 0.5
     Ys = np.stack([planted_submatrix(n, beta if lab else 0.0, rng=gen).Y for lab in labels])
@@ -71,12 +92,19 @@ def learn_sigma(train, test, *, units: int = 8, epochs: int = 100, batch: int = 
 
     ``key`` is a JAX PRNG key (initialisation and batch order).
     """
-    units = check_int(units, "units", lower=1)
-    epochs = check_int(epochs, "epochs", lower=1)
-    lr = check_scalar(lr, "lr", lower=0.0, closed="neither")
+    units = check_int(units, "units", lower=1, upper=10_000)
+    epochs = check_int(epochs, "epochs", lower=1, upper=1_000_000)
+    batch = check_int(batch, "batch", lower=1)
+    lr = check_scalar(lr, "lr", lower=0.0, upper=1e3, closed="right")
+    weight_decay = check_scalar(weight_decay, "weight_decay", lower=0.0, upper=1e3)
+    key = check_key(key)
+    as_prior(prior)  # fail before training, not after it
+    data = [_check_split(train, "train"), _check_split(test, "test")]
+    if data[0][0].shape[1:] != data[1][0].shape[1:]:
+        raise ValueError(f"`test` matrices must have the shape of `train`'s "
+                         f"{data[0][0].shape[1:]}; got {data[1][0].shape[1:]}.")
     with jax.enable_x64(True):
-        Ytr, ytr = jnp.asarray(train[0]), jnp.asarray(train[1])
-        Yte, yte = jnp.asarray(test[0]), jnp.asarray(test[1])
+        (Ytr, ytr), (Yte, yte) = [(jnp.asarray(Y), jnp.asarray(y)) for Y, y in data]
         k1, k2 = jax.random.split(key)
         p = {"v": jax.random.normal(k1, (units,)) * 0.1,
              "w": jax.random.normal(k2, (units,)) * 0.1 - 0.5,

@@ -9,9 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse.linalg import eigsh
+from scipy.sparse.linalg import ArpackError, eigsh
 
-from theory._validation import as_array, as_generator, check_int, check_scalar
+from theory._validation import (
+    NumericalError,
+    as_array,
+    as_generator,
+    check_instance,
+    check_int,
+    check_memory,
+    check_scalar,
+)
 
 from ._sigmas import as_sigma
 from ._theory import as_prior, bulk_edge
@@ -40,6 +48,7 @@ class Instance:
 def goe(n: int, rng=None) -> np.ndarray:
     """GOE matrix (G + Gᵀ)/√2: off-diagonal entries N(0, 1), diagonal N(0, 2)."""
     n = check_int(n, "n", lower=1)
+    check_memory(3 * n * n, "`n`", what="the n x n GOE matrix")
     g = as_generator(rng).standard_normal((n, n))
     w = g + g.T
     w *= 1.0 / np.sqrt(2.0)
@@ -58,22 +67,28 @@ def spiked_wigner(n: int, beta: float, prior="sparse_nnpca", *, rho: float | Non
     ``"sparse_nnpca"`` samples |N(0,1)| exactly). ``beta = 0`` gives pure noise (x still drawn).
     """
     n = check_int(n, "n", lower=2)
-    beta = check_scalar(beta, "beta", lower=0.0)
+    beta = check_scalar(beta, "beta", lower=0.0, upper=1e100)
     gen = as_generator(rng)
     if rho is None:
         rho = min(1.0, max(beta, 1.0) / np.sqrt(n))
     rho = check_scalar(rho, "rho", lower=0.0, upper=1.0, closed="right")
+    law = None if isinstance(prior, str) and prior == "sparse_nnpca" else as_prior(prior)
+    # P(y != 0) per entry; the support is redrawn while empty, so it must not be (almost) surely
+    p_nonzero = rho * (1.0 if law is None else float(law.probs[law.nodes > 0].sum()))
+    if -np.expm1(n * np.log1p(-min(p_nonzero, 1.0 - 1e-16))) < 1e-3:
+        raise ValueError(f"`rho` = {rho:g} with this `prior` leaves the spike's support empty with "
+                         f"probability > 0.999 at n = {n}; raise `rho` (n*rho*P(eta > 0) = "
+                         f"{n * p_nonzero:.3g}).")
     w = goe(n, gen)
     y = np.zeros(n)
-    while not np.any(y):
+    for _ in range(100_000):
         support = gen.random(n) < rho
         m = int(support.sum())
-        if prior == "sparse_nnpca":
-            eta = np.abs(gen.standard_normal(m))
-        else:
-            law = as_prior(prior)
-            eta = gen.choice(law.nodes, size=m, p=law.probs)
+        eta = (np.abs(gen.standard_normal(m)) if law is None
+               else gen.choice(law.nodes, size=m, p=law.probs))
         y[support] = eta
+        if np.any(y):
+            break
     x = y / np.linalg.norm(y)
     Y = w
     Y *= 1.0 / np.sqrt(n)
@@ -109,6 +124,7 @@ def planted_clique(n: int, beta: float, *, rng=None) -> Instance:
     """
     n = check_int(n, "n", lower=2)
     beta = check_scalar(beta, "beta", lower=0.0, upper=np.sqrt(n))
+    check_memory(4 * n * n, "`n`", what="the n x n sign matrix")
     gen = as_generator(rng)
     k = int(round(beta * np.sqrt(n)))
     signs = np.where(gen.random((n, n)) < 0.5, 1.0, -1.0)
@@ -125,8 +141,8 @@ def planted_clique(n: int, beta: float, *, rng=None) -> Instance:
 
 
 def _check_square_symmetric(Y, name="Y"):
-    Y = as_array(Y, name, ndim=2)
-    if Y.shape[0] != Y.shape[1]:
+    Y = as_array(Y, name, ndim=2, lower=-1e150, upper=1e150)
+    if Y.shape[0] != Y.shape[1] or Y.shape[0] < 1:
         raise ValueError(f"`{name}` must be square; got shape {Y.shape}.")
     scale = max(1.0, float(np.abs(Y).max()))
     if not np.allclose(Y, Y.T, rtol=0, atol=1e-10 * scale):
@@ -185,9 +201,23 @@ class Detection:
 
 
 def top_eigenpair(M: np.ndarray, *, rng=None, tol: float = 1e-10):
-    """Largest eigenvalue and its unit eigenvector by Lanczos (``eigsh(k=1, which="LA")``)."""
-    v0 = as_generator(rng).standard_normal(M.shape[0])
-    vals, vecs = eigsh(M, k=1, which="LA", v0=v0, tol=tol)
+    """Largest eigenvalue and its unit eigenvector by Lanczos (``eigsh(k=1, which="LA")``).
+
+    ``M`` symmetric; dense ``eigh`` for n < 3 and for the zero matrix (where Lanczos breaks
+    down). An ARPACK failure raises :class:`theory.NumericalError`.
+    """
+    M = _check_square_symmetric(M, "M")
+    gen = as_generator(rng)
+    tol = check_scalar(tol, "tol", lower=0.0, upper=1.0, closed="left")
+    if M.shape[0] < 3 or not np.any(M):
+        vals, vecs = np.linalg.eigh(M)
+        return float(vals[-1]), vecs[:, -1]
+    v0 = gen.standard_normal(M.shape[0])
+    try:
+        vals, vecs = eigsh(M, k=1, which="LA", v0=v0, tol=tol)
+    except ArpackError as err:
+        raise NumericalError(f"Lanczos (ARPACK) failed on `M` of shape {M.shape}: {err}",
+                             shape=M.shape, tol=tol) from err
     return float(vals[0]), vecs[:, 0]
 
 
@@ -197,9 +227,11 @@ def detect(Y, sigma, *, margin: float = 0.05, edge: float | None = None, rng=Non
     The top eigenpair comes from Lanczos; ``edge`` defaults to :func:`spectral.bulk_edge`.
     The estimate of the spike is ``Detection.eigenvector``.
     """
-    margin = check_scalar(margin, "margin", lower=0.0)
+    margin = check_scalar(margin, "margin", lower=0.0, upper=1e100)
+    e = None if edge is None else check_scalar(edge, "edge")
+    as_generator(rng)
     L = nonlinear_laplacian(Y, sigma)
-    e = bulk_edge(sigma) if edge is None else check_scalar(edge, "edge")
+    e = bulk_edge(sigma) if edge is None else e
     lam, vec = top_eigenpair(L, rng=rng)
     return Detection(lam, vec, e, margin)
 
@@ -216,6 +248,7 @@ def finite_sample_limits(instance: Instance, sigma) -> tuple[float, float]:
     """
     from theory.roots import find_root
 
+    check_instance(instance, "instance", Instance, "an Instance (e.g. planted_submatrix(n, beta))")
     sig = as_sigma(sigma)
     d = instance.Y.sum(1)
     gap = sig.gap_upper(d)

@@ -27,7 +27,7 @@ import numpy as np
 from scipy.optimize import minimize
 from tqdm import tqdm
 
-from theory._validation import as_array, check_choice
+from theory._validation import as_array, check_choice, check_instance, check_int, check_scalar
 from theory.nonlinear_laplacian import critical_threshold as _threshold
 
 from . import _sigmas
@@ -90,11 +90,15 @@ FAMILIES = {
 def family(name: str) -> Family:
     """``"tanh"`` (a, b), ``"zshape"`` (a, b, c) or ``"stepK"`` (a_0..a_{K-1}, b_0..b_{K-1}):
     breaks cumsum(a), levels (0, cumsum(b)) as in the official ``beta_to_sigma`` (K = 16 there)."""
+    if not isinstance(name, str):
+        raise TypeError(f"`name` must be a family name ('tanh', 'zshape', 'stepK'); got "
+                        f"{type(name).__name__}.")
     if name in FAMILIES:
         return FAMILIES[name]
     if name.startswith("step") and name[4:].isdigit() and int(name[4:]) >= 1:
         return _make_step_family(int(name[4:]))
-    raise ValueError(f"`family` must be 'tanh', 'zshape' or 'stepK' (K >= 1); got {name!r}.")
+    raise ValueError(f"`name` must be a family name, 'tanh', 'zshape' or 'stepK' (K >= 1); got "
+                     f"{name!r}.")
 
 
 _XQ, _WQ = np.polynomial.legendre.leggauss(20)
@@ -148,8 +152,21 @@ def _residuals(fam: Family, q, pw):
 _GRADS: dict = {}
 
 
-def _grad_fns(fam: Family, prior_key, eta):
-    key = (fam.name, prior_key)
+def _as_family(fam) -> Family:
+    if isinstance(fam, Family):
+        return fam
+    if not isinstance(fam, str):
+        raise TypeError(f"`fam` must be a family name ('tanh', 'zshape', 'stepK') or a Family; "
+                        f"got {type(fam).__name__}.")
+    try:
+        return family(fam)
+    except ValueError as err:
+        raise ValueError(str(err).replace("`name`", "`fam`", 1)) from None
+
+
+def _grad_fns(fam: Family, eta):
+    # keyed by the rule's content: a prior given as a scipy law is rebuilt on every call
+    key = (fam.name, eta.nodes.tobytes(), eta.probs.tobytes())
     if key not in _GRADS:
         keep = eta.probs * eta.nodes ** 2 > 0
         q = jnp.asarray(eta.nodes[keep] * eta.m1 / eta.m2)
@@ -165,12 +182,15 @@ def threshold_and_gradient(fam, params, prior="planted_submatrix"):
 
     Returns ``(beta_star, gradient, result)`` with the :class:`ThresholdResult`.
     """
-    fam = family(fam) if isinstance(fam, str) else fam
-    p = as_array(params, "params", shape=(fam.size,))
+    fam = _as_family(fam)
+    p = as_array(params, "params", shape=(fam.size,), lower=-1e100, upper=1e100)
+    for i, (v, (lo, hi)) in enumerate(zip(p, fam.bounds, strict=True)):
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise ValueError(f"`params`[{i}] must lie in the family's domain [{lo}, {hi}]; got "
+                             f"{v:g}.")
     eta = as_prior(prior)
     res = _threshold(fam.make(p), eta)
-    pkey = prior if isinstance(prior, str) else id(eta)
-    g1, g2 = _grad_fns(fam, pkey, eta)
+    g1, g2 = _grad_fns(fam, eta)
     u = res.z_star - fam.make(p).upper
     with jax.enable_x64(True):
         pj = jnp.asarray(p)
@@ -213,8 +233,10 @@ def threshold_grid(fam: str, axes: dict, fixed: dict, prior="planted_submatrix")
     ``axes`` maps two parameter names to 1-D grids, ``fixed`` the others to values; names are
     ``a, b`` (tanh) or ``a, b, c`` (zshape). Each cell is an exact β* (no bracket capping).
     """
-    names = {"tanh": ("a", "b"), "zshape": ("a", "b", "c")}[check_choice(fam, "family",
+    names = {"tanh": ("a", "b"), "zshape": ("a", "b", "c")}[check_choice(fam, "fam",
                                                                           ("tanh", "zshape"))]
+    check_instance(axes, "axes", dict)
+    check_instance(fixed, "fixed", dict)
     if len(axes) != 2 or set(axes) | set(fixed) != set(names):
         raise ValueError(f"`axes` (two names) and `fixed` must cover {names}; got {list(axes)} "
                          f"and {list(fixed)}.")
@@ -267,9 +289,14 @@ def optimize_threshold(fam: str, x0, prior="planted_submatrix", *, method: str =
     ``method="gradient"``: L-BFGS-B (bounds of the family) with the implicit-differentiation
     gradient of :func:`threshold_and_gradient`; each evaluation is one β* plus its gradient.
     """
-    fam_ = family(fam)
-    x0 = as_array(x0, "x0", shape=(fam_.size,))
+    fam_ = _as_family(fam)
+    x0 = as_array(x0, "x0", shape=(fam_.size,), lower=-1e100, upper=1e100)
     method = check_choice(method, "method", ("gradient", "nelder-mead"))
+    maxiter = check_int(maxiter, "maxiter", lower=1, upper=10**6)
+    tol = check_scalar(tol, "tol", lower=0.0, upper=1.0)
+    if initial_simplex is not None:
+        initial_simplex = as_array(initial_simplex, "initial_simplex",
+                                   shape=(fam_.size + 1, fam_.size))
     eta = as_prior(prior)
     hist: list[float] = []
     best_p = [x0, np.inf]
@@ -292,7 +319,7 @@ def optimize_threshold(fam: str, x0, prior="planted_submatrix", *, method: str =
         r = minimize(f, x0, method="Nelder-Mead", options=opts)
     else:
         def fg(p):
-            val, grad, _ = threshold_and_gradient(fam_, p, prior)
+            val, grad, _ = threshold_and_gradient(fam_, p, eta)
             hist.append(val)
             if val < best_p[1]:
                 best_p[:] = [np.array(p, dtype=float), val]
@@ -300,7 +327,7 @@ def optimize_threshold(fam: str, x0, prior="planted_submatrix", *, method: str =
         # β* has a kink where the edge switches regime (H'(s₊) = 0, Sec. 3.2 of the note): a
         # minimiser there is a smooth minimum of β* restricted to that boundary, found by SLSQP
         # with the constraint E[gap^-2] = 1 (only families without an atom at s₊ have one).
-        g1, _ = _grad_fns(fam_, prior if isinstance(prior, str) else id(eta), eta)
+        g1, _ = _grad_fns(fam_, eta)
         r1_fn = _residuals(fam_, jnp.zeros(1), jnp.zeros(1))[0]
 
         def cons(p):
@@ -313,13 +340,13 @@ def optimize_threshold(fam: str, x0, prior="planted_submatrix", *, method: str =
 
         kinked = np.isfinite(cons(x0))  # no atom at s₊: a regime boundary may exist
         lb = dict(jac=True, method="L-BFGS-B", bounds=fam_.bounds)
-        r = minimize(fg, x0, **lb, options=dict(maxiter=15 if kinked else maxiter, ftol=tol,
-                                                 gtol=1e-10))
+        first = min(15, maxiter) if kinked else maxiter
+        r = minimize(fg, x0, **lb, options=dict(maxiter=first, ftol=tol, gtol=1e-10))
         c_end = cons(best_p[0]) if kinked else np.inf
         if abs(c_end) < 0.25:
             r = minimize(fg, best_p[0], jac=True, method="SLSQP", bounds=fam_.bounds,
                          constraints=[dict(type="eq", fun=cons, jac=cons_jac)],
-                         options=dict(maxiter=200, ftol=tol))
+                         options=dict(maxiter=min(200, maxiter), ftol=tol))
         if kinked:  # polish (also when the minimiser is interior to one regime)
             r = minimize(fg, best_p[0], **lb, options=dict(maxiter=maxiter, ftol=tol, gtol=1e-10))
     return OptimizationResult(fam_.name, method, best_p[0], float(best_p[1]), len(hist),

@@ -241,7 +241,9 @@ def custom(fn, *, upper: float, lower: float, breaks=(), name: str = "custom") -
     if not callable(fn):
         raise TypeError(f"`fn` must be callable; got {type(fn).__name__}.")
     upper = check_scalar(upper, "upper")
-    lower = check_scalar(lower, "lower", upper=upper)
+    lower = check_scalar(lower, "lower")
+    if lower > upper:
+        raise ValueError(f"`lower` must be <= `upper`; got lower={lower:g}, upper={upper:g}.")
     br = tuple(float(x) for x in as_array(breaks, "breaks").ravel())
     grid = np.sort(np.concatenate([np.linspace(-40, 40, 16001), br]))
     vals = np.asarray(fn(grid), dtype=float)

@@ -35,12 +35,15 @@ HANG = 20  # a call still running after this is interrupted and reported as a ha
 @dataclasses.dataclass
 class Case:
     """One valid call ``fn(**kwargs)``; ``targets`` the arguments mutated (default: all of
-    ``kwargs`` plus defaults of simple kinds); ``allow_inf`` for results where inf is meaningful."""
+    ``kwargs`` plus defaults of simple kinds); ``allow_inf`` for results where inf is meaningful;
+    ``heavy`` for calls that compile an ODE solver or a training loop (seconds each): those run
+    only in the slow exhaustive test."""
 
     fn: Callable
     kwargs: dict
     targets: tuple | None = None
     allow_inf: bool = False
+    heavy: bool = False
 
     def target_names(self):
         if self.targets is not None:
@@ -170,7 +173,7 @@ def bad_values(name, valid):
     if kind == "str":
         return ["no-such-option", "", 3, None, b"x", ["a"]]
     if kind == "rng":
-        return ["seed", 1.5, -1, object(), [1, 2], np.random.RandomState(0), 10**400]
+        return ["seed", 1.5, -1, object(), [1.5, "a"], np.random.RandomState(0), 10**400]
     if kind == "key":
         k = jax.random.key(0)
         return [0, "key", np.array([1.0, 2.0]), jax.random.split(k, 3), None, 1.5,
@@ -239,7 +242,7 @@ def call(case: Case, name=None, value=None):
     if name is not None:
         kwargs[name] = value
     t0 = time.perf_counter()
-    with _alarm(HANG):
+    with _alarm(3 * HANG if case.heavy else HANG):
         try:
             out = case.fn(**kwargs)
             jax.block_until_ready(jax.tree_util.tree_leaves(out))
@@ -279,13 +282,16 @@ def make_tests(package, cases, not_entry_points, *, max_examples):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    pairs = [(label, arg) for label in sorted(cases) for arg in cases[label].target_names()]
+    pairs = [(label, arg) for label in sorted(cases) if not cases[label].heavy
+             for arg in cases[label].target_names()]
+    labels = [pytest.param(k, marks=pytest.mark.slow) if cases[k].heavy else k
+              for k in sorted(cases)]
 
     def test_every_public_callable_has_a_valid_call():
         missing = missing_cases(package, cases, not_entry_points)
         assert not missing, f"register a valid call (Case) in this module for: {missing}"
 
-    @pytest.mark.parametrize("label", sorted(cases))
+    @pytest.mark.parametrize("label", labels)
     def test_valid_call_is_finite(label):
         out, elapsed = call(cases[label])
         if elapsed > SECONDS:  # imports and compilation on the first call: time a warm one

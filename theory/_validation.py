@@ -243,8 +243,13 @@ def as_generator(rng, name="rng") -> np.random.Generator:
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool | np.bool_):
         check_int(rng, name, lower=0)
         return np.random.default_rng(int(rng))
-    raise TypeError(f"`{name}` must be None, a non-negative int seed, a numpy.random.Generator or "
-                    f"a SeedSequence; got {_show(rng)} of type {type(rng).__name__}.")
+    if isinstance(rng, list | tuple | np.ndarray) and len(rng) and all(
+            isinstance(s, numbers.Integral) and not isinstance(s, bool | np.bool_) and 0 <= s < 2**63
+            for s in (rng.tolist() if isinstance(rng, np.ndarray) else rng)):
+        return np.random.default_rng([int(s) for s in np.ravel(rng)])
+    raise TypeError(f"`{name}` must be None, a non-negative int seed (or a sequence of them), a "
+                    f"numpy.random.Generator or a SeedSequence; got {_show(rng)} of type "
+                    f"{type(rng).__name__}.")
 
 
 def check_key(key, name="key", *, optional=False):
