@@ -278,3 +278,31 @@ def _refusal(size, seed) -> Measurement:
         detail=f"n={sim['n']}, p={sim['p']}, {sim['reps']} reps, lam = 1: forced 2-split DR bias "
                f"{f.mean():+.3f} (MCSE {mcse:.3f}); refusals {sim['refused_ar'].mean():.2f} "
                f"(AR) / {sim['refused_iso'].mean():.2f} (isotropic); seed {seed}")
+
+
+# ----------------------------------------------------------------------------- efficiency
+EFFICIENCY_RATIOS = (0.1, 0.25, 0.5, 0.75)
+
+
+@memo
+def simulate_efficiency(n: int, reps: int, seed: int = 0) -> dict:
+    """``n Var`` of route 0 over p/n (intercept counted in p) on AR(1) 0.9, t5 rows, Gaussian
+    noise, against ``(1 + psi^2)/(1 - p/n)``; MC SE of ``n Var`` from the squared deviations."""
+    nvar, nvar_se = [], []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for j, r in enumerate(EFFICIENCY_RATIOS):
+            rng = np.random.default_rng([seed, n, 1000 + j])
+            p = max(int(round(r * n)) - 1, 1)
+            S = covariance("ar0.9", p, rng)
+            L = np.linalg.cholesky(S)
+            al, be = aligned_coefficients(S, rng)
+            est = np.empty(reps)
+            for i in range(reps):
+                X, _ = rows("t5", n, L, rng)
+                e = _noise(n, rng)
+                est[i] = ecc(X @ be + e[:, 0], X @ al + e[:, 1], X, estimator="ols").estimate
+            dev2 = (est - est.mean()) ** 2
+            nvar.append(n * dev2.sum() / (reps - 1))
+            nvar_se.append(n * dev2.std(ddof=1) / np.sqrt(reps))
+    ratios = np.array(EFFICIENCY_RATIOS)
+    return dict(ratios=ratios, nvar=np.array(nvar), nvar_se=np.array(nvar_se), n=n, reps=reps)
