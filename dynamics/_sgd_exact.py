@@ -95,6 +95,7 @@ class QuadraticSpectral:
         self.ut = self.U.T @ _hv(u, d, idx)
         self.mt = self.V.T @ m0
         self.has_cross = bool(np.any(g != 0.0))
+        self.realizable = bool(inst.realizable and inst.noise_var == 0.0)
         if self.has_cross:
             # C v_b = -eta * (X_b + X_b^T), X_b = sum_n p_n A_n v_b g_n^T
             Av = np.einsum("nij,jb->nbi", A, self.V)              # A_n v_b
@@ -114,6 +115,26 @@ class QuadraticSpectral:
             DD = _div_diff(self.lam, self.mu, T)                  # (G, D, d)
             out = out + np.einsum("a,ab,b,gab->g", wt, self.K, self.mt, DD)
         return out
+
+    def worst_start(self, W, T):
+        r""":math:`\max_{\|e_0\|=1} E[e_T^\top W e_T]` for each ``T`` (realizable, noiseless).
+
+        Derived here: with no noise and :math:`g_i = 0` the map :math:`M_0 \mapsto M_T =
+        \mathcal L^T M_0` is linear and :math:`\mathcal L` is self-adjoint, so
+        :math:`E[e_T^\top W e_T] = e_0^\top (\mathcal L^T W) e_0` and the maximum over unit
+        :math:`e_0` is the top eigenvalue of :math:`\mathcal L^T W`. Checked by
+        ``tests/dynamics/test_sgd.py::test_worst_start_is_attained``.
+        """
+        if not self.realizable:
+            raise ValueError("the worst start is defined here for realizable, noiseless "
+                             "instances only (no gradient noise at the optimum).")
+        iu, ju, _, _, w = self.idx
+        wt = self.U.T @ _hv(0.5 * (W + W.T), self.d, self.idx)
+        coords = (self.lam[None, :] ** np.asarray(T, dtype=float)[:, None] * wt) @ self.U.T
+        M = np.zeros((len(coords), self.d, self.d))
+        M[:, iu, ju] = coords / (2.0 * w)
+        M[:, ju, iu] = coords / (2.0 * w)
+        return np.linalg.eigvalsh(M)[:, -1]
 
 
 def quadratic_spectral(inst, eta) -> QuadraticSpectral:

@@ -74,7 +74,35 @@ def _nodes(T, n):
     return out
 
 
-def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL") -> PEPResult:
+def _tree_coordinates(T, n, eta):
+    """Nodes of the iterate tree and, per node, the sparse coordinates of ``x_s - x_star`` in the
+    Gram basis (``x0``, then ``g_j(x_s)`` at column ``1 + s*n + j``): arrays ``(P, T+1)``."""
+    nodes = _nodes(T, n)
+    index = {s: k for k, s in enumerate(nodes)}
+    cols = np.zeros((len(nodes), T + 1), dtype=np.int64)
+    vals = np.zeros((len(nodes), T + 1))
+    vals[0, 0] = 1.0
+    for s in nodes[1:]:
+        k, parent = index[s], index[s[:-1]]
+        depth = len(s)
+        cols[k, :depth], vals[k, :depth] = cols[parent, :depth], vals[parent, :depth]
+        cols[k, depth], vals[k, depth] = 1 + parent * n + s[-1], -eta
+    return nodes, index, cols, vals
+
+
+def _svec_index(i, j, N, solver):
+    """Position of ``G[i, j]`` in the solver's packed PSD vector and its coefficient factor
+    (off-diagonal entries are stored times sqrt(2)): Clarabel packs the upper triangle column by
+    column, SCS the lower triangle column by column."""
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    if solver == "CLARABEL":
+        k = hi * (hi + 1) // 2 + lo
+    else:
+        k = lo * N - lo * (lo - 1) // 2 + (hi - lo)
+    return k, np.where(lo == hi, 1.0, 1.0 / np.sqrt(2.0))
+
+
+def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-8) -> PEPResult:
     r"""Worst-case last-iterate excess risk of SGD over the finite-sum class, by an exact SDP.
 
     Parameters
@@ -85,73 +113,89 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL") -> PEPR
         Number of component functions (uniform sampling).
     eta, beta, dist2 : float
         Stepsize (``0 < eta < 2/beta``), smoothness, :math:`D^2`.
-    solver : str
-        A cvxpy SDP solver (``"CLARABEL"`` or ``"SCS"``).
+    solver : {"CLARABEL", "SCS"}
+        Clarabel (interior point: accurate, its cost grows like :math:`N^6` in the Gram size
+        :math:`N`, so ``T <= 4`` at ``n = 2``) or SCS (first order, to relative accuracy ``eps``:
+        reaches ``T = 6`` at ``n = 2``).
+
+    The SDP is assembled directly in Clarabel's conic form (vectorised over all pairs of points:
+    no modelling layer): variables ``svec(G)`` and the function values, one non-negative cone for
+    the :math:`n(P+1)P` interpolation inequalities and :math:`G_{00} \le D^2`, one PSD cone.
     """
-    import cvxpy as cp
+    import clarabel
+    import scs
 
     T, n, eta, beta, dist2 = _check(T, n, eta, beta, dist2)
-    nodes = _nodes(T, n)
-    index = {s: k for k, s in enumerate(nodes)}
+    if solver not in ("CLARABEL", "SCS"):
+        raise ValueError(f"`solver` must be 'CLARABEL' or 'SCS'; got {solver!r}.")
+    nodes, index, xc, xv = _tree_coordinates(T, n, eta)
     P = len(nodes)
-    N = 1 + n * P                                  # basis: x0, then g_j(x_s)
-
-    def gcol(j, s):
-        return 1 + index[s] * n + j
-
-    # coordinates of x_s - x_star in the basis
-    X = np.zeros((P, N))
-    X[0, 0] = 1.0
-    for s in nodes[1:]:
-        X[index[s]] = X[index[s[:-1]]]
-        X[index[s], gcol(s[-1], s[:-1])] -= eta
-    # points: 0 = x_star (x = 0, g = 0), 1..P = nodes
+    N = 1 + n * P
+    S = N * (N + 1) // 2
+    # points 0..P-1 are the nodes, P is x_star (x = 0, g = 0, f = 0)
+    xc = np.vstack([xc, np.zeros((1, T + 1), np.int64)])
+    xv = np.vstack([xv, np.zeros((1, T + 1))])
+    a, b = np.array([(a, b) for a, b in itertools.permutations(range(P + 1), 2)]).T
+    m = a.size
     rows, cols, vals = [], [], []
-    fa, fb = [], []                                # function-value indices (-1 = f_j(x*) = 0)
-    r = 0
+
+    def add(r, i, j, v):                                  # coefficient v of G[i, j] (+ G[j, i])
+        k, f = _svec_index(i, j, N, solver)
+        keep = v != 0
+        rows.append(r[keep]), cols.append(k[keep]), vals.append((v * f)[keep])
+
+    r_all = np.arange(n * m)
     for j in range(n):
-        pts = [None, *nodes]
-        for a, b in itertools.permutations(range(P + 1), 2):
-            sa, sb = pts[a], pts[b]
-            xa = X[index[sa]] if sa is not None else np.zeros(N)
-            xb = X[index[sb]] if sb is not None else np.zeros(N)
-            u = np.zeros(N)
-            if sb is not None:
-                u[gcol(j, sb)] = 1.0
-            ga = np.zeros(N)
-            if sa is not None:
-                ga[gcol(j, sa)] = 1.0
-            dg = ga - u
-            # f_b - f_a + <g_b, x_a - x_b> + ||g_a - g_b||^2 / (2 beta) <= 0
-            Mq = 0.5 * (np.outer(u, xa - xb) + np.outer(xa - xb, u)) + np.outer(dg, dg) / (2 * beta)
-            nz = np.nonzero(Mq)
-            rows.extend([r] * len(nz[0]))
-            cols.extend((nz[0] * N + nz[1]).tolist())
-            vals.extend(Mq[nz].tolist())
-            fa.append(-1 if sa is None else j * P + index[sa])
-            fb.append(-1 if sb is None else j * P + index[sb])
-            r += 1
-    n_con = r
-    Acon = sp.csr_matrix((vals, (rows, cols)), shape=(n_con, N * N))
-    G = cp.Variable((N, N), PSD=True)
-    Fv = cp.Variable(n * P)
-    fa, fb = np.array(fa), np.array(fb)
-    Sa = sp.csr_matrix((np.ones(np.sum(fa >= 0)), (np.nonzero(fa >= 0)[0], fa[fa >= 0])),
-                       shape=(n_con, n * P))
-    Sb = sp.csr_matrix((np.ones(np.sum(fb >= 0)), (np.nonzero(fb >= 0)[0], fb[fb >= 0])),
-                       shape=(n_con, n * P))
-    cons = [Sb @ Fv - Sa @ Fv + Acon @ cp.vec(G, order="C") <= 0, G[0, 0] <= dist2]
-    leaves = [index[s] for s in nodes if len(s) == T]
-    w = np.zeros(n * P)
+        r = r_all[j * m:(j + 1) * m]
+        gb = 1 + b * n + j                                # column of g_j(x_b) (unused for star)
+        ga = 1 + a * n + j
+        has_a, has_b = a < P, b < P
+        # <g_b, x_a - x_b>
+        for src, sign in ((a, 1.0), (b, -1.0)):
+            for q in range(T + 1):
+                sel = has_b
+                add(r[sel], gb[sel], xc[src[sel], q], sign * xv[src[sel], q])
+        # ||g_a - g_b||^2 / (2 beta)
+        c = 1.0 / (2.0 * beta)
+        add(r[has_a], ga[has_a], ga[has_a], np.full(has_a.sum(), c))
+        add(r[has_b], gb[has_b], gb[has_b], np.full(has_b.sum(), c))
+        both = has_a & has_b
+        add(r[both], ga[both], gb[both], np.full(both.sum(), -2.0 * c))
+        # f_b - f_a
+        rows += [r[has_b], r[has_a]]
+        cols += [S + j * P + b[has_b], S + j * P + a[has_a]]
+        vals += [np.ones(has_b.sum()), -np.ones(has_a.sum())]
+    n_con = n * m
+    rows.append(np.array([n_con])), cols.append(np.array([0])), vals.append(np.array([1.0]))
+    Acon = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(n_con + 1, S + n * P))
+    Apsd = sp.hstack([-sp.identity(S), sp.csc_matrix((S, n * P))])
+    A = sp.vstack([Acon, Apsd]).tocsc()
+    bvec = np.zeros(n_con + 1 + S)
+    bvec[n_con] = dist2
+    q = np.zeros(S + n * P)
+    leaves = np.array([index[s] for s in nodes if len(s) == T])
     for j in range(n):
-        w[j * P + np.array(leaves)] = 1.0 / (n * len(leaves))
-    prob = cp.Problem(cp.Maximize(w @ Fv), cons)
-    with warnings.catch_warnings():     # an inaccurate solve is reported in `status` instead
-        warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-        prob.solve(solver=solver)
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise RuntimeError(f"the PEP SDP did not solve: status {prob.status!r}.")
-    return PEPResult(float(prob.value), T, n, eta, beta, dist2, prob.status, solver, N, n_con)
+        q[S + j * P + leaves] = -1.0 / (n * leaves.size)
+    if solver == "CLARABEL":
+        settings = clarabel.DefaultSettings()
+        settings.verbose = False
+        settings.direct_solve_method = "faer"         # supernodal LDL: the PSD block is dense
+        settings.chordal_decomposition_enable = False  # the Gram matrix has no chordal sparsity
+        sol = clarabel.DefaultSolver(sp.csc_matrix((q.size, q.size)), q, A, bvec,
+                                     [clarabel.NonnegativeConeT(n_con + 1),
+                                      clarabel.PSDTriangleConeT(N)], settings).solve()
+        status, value = str(sol.status), -sol.obj_val
+        ok, inaccurate = status in ("Solved", "AlmostSolved"), status == "AlmostSolved"
+    else:
+        out = scs.SCS(dict(A=A, b=bvec, c=q), dict(l=n_con + 1, s=[N]), verbose=False,
+                      eps_abs=eps, eps_rel=eps, max_iters=200_000).solve()
+        status, value = out["info"]["status"], -out["info"]["pobj"]
+        ok, inaccurate = status in ("solved", "solved_inaccurate"), status != "solved"
+    if not ok:
+        raise RuntimeError(f"the PEP SDP did not solve: {solver} status {status!r}.")
+    return PEPResult(float(value), T, n, eta, beta, dist2,
+                     "optimal_inaccurate" if inaccurate else "optimal", solver, N, n_con)
 
 
 def pepit_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL") -> float:

@@ -49,6 +49,7 @@ __all__ = [
     "ContinualCurve",
     "expected_excess_risk",
     "expected_quadratic_form",
+    "worst_start_excess_risk",
     "simulate_iterates",
     "simulate_divergence",
     "continual_learning",
@@ -239,6 +240,21 @@ def expected_quadratic_form(instance, eta, T, weight=None):
     d = inst.dim
     W = np.eye(d) if weight is None else as_array(weight, "weight", shape=(d, d))
     return quadratic_spectral(inst, eta).quadratic_form(W, grid)
+
+
+def worst_start_excess_risk(instance, eta, T):
+    r"""Exact :math:`\max_{w_0} (E[F(w_T)] - F_\star)/\|w_0 - w_\star\|^2` at each horizon ``T``.
+
+    The worst start point of a realizable, noiseless quadratic instance (derived here; module
+    :mod:`dynamics._sgd_exact`): the top eigenvalue of the backward-propagated risk form.
+    Returns an array over the sorted unique ``T``.
+    """
+    inst = _check_instance(instance)
+    if not isinstance(inst, QuadraticSum):
+        raise ValueError("`instance` must be a QuadraticSum for the exact recursion.")
+    eta, _ = check_stepsize(eta, inst.beta)
+    grid = _horizons(T)
+    return quadratic_spectral(inst, eta).worst_start(0.5 * inst.H, grid)
 
 
 def simulate_iterates(instance, eta, T, *, key, n_paths=16, order="iid"):

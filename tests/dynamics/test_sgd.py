@@ -62,6 +62,34 @@ def test_exact_is_one_decomposition_for_all_T():
     assert full[0] == pytest.approx(0.5 * np.trace(inst.H @ M), rel=1e-10)
 
 
+def test_worst_start_is_attained():
+    # the quadratic form e0 -> E[F(w_T)] - F* is built by polarisation from the forward recursion
+    # (start points w* + e_i + e_j), independently of the backward formula under test
+    gen = np.random.default_rng(4)
+    A = gen.standard_normal((7, 3)) * np.array([1.0, 0.5, 0.1])
+    ws = gen.standard_normal(3)
+    T = [1, 10, 100]
+    be = 1.3
+    base = S.least_squares(A, w_star=ws)
+    eta = be / base.beta
+    worst = S.worst_start_excess_risk(base, eta, T)
+
+    def risk(e):
+        return S.expected_excess_risk(S.least_squares(A, w_star=ws, w0=ws + e), eta, T).mean
+
+    E = np.eye(3)
+    Q = np.zeros((len(T), 3, 3))
+    for i in range(3):
+        for j in range(3):
+            Q[:, i, j] = 0.5 * (risk(E[i] + E[j]) - risk(E[i]) - risk(E[j]))
+    np.testing.assert_allclose(worst, np.linalg.eigvalsh(Q)[:, -1], rtol=1e-9)
+    for _ in range(20):                        # and no start point does worse
+        e = gen.standard_normal(3)
+        assert np.all(risk(e) / (e @ e) <= worst * (1 + 1e-9))
+    with pytest.raises(ValueError, match="realizable"):
+        S.worst_start_excess_risk(S.least_squares(A, A @ ws + gen.standard_normal(7)), eta, T)
+
+
 # ------------------------------------------------------------------------------------------------
 # exactly solvable families
 # ------------------------------------------------------------------------------------------------

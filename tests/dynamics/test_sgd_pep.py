@@ -35,11 +35,21 @@ def test_pep_upper_bounds_concrete_instances():
     assert worst <= ts.bias_term(T, be, 1.0, 1.0)
 
 
+@pytest.mark.parametrize("be", [0.5, 1.5])
+def test_pep_solvers_agree(be):
+    # the same conic data through Clarabel (upper-triangle packing) and SCS (lower-triangle)
+    clarabel = S.pep_worst_case(2, 2, be)
+    scs = S.pep_worst_case(2, 2, be, solver="SCS", eps=1e-9)
+    assert scs.value == pytest.approx(clarabel.value, rel=1e-5)
+
+
 def test_pep_bad_input():
     with pytest.raises(ValueError, match="eta"):
         S.pep_worst_case(2, 2, 2.0)
     with pytest.raises(ValueError, match="nodes"):
         S.pep_worst_case(9, 3, 1.0)
+    with pytest.raises(ValueError, match="solver"):
+        S.pep_worst_case(1, 1, 1.0, solver="MOSEK")
 
 
 @pytest.mark.parametrize("T,n,be", [(2, 2, 1.0), (2, 2, 1.5), (3, 2, 0.5)])
