@@ -4,14 +4,15 @@ and 6a analogues): training curves (mean over seeds) and held-out losses per see
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.fp4 import lm_runs
+from paper_checks.fp4 import LM_SIZES, lm_runs
 
-ID = "fp4.lm"
+ID = "fp4.lm_nvfp4_vs_mxfp4"
 TITLE = "FP4 fully quantised training of a small Transformer LM"
 
 
-def make(scale: str = "quick"):
-    r = lm_runs(scale)
+def make(scale: str = "quick", seed: int = 0):
+    s = LM_SIZES[scale]
+    r = lm_runs(s.V, s.D, s.L, s.T, s.B, s.steps, s.seeds, seed)
     runs = r["runs"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1.2, 1]})
     w = max(1, r["steps"] // 20)

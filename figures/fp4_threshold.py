@@ -1,46 +1,40 @@
-"""The sqrt(3) threshold during training (paper Fig. 5 analogue): gradient-to-noise ratio per step
-with the threshold line, and the excess loss of float32, FP4-gradient and switched runs."""
+"""The sqrt(3) threshold during training (paper Fig. 5 analogue): measured gradient-to-noise ratio
+per step beside the SR noise model and the threshold, and the squared error of the FP4-gradient and
+switched runs beside noise-free GD and the noise model's prediction."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.fp4 import regression_threshold
+from paper_checks.fp4 import ETA, THRESHOLD_SIZES, threshold_runs
 from theory.fp4 import SQRT3
 
-ID = "fp4.threshold"
-TITLE = "FP4 gradients: the sqrt(3) threshold and the gain of switching precision"
+ID = "fp4.s*"
+TITLE = "FP4 gradients: the sqrt(3) crossing, the stall, and switching precision"
 
 
-def _smooth(x, w=10):
-    return np.convolve(x, np.ones(w) / w, mode="valid")
-
-
-def make(scale: str = "quick"):
-    r = regression_threshold(scale)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
-    fp4, sw = r["fp4"], r["switch"]
-    t = np.arange(len(fp4.losses))
-    a1.semilogy(t, fp4.ratios, color="C1", alpha=0.35, lw=0.8, label=r"$\hat\rho_t$ (FP4 run)")
-    a1.semilogy(t[9:], _smooth(fp4.ratios), color="C1", label="10-step mean")
+def make(scale: str = "quick", seed: int = 0):
+    s = THRESHOLD_SIZES[scale]
+    r = threshold_runs(s.n, s.d, s.seeds, s.steps, seed)
+    runs, pred = r["runs"], r["pred"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    t = np.arange(r["steps"])
+    a1.semilogy(t, runs["fp4"]["ratio"][0], "o-", ms=3, color="C1",
+                label=r"measured $\hat\rho_t$ (FP4 run, seed 0)")
+    a1.semilogy(t, r["pred_ratio"][0], "k-", lw=1, label="SR noise model (theory)")
     a1.axhline(SQRT3, color="k", ls="--", label=r"threshold $\sqrt{3}$ (theory)")
-    if fp4.crossing_step is not None:
-        a1.axvline(
-            fp4.crossing_step, color="grey", ls=":", label=f"crossing (step {fp4.crossing_step})"
-        )
-    a1.set(xlabel="step", ylabel=r"$\|\nabla L\| / \|g_q - \nabla L\|$")
-    for name, run, c in [
-        ("float32", r["fp32"], "C0"),
-        ("FP4 backward (NVFP4, SR)", fp4, "C1"),
-        ("switch to high precision at crossing", sw, "C2"),
-    ]:
-        a2.semilogy(t, np.maximum(run.losses - r["lmin"], 1e-16), color=c, label=name)
-    if sw.switch_step is not None:
-        a2.axvline(sw.switch_step, color="grey", ls=":")
-    a2.set(xlabel="step", ylabel="excess training loss $L - L_{min}$")
+    a1.axvline(r["pred_cross"][0], color="grey", ls=":",
+               label=f"predicted crossing (step {r['pred_cross'][0]})")
+    a1.set(xlabel="GD step", ylabel=r"$\|\nabla L\| / \|g_q - \nabla L\|$")
+    a2.semilogy(np.arange(r["steps"] + 1), pred["noise-free"].mean(0), "k-",
+                label="noise-free GD (theory)")
+    for i, nm in enumerate(["fp4", "3", "sqrt(3)", "1"]):
+        lab = "FP4 throughout" if nm == "fp4" else f"switch at ratio {nm}"
+        a2.semilogy(t, np.mean(runs[nm]["excess"], 0), color=f"C{i + 1}", label=f"{lab} (measured)")
+        a2.semilogy(np.arange(r["steps"] + 1), pred[nm].mean(0), ":", color=f"C{i + 1}")
+    a2.set(xlabel="GD step", ylabel=r"$|w_t - w^*|^2$ (mean over seeds; dotted: SR noise model)")
     for a in (a1, a2):
-        a.legend(frameon=False, fontsize=8)
-    fig.suptitle(
-        f"{TITLE}\nnoisy linear regression n={r['n']}, d={r['d']}, exact forward, GD lr 0.05"
-    )
+        a.legend(frameon=False, fontsize=7)
+    fig.suptitle(f"{TITLE}\nleast squares with H = I, n={s.n}, d={s.d}, GD step {ETA}, "
+                 f"{r['seeds']} seeds, NVFP4 SR backward, exact forward", fontsize=9)
     fig.tight_layout()
     return fig

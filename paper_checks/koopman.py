@@ -11,8 +11,6 @@ multi-step prediction. Tolerances: canonical correlations from N pairs have stan
 
 from __future__ import annotations
 
-from functools import cache
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,165 +20,194 @@ from dynamics.koopman import (
     FiniteChain,
     NoisyLogisticMap,
     PrinzLangevin,
-    cca_readout,
     directed_hausdorff,
     dpnet_from_moments,
-    fit_koopman,
-    forecast_rmse,
+    fit_koopman_batch,
     lora_loss,
     lora_population,
     relative_singular_value_errors,
     vamp2_from_moments,
 )
 
-from ._registry import Measurement, claim
+from ._registry import Measurement, claim, memo, patch, scaled, sizes, wrap
+from ._rules import at_least, at_most, measure, paired_gap, within
 
 PAPER = "Jeong, Ryu, Yun & Wornell 2025 (arXiv 2507.07222)"
 OPT_ALLOWANCE = 0.01       # relative optimisation error allowed on top of 4 standard errors
-# scale -> (training pairs, steps, test pairs)
-LOGISTIC = {"quick": (50_000, 2500, 100_000), "full": (50_000, 31_000, 200_000)}
-LANGEVIN = {"quick": (10_000, 1500, 10_000), "full": (100_000, 10_000, 100_000)}
+LOGISTIC = sizes(smoke=dict(n_train=4000, steps=150, n_test=20_000, seeds=2),
+                 quick=dict(n_train=50_000, steps=2000, n_test=100_000, seeds=4),
+                 full=dict(n_train=50_000, steps=31_000, n_test=200_000, seeds=8))
+LANGEVIN = sizes(smoke=dict(n_train=4000, steps=150, n_test=20_000, seeds=2),
+                 quick=dict(n_train=50_000, steps=2000, n_test=100_000, seeds=2),
+                 full=dict(n_train=200_000, steps=10_000, n_test=400_000, seeds=4))
 BASELINES = ("lora", "vamp2", "dpnet", "dpnet_relaxed")
 K_LOGISTIC = 5             # constant + 4 learned: the two close pairs 0.923/0.892, 0.696/0.657
+LR = {"lora": 2e-3, "vamp2": 2e-3, "dpnet": 2e-3, "dpnet_relaxed": 2e-3}   # same tuning for all
 
 
-def _tol(s, n):
-    """4 standard errors (1 - s^2)/sqrt(n) of a canonical correlation, relative, + allowance."""
+def _se(s, n):
+    """Standard error (1 - s^2)/sqrt(n) of a canonical correlation s from n pairs."""
     s = np.asarray(s, float)
-    return 4 * (1 - s**2) / np.sqrt(n) / s + OPT_ALLOWANCE
+    return (1 - s**2) / np.sqrt(n)
 
 
-@cache
-def logistic_fits(scale: str) -> dict:
-    """Train LoRA (joint nesting) and the baselines on one logistic-map trajectory (paper's encoder:
-    [sin 2 pi x, cos 2 pi x] -> MLP, separate f and g, Adam; lag 1); read out on a fresh one."""
-    n_train, steps, n_test = LOGISTIC[scale]
+@memo
+def logistic_fits(n_train, steps, n_test, seeds, seed) -> dict:
+    """Train LoRA (joint nesting) and the baselines on ``seeds`` independent logistic-map
+    trajectories (paper's encoder: [sin 2 pi x, cos 2 pi x] -> MLP, separate f and g, Adam; lag 1;
+    one vmap-ed program per loss); read out on a fresh trajectory per replicate. Replicate ``i``
+    has the same data and initialisation for every loss (paired)."""
     L = NoisyLogisticMap(N=20)
-    tr = L.trajectory(n_train, rng=0)
-    te = L.trajectory(n_test, rng=1)
-    out = {"system": L, "test": te, "n_test": n_test, "steps": steps, "fits": {}}
+    tr = [L.trajectory(n_train, rng=np.random.default_rng([seed, i, 0])) for i in range(seeds)]
+    te = [L.trajectory(n_test, rng=np.random.default_rng([seed, i, 1])) for i in range(seeds)]
+    keys = [jax.random.fold_in(jax.random.key(seed), i) for i in range(seeds)]
+    out = {"system": L, "test": te, "n_test": n_test, "steps": steps, "seeds": seeds, "fits": {}}
     for loss in BASELINES:
-        model = fit_koopman(tr[:-1], tr[1:], K_LOGISTIC, loss=loss, nesting="jnt",
-                            embedding="fourier", width=64, depth=2, batch_size=256, steps=steps,
-                            lr=2e-3, key=jax.random.key(0))
-        out["fits"][loss] = (model, model.readout(te[:-1], te[1:]))
+        models = fit_koopman_batch([t[:-1] for t in tr], [t[1:] for t in tr], K_LOGISTIC,
+                                   keys=keys, loss=loss, nesting="jnt", embedding="fourier",
+                                   width=64, depth=2, batch_size=256, steps=steps, lr=LR[loss],
+                                   progress=False)
+        out["fits"][loss] = [(m, m.readout(t[:-1], t[1:])) for m, t in zip(models, te, strict=True)]
     return out
-
-
-@cache
-def langevin_fit(scale: str) -> dict:
-    """Sequential-nesting LoRA on the Prinz-potential Langevin system (tau = 0.1, one encoder)."""
-    n_train, steps, n_test = LANGEVIN[scale]
-    p = PrinzLangevin(gamma=1.0, beta=1.0, tau=0.1, dt=2e-4)
-    X, Y = p.pairs(n_train, rng=0)
-    Xt, Yt = p.pairs(n_test, rng=1)
-    model = fit_koopman(X, Y, 4, nesting="seq", width=64, depth=2, batch_size=512, steps=steps,
-                        lr=2e-3, shared=True, key=jax.random.key(0))
-    return {"system": p, "model": model, "readout": model.readout(Xt, Yt), "n_test": n_test}
 
 
 @claim("koopman.logistic_singular_values", paper=PAPER,
        statement="Nested LoRA learns the ordered top singular values of the noisy logistic map's "
                  "Koopman operator (exact: 0.9232, 0.8923, 0.6964, 0.6573).",
-       where="Sec. 3.1 (objective, nesting), Sec. 3.2.1 (CCA read-out), Sec. 5 (logistic map)")
-def _logistic_svals(scale: str) -> Measurement:
-    sim = logistic_fits(scale)
-    L, ro = sim["system"], sim["fits"]["lora"][1]
-    s = L.singular_values(K_LOGISTIC)
-    err = relative_singular_value_errors(ro.singular_values, s)[1:]
-    # the last learned mode is the least determined (close pair 0.696 / 0.657): allowance 8%
-    tol = _tol(s[1:], sim["n_test"]) + np.r_[0, 0, 0, 0.07]
-    return Measurement(measured=ro.singular_values[1:].round(5).tolist(),
-                       expected=s[1:].round(5).tolist(),
-                       tolerance=(tol * s[1:]).round(5).tolist(),
-                       passed=bool(np.all(err <= tol)),
-                       detail=f"relative errors {np.round(err, 4).tolist()}; "
-                              f"{sim['steps']} steps, CCA on {sim['n_test']} fresh pairs")
+       where="Sec. 3.1 (objective, nesting), Sec. 3.2.1 (CCA read-out), Sec. 5 (logistic map)",
+       sizes=LOGISTIC,
+       mutants=[wrap("dynamics.koopman._readout._inv_sqrt",
+                     lambda f: lambda M, rtol: f(M, rtol) @ f(M, rtol).T @ f(M, rtol),
+                     "CCA whitening by M^-3/2 instead of M^-1/2", name="whitening_power"),
+                wrap("dynamics.koopman._systems.NoisyLogisticMap.noise", scaled(1.1),
+                     "noise sampler 10 % too wide (data no longer from the N = 20 map)",
+                     name="noise_10pct")])
+def _logistic_svals(size, seed) -> Measurement:
+    sim = logistic_fits(size.n_train, size.steps, size.n_test, size.seeds, seed)
+    s = sim["system"].singular_values(K_LOGISTIC)[1:]
+    est = np.array([ro.singular_values[1:] for _, ro in sim["fits"]["lora"]])
+    se = np.maximum(est.std(0, ddof=1), _se(s, size.n_test)) / np.sqrt(size.seeds)
+    # the last learned mode is the least determined (close pair 0.696 / 0.657): allowance 5 %
+    allow = np.r_[OPT_ALLOWANCE, OPT_ALLOWANCE, OPT_ALLOWANCE, 0.05] * s
+    return measure(
+        within(est.mean(0).round(5), s.round(5), (4 * se + allow).round(5), name="s_1..s_4"),
+        extra={"relative errors": np.round(np.abs(est.mean(0) - s) / s, 4).tolist()},
+        detail=f"mean over {size.seeds} trained replicates (own data, init), {size.steps} Adam "
+               f"steps on {size.n_train} pairs, CCA on {size.n_test} fresh pairs each; tolerance "
+               "4 SE (the larger of the spread over replicates and (1 - s^2)/sqrt(n)) + 1 % "
+               "(5 % for s_4, second of a close pair)")
 
 
-@cache
-def _population_logistic(k: int, n_nodes: int = 200) -> dict:
-    """Population CCA read-out of the exact top-k singular functions (quadrature of the joint)."""
+@memo
+def _exact_compression_eigenvalues(r: int, n_nodes: int = 400) -> np.ndarray:
+    """Eigenvalues of the exact rank-r compression ``sum_{i<r} s_i phi_i (x) psi_i`` of K: the
+    nonzero ones are those of ``A_ik = s_i <psi_i, phi_k>_pi`` (stationary, rho0 = rho1 = pi),
+    by Gauss-Legendre quadrature of the system's exact singular functions (derived here; no read-
+    out code involved)."""
     L = NoisyLogisticMap(N=20)
     t, w = roots_legendre(n_nodes)
-    x, w = (t + 1) / 2, w / 2
-    W = ((w * L.invariant_density(x))[:, None] * L.transition_density(x[None, :], x[:, None])
-         * w[None, :]).reshape(-1)
-    phi, psi = L.left_singular_functions(x, k), L.right_singular_functions(x, k)
-    fx, fy, gy = np.repeat(phi, x.size, 0), np.tile(phi, (x.size, 1)), np.tile(psi, (x.size, 1))
-    ro = cca_readout(fx, gy, fy, weights=W)
-    return {"readout": ro, "fy": fy, "gy": gy, "W": W, "x": x}
+    x, w = (t + 1) / 2, w / 2 * L.invariant_density((t + 1) / 2)
+    phi, psi = L.left_singular_functions(x, r), L.right_singular_functions(x, r)
+    A = L.singular_values(r)[:, None] * (psi.T @ (w[:, None] * phi))
+    return np.linalg.eigvals(A)
 
 
 @claim("koopman.logistic_eigenvalues", paper=PAPER,
        statement="Eigenvalues of the Koopman matrix of the learned top singular subspace (CCA + "
                  "LoRA) match those of the exact rank-r compression of K.",
-       where="Sec. 3.2.1 (Koopman matrix, eigen-analysis), Sec. 5 (logistic map)")
-def _logistic_eigs(scale: str) -> Measurement:
-    sim = logistic_fits(scale)
-    L, ro = sim["system"], sim["fits"]["lora"][1]
+       where="Sec. 3.2.1 (Koopman matrix, eigen-analysis), Sec. 5 (logistic map)", sizes=LOGISTIC,
+       mutants=[wrap("dynamics.koopman._readout.cca_readout",
+                     lambda f: lambda fx, gy, fy=None, **kw: f(fx, gy, None if fy is None else fx,
+                                                                **kw),
+                     "Koopman matrix from f(X) instead of f(X')", name="koopman_matrix_lag0"),
+                wrap("dynamics.koopman._systems.NoisyLogisticMap.noise", scaled(1.1),
+                     "noise sampler 10 % too wide (data no longer from the N = 20 map)",
+                     name="noise_10pct")])
+def _logistic_eigs(size, seed) -> Measurement:
+    sim = logistic_fits(size.n_train, size.steps, size.n_test, size.seeds, seed)
+    L = sim["system"]
     # r = 3: the block (1, 0.923, 0.892) is separated from s_3 = 0.696 by a wide gap, so its
     # compression is well determined; the rank-5 eigenvalues hinge on the close pair 0.696/0.657
-    # and are reported in the detail only.
     r = 3
-    lam = ro.truncated(r).eigenvalues
-    pop = _population_logistic(K_LOGISTIC)["readout"]
-    lam_pop = pop.truncated(r).eigenvalues
-    dist = directed_hausdorff(lam, lam_pop)
-    # allowance: eigenvalues of a 3 x 3 compression move by about the singular-value error of
-    # its modes (<= 4 SE + 1%, ~0.01) times the eigenvector conditioning (<= ~3): 0.03
-    tol = 0.03
-    d_true = directed_hausdorff(lam, L.eigenvalues())
-    d5 = directed_hausdorff(ro.eigenvalues, L.eigenvalues())
-    d5_pop = directed_hausdorff(pop.eigenvalues, L.eigenvalues())
-    return Measurement(measured=[[round(z.real, 4), round(z.imag, 4)] for z in lam],
-                       expected=[[round(z.real, 4), round(z.imag, 4)] for z in lam_pop],
-                       tolerance=tol, passed=bool(dist <= tol),
-                       detail=f"d_H(learned rank-3 -> exact rank-3) = {dist:.4f}; d_H to the true "
-                              f"spectrum: rank 3 {d_true:.4f} (population 0.3413), rank 5 "
-                              f"{d5:.4f} (population {d5_pop:.4f})")
+    exact = _exact_compression_eigenvalues(r)
+    lam = [ro.truncated(r).eigenvalues for _, ro in sim["fits"]["lora"]]
+    d = np.array([max(directed_hausdorff(v, exact), directed_hausdorff(exact, v)) for v in lam])
+    d_true = [directed_hausdorff(ro.eigenvalues, L.eigenvalues()) for _, ro in sim["fits"]["lora"]]
+    # allowance: eigenvalues of a 3 x 3 compression move by about the singular-value error of its
+    # modes (4 SE + 1 %, ~0.01) times the eigenvector conditioning (<= ~3): 0.03
+    return measure(
+        at_most(round(float(d.mean()), 4), 0.03, name="Hausdorff(learned, exact rank-3)"),
+        extra={"SE over replicates": round(float(d.std(ddof=1) / np.sqrt(d.size)), 4),
+               "learned (replicate 0)": [[round(z.real, 4), round(z.imag, 4)] for z in lam[0]],
+               "exact rank-3": [[round(z.real, 4), round(z.imag, 4)] for z in exact],
+               "d_H(learned rank-5 -> true spectrum)": round(float(np.mean(d_true)), 4)},
+        detail=f"symmetric Hausdorff distance per replicate ({size.seeds}), exact compression by "
+               "quadrature of the exact singular functions (independent of the read-out code); "
+               "d_H of the exact rank-5 compression to the true spectrum is 0.2535")
+
+
+@memo
+def langevin_fits(n_train, steps, n_test, seeds, seed) -> dict:
+    """Sequential-nesting LoRA on the Prinz-potential Langevin system (tau = 0.1, one encoder),
+    ``seeds`` replicates trained side by side; read out on fresh pairs each."""
+    p = PrinzLangevin(gamma=1.0, beta=1.0, tau=0.1, dt=2e-4)
+    data = [p.pairs(n_train, rng=np.random.default_rng([seed, i, 0])) for i in range(seeds)]
+    test = [p.pairs(n_test, rng=np.random.default_rng([seed, i, 1])) for i in range(seeds)]
+    keys = [jax.random.fold_in(jax.random.key(seed), i) for i in range(seeds)]
+    models = fit_koopman_batch([d[0] for d in data], [d[1] for d in data], 4, keys=keys,
+                               nesting="seq", width=64, depth=2, batch_size=512, steps=steps,
+                               lr=2e-3, shared=True, progress=False)
+    return {"system": p, "readouts": [m.readout(*t) for m, t in zip(models, test, strict=True)],
+            "n_test": n_test}
 
 
 @claim("koopman.langevin_eigenvalues", paper=PAPER,
        statement="Sequential-nesting LoRA recovers the leading Koopman eigenvalues of the 1-D "
                  "overdamped Langevin system (Prinz potential; generator eigenvalues 0, -1.20, "
                  "-7.89, -15.36, i.e. exp(0.1 mu) = 0.887, 0.454, 0.215 at lag 0.1).",
-       where="Sec. 5 (1-D Langevin), poster eigenvalue table")
-def _langevin(scale: str) -> Measurement:
-    sim = langevin_fit(scale)
-    p, ro = sim["system"], sim["readout"]
-    s = p.singular_values(4)[1:]
-    lam = np.sort(ro.eigenvalues.real)[::-1][1:]
-    err = np.abs(lam - s) / s
-    tol = _tol(s, sim["n_test"])
-    return Measurement(measured=lam.round(5).tolist(), expected=s.round(5).tolist(),
-                       tolerance=(tol * s).round(5).tolist(), passed=bool(np.all(err <= tol)),
-                       detail=f"singular values {np.round(ro.singular_values[1:], 4).tolist()}; "
-                              f"relative eigenvalue errors {np.round(err, 4).tolist()}")
+       where="Sec. 5 (1-D Langevin), poster eigenvalue table", sizes=LANGEVIN,
+       mutants=[wrap("dynamics.koopman._systems.PrinzLangevin._evolve",
+                     lambda f: lambda self, x, t, rng: f(self, x, 1.05 * t, rng),
+                     "pairs simulated at a lag 5 % too long", name="lag_5pct")])
+def _langevin(size, seed) -> Measurement:
+    sim = langevin_fits(size.n_train, size.steps, size.n_test, size.seeds, seed)
+    s = sim["system"].singular_values(4)[1:]
+    lam = np.array([np.sort(ro.eigenvalues.real)[::-1][1:] for ro in sim["readouts"]])
+    se = _se(s, size.n_test * size.seeds)
+    return measure(
+        within(lam.mean(0).round(5), s.round(5), (4 * se + 0.005 * s).round(5),
+               name="lambda_1..lambda_3"),
+        extra={"singular values": np.round(np.mean([ro.singular_values[1:]
+                                                    for ro in sim["readouts"]], 0), 4).tolist(),
+               "relative errors": np.round(np.abs(lam.mean(0) - s) / s, 4).tolist()},
+        detail=f"mean over {size.seeds} replicates, {size.n_train} training pairs, {size.steps} "
+               f"steps, {size.n_test} test pairs each; tolerance 4 SE ((1 - s^2)/sqrt(n) over all "
+               "test pairs) + 0.5 % (Euler-Maruyama dt = 2e-4, optimisation)")
 
 
 @claim("koopman.lora_vs_baselines", paper=PAPER,
-       statement="With the same encoder, data and budget, LoRA learns the top singular values at "
-                 "least as accurately as VAMP-2 and DPNet (plain and relaxed).",
-       where="Sec. 5 (comparisons with VAMPnet and DPNet)")
-def _baselines(scale: str) -> Measurement:
-    sim = logistic_fits(scale)
+       statement="With the same encoder, data and budget, LoRA learns the top singular values "
+                 "more accurately than VAMP-2 and DPNet (plain and relaxed).",
+       where="Sec. 5 (comparisons with VAMPnet and DPNet)", sizes=LOGISTIC,
+       mutants=[patch("paper_checks.koopman.LR", {**LR, "lora": 2e-4},
+                      "LoRA given a 10x smaller learning rate than the baselines",
+                      name="lora_lr_10x_low")])
+def _baselines(size, seed) -> Measurement:
+    sim = logistic_fits(size.n_train, size.steps, size.n_test, size.seeds, seed)
     s = sim["system"].singular_values(K_LOGISTIC)
-    err = {loss: float(np.mean(relative_singular_value_errors(ro.singular_values, s)[1:]))
-           for loss, (_, ro) in sim["fits"].items()}
-    slack = float(np.mean(_tol(s[1:], sim["n_test"]) - OPT_ALLOWANCE))   # 4 SE, no allowance
-    worse = {b: err["lora"] - err[b] for b in BASELINES[1:]}
-    return Measurement(measured={k: round(v, 5) for k, v in err.items()},
-                       expected={"lora <= each baseline + 4 SE": round(slack, 5)},
-                       tolerance=round(slack, 5),
-                       passed=bool(all(v <= slack for v in worse.values())),
-                       detail="mean relative error of s_1..s_4; " + ", ".join(
-                           f"lora - {b} = {v:+.4f}" for b, v in worse.items()))
+    err = {loss: np.array([np.mean(relative_singular_value_errors(ro.singular_values, s)[1:])
+                           for _, ro in fits]) for loss, fits in sim["fits"].items()}
+    return measure(
+        *[paired_gap(err[b], err["lora"], n_se=2, name=f"{b} error - LoRA error")
+          for b in BASELINES[1:]],
+        extra={f"mean relative error {k}": round(float(v.mean()), 5) for k, v in err.items()},
+        detail=f"mean relative error of s_1..s_4 per replicate, paired over {size.seeds} "
+               "replicates (same data, init, steps and learning rate for every loss)")
 
 
 # ------------------------------------------------------------------ minibatch-gradient bias
-BATCHES = {"quick": (4, 16, 64), "full": (4, 8, 16, 32, 64, 128)}
-REPS = {"quick": 4000, "full": 50_000}
+BIAS = sizes(smoke=dict(batches=(4, 16), reps=500), quick=dict(batches=(4, 16, 64), reps=4000),
+             full=dict(batches=(4, 8, 16, 32, 64, 128), reps=50_000))
 BIAS_LOSSES = ("lora (U-statistic)", "lora (plug-in)", "vamp2", "dpnet")
 
 
@@ -207,8 +234,8 @@ def _tabular_losses():
     }
 
 
-@cache
-def gradient_bias(scale: str) -> dict:
+@memo
+def gradient_bias(batches, reps, seed) -> dict:
     """Bias of minibatch gradients w.r.t. tabular features on a 6-state chain, k = 3.
 
     The population gradient is exact (autodiff of the population loss). For each batch size B,
@@ -218,23 +245,23 @@ def gradient_bias(scale: str) -> dict:
     Features: the exact top-3 singular functions plus N(0, 0.3^2) perturbations (fixed seed).
     """
     with jax.enable_x64(True):
-        chain = FiniteChain.random(6, rng=7, concentration=0.5)
-        rng = np.random.default_rng(0)
+        chain = FiniteChain.random(6, rng=np.random.default_rng([seed, 7]), concentration=0.5)
+        rng = np.random.default_rng([seed, 0])
         st = np.arange(chain.n)
         F = chain.left_singular_functions(st, 3) + 0.3 * rng.standard_normal((chain.n, 3))
         G = chain.right_singular_functions(st, 3) + 0.3 * rng.standard_normal((chain.n, 3))
         F, G = jnp.asarray(F), jnp.asarray(G)
         c = {"P": jnp.asarray(chain.kernel), "rho0": jnp.asarray(chain.rho0),
              "rho1": jnp.asarray(chain.rho1), "J": jnp.asarray(chain.joint)}
-        R = REPS[scale]
-        out = {"B": np.array(BATCHES[scale]), "R": R}
+        R = reps
+        out = {"B": np.array(batches), "R": R}
         for name, (pop, mb) in _tabular_losses().items():
             g_pop = np.concatenate([np.ravel(a) for a in jax.grad(pop, (0, 1))(F, G, c)])
             grad_mb = jax.jit(jax.vmap(lambda x, y, mb=mb: jnp.concatenate(
                 [jnp.ravel(a) for a in jax.grad(lambda F_, G_: mb(F_[x], G_[y]), (0, 1))(F, G)])))
             rel, z = [], []
-            for B in BATCHES[scale]:
-                x, y = chain.pairs(R * B, rng=np.random.default_rng([1, B]))
+            for B in batches:
+                x, y = chain.pairs(R * B, rng=np.random.default_rng([seed, 1, B]))
                 gs = np.asarray(grad_mb(jnp.asarray(x.reshape(R, B)), jnp.asarray(y.reshape(R, B))))
                 diff = gs.mean(0) - g_pop
                 S = np.cov(gs, rowvar=False)
@@ -249,62 +276,94 @@ def gradient_bias(scale: str) -> dict:
        statement="The LoRA objective has unbiased minibatch gradients (U-statistic), while the "
                  "minibatch gradients of VAMP-2 and DPNet are biased, the bias shrinking with the "
                  "batch size.",
-       where="Abstract; Sec. 3.1 (unbiased gradient estimates), Sec. 1 (bias of VAMP/DPNet)")
-def _bias(scale: str) -> Measurement:
-    sim = gradient_bias(scale)
+       where="Abstract; Sec. 3.1 (unbiased gradient estimates), Sec. 1 (bias of VAMP/DPNet)",
+       sizes=BIAS,
+       mutants=[wrap("dynamics.koopman._objective.lora_loss",
+                     lambda f: lambda f_, g_, **kw: f(f_, g_, **{**kw, "estimator": "plugin"}),
+                     "U-statistic same-pair correction dropped (plug-in metric term)",
+                     name="no_u_statistic")])
+def _bias(size, seed) -> Measurement:
+    sim = gradient_bias(size.batches, size.reps, seed)
     zl = sim["lora (U-statistic)"]["z"]
-    zb = {n: sim[n]["z"][0] for n in ("vamp2", "dpnet")}
-    passed = bool(np.all(np.abs(zl) < 4) and all(v > 4 for v in zb.values()))
-    return Measurement(
-        measured={n: sim[n]["rel_bias"].round(4).tolist() for n in BIAS_LOSSES},
-        expected={"lora (U-statistic)": 0.0, "vamp2, dpnet at B=4": "> 0 (z > 4)"},
-        tolerance="|z| < 4 for LoRA at every B",
-        passed=passed,
-        detail=f"B = {sim['B'].tolist()}, {sim['R']} batches each; z-scores LoRA-U "
-               f"{np.round(zl, 1).tolist()}, VAMP-2/DPNet at B=4: "
-               f"{[round(float(v), 1) for v in zb.values()]}")
+    return measure(
+        within(np.round(zl, 2), np.zeros_like(zl), 4.0, name="z(LoRA U-statistic bias)"),
+        *[at_least(round(float(sim[n]["z"][0]), 2), 4.0, name=f"z({n} bias) at B={size.batches[0]}")
+          for n in ("vamp2", "dpnet")],
+        *[at_most(round(float(sim[n]["rel_bias"][-1]), 5), round(float(sim[n]["rel_bias"][0]), 5),
+                  name=f"{n} bias at B={size.batches[-1]} vs B={size.batches[0]}")
+          for n in ("vamp2", "dpnet")],
+        extra={n: sim[n]["rel_bias"].round(4).tolist() for n in BIAS_LOSSES},
+        detail=f"B = {list(size.batches)}, {sim['R']} batches each; z = unbiased estimate of "
+               "||bias||^2 over its standard error under zero bias (|z| < 4: no bias detected)")
 
 
 # ------------------------------------------------------------------ multi-step prediction
 HORIZONS = (1, 2, 3, 4, 5)
+INFORMATIVE = 0.05     # horizons where the exact forecast varies over x by more than this (SD)
 
 
 def _h(x):
     return np.cos(2 * np.pi * x)
 
 
-@cache
-def forecasts(scale: str) -> dict:
-    """Forecasts of E[cos(2 pi X_t) | X_0 = x] from the trained LoRA model and from the exact rank-k
-    compression, against the exact conditional expectation (transfer-matrix formula)."""
-    sim = logistic_fits(scale)
-    L, te = sim["system"], sim["test"]
-    model, ro = sim["fits"]["lora"]
+@memo
+def _exact_rank_k_forecast(x0: tuple, k: int, n_nodes: int = 400) -> np.ndarray:
+    """``E_k[h(X_t) | x] = phi(x)^T C^{t-1} b`` for the exact rank-k compression
+    ``K_k = sum_{i<k} s_i phi_i (x) psi_i``, with ``C_ij = s_i <psi_i, phi_j>_pi`` and ``b_i = s_i
+    <psi_i, h>_pi`` by Gauss-Legendre quadrature (derived here; independent of the read-out)."""
+    L = NoisyLogisticMap(N=20)
+    t, w = roots_legendre(n_nodes)
+    q = (t + 1) / 2
+    w = w / 2 * L.invariant_density(q)
+    phi, psi = L.left_singular_functions(q, k), L.right_singular_functions(q, k)
+    s = L.singular_values(k)
+    C = s[:, None] * (psi.T @ (w[:, None] * phi))
+    b = s * (psi.T @ (w * _h(q)))
+    phi0 = L.left_singular_functions(np.asarray(x0), k)
+    return np.stack([phi0 @ np.linalg.matrix_power(C, t - 1) @ b for t in HORIZONS])
+
+
+@memo
+def forecasts(n_train, steps, n_test, seeds, seed) -> dict:
+    """Forecasts of E[cos(2 pi X_t) | X_0 = x] from each trained LoRA replicate, from the exact
+    rank-k compression, and the exact conditional expectation (transfer-matrix formula)."""
+    sim = logistic_fits(n_train, steps, n_test, seeds, seed)
+    L = sim["system"]
     x0 = np.linspace(0.0, 1.0, 201)[:-1]
-    dec = ro.decoder(model.g(te[1:]), _h(te[1:]))
-    learned = ro.forecast(model.f(x0), dec, HORIZONS)[..., 0]
-    pop = _population_logistic(K_LOGISTIC)
-    pro = pop["readout"]
-    pdec = (pop["gy"] @ pro.coef_g).T @ (pop["W"] * _h(np.tile(pop["x"], pop["x"].size)))[:, None]
-    best = pro.forecast(L.left_singular_functions(x0, K_LOGISTIC), pdec, HORIZONS)[..., 0]
+    learned = []
+    for (model, ro), te in zip(sim["fits"]["lora"], sim["test"], strict=True):
+        dec = ro.decoder(model.g(te[1:]), _h(te[1:]))
+        learned.append(ro.forecast(model.f(x0), dec, HORIZONS)[..., 0])
     exact = np.stack([L.conditional_expectation(_h, x0, t) for t in HORIZONS])
-    return {"x0": x0, "learned": learned, "rank_k": best, "exact": exact,
-            "rmse_learned": forecast_rmse(learned, exact),
-            "rmse_rank_k": forecast_rmse(best, exact), "n_test": sim["n_test"]}
+    return {"x0": x0, "learned": np.array(learned), "rank_k": _exact_rank_k_forecast(
+        tuple(x0), K_LOGISTIC), "exact": exact, "n_test": n_test, "seeds": seeds}
 
 
 @claim("koopman.multistep_prediction", paper=PAPER,
-       statement="Multi-step forecasts of observables from the learned singular functions match "
-                 "those of the exact rank-k Koopman compression.",
-       where="Sec. 3.2 (forward prediction), Sec. 5 (multi-step prediction)")
-def _forecast(scale: str) -> Measurement:
-    sim = forecasts(scale)
-    diff = sim["rmse_learned"] - sim["rmse_rank_k"]
-    # decoder E[psi~ h] from n_test pairs: s.e. ~ 1/sqrt(n); |phi~(x)| <= ~3 -> 4 SE allowance,
-    # plus the propagated singular-value error (allowance 1% of |h| <= 1)
-    tol = 4 * 3 / np.sqrt(sim["n_test"]) + OPT_ALLOWANCE
-    return Measurement(measured=sim["rmse_learned"].round(4).tolist(),
-                       expected=sim["rmse_rank_k"].round(4).tolist(), tolerance=round(tol, 4),
-                       passed=bool(np.all(np.abs(diff) <= tol)),
-                       detail=f"RMSE over 200 starting points of E[cos 2 pi X_t | x], t = "
-                              f"{list(HORIZONS)}, vs the exact conditional expectation")
+       statement="Multi-step forecasts of observables from the learned singular functions match, "
+                 "pointwise, those of the exact rank-k Koopman compression at horizons where the "
+                 "forecast still depends on the starting point.",
+       where="Sec. 3.2 (forward prediction), Sec. 5 (multi-step prediction)", sizes=LOGISTIC,
+       mutants=[wrap("dynamics.koopman._readout._mat_powers",
+                     lambda f: lambda K, ts: f(K, [t + 1 for t in ts]),
+                     "forecast uses K^t instead of K^(t-1) (one step too many)",
+                     name="power_off_by_one")])
+def _forecast(size, seed) -> Measurement:
+    sim = forecasts(size.n_train, size.steps, size.n_test, size.seeds, seed)
+    info = sim["exact"].std(1)
+    keep = np.flatnonzero(info > INFORMATIVE)
+    mean = sim["learned"].mean(0)[keep]
+    se = sim["learned"].std(0, ddof=1)[keep] / np.sqrt(size.seeds)
+    # per point: 4 SE over replicates + 10 % of the signal's spread (singular-value and subspace
+    # error of the learned rank-5 model, ~ the 1-5 % of koopman.logistic_singular_values)
+    tol = 4 * se + 0.1 * info[keep, None]
+    worst = np.max(np.abs(mean - sim["rank_k"][keep]) / tol, 1)
+    return measure(
+        at_most(worst.round(3), 1.0, name="max_x |learned - exact rank-k| / tol"),
+        at_most(np.round(np.sqrt(np.mean((mean - sim["exact"][keep]) ** 2, 1)) / info[keep], 3),
+                0.25, name="RMSE(learned vs exact) / RMSE(constant forecast)"),
+        extra={"horizons": [HORIZONS[i] for i in keep], "SD_x of exact forecast":
+               info.round(4).tolist()},
+        detail=f"200 starting points; horizons with SD_x(E[h(X_t)|x]) > {INFORMATIVE}; mean of "
+               f"{size.seeds} replicates; tolerance per point 4 SE + 10 % of the forecast's "
+               "spread; the constant forecast E_pi h has RMSE = SD_x")

@@ -34,7 +34,9 @@ import math
 
 import numpy as np
 
-from theory._validation import as_array, check_int, check_scalar
+from theory._validation import as_array, check_finite_result, check_int, check_scalar
+
+_BIG = 1e100  # magnitudes beyond this overflow the squares below; no FP4 quantity is that large
 
 __all__ = [
     "SQRT3",
@@ -46,6 +48,8 @@ __all__ = [
     "fixed_step_efficiency",
     "two_point_variance",
     "update_gemm_noise",
+    "nvfp4_sr_variance",
+    "noisy_gd_sq_error",
     "ThresholdDerivation",
     "threshold_derivation",
 ]
@@ -59,8 +63,8 @@ def gradient_noise_ratio(grad_norm, noise_norm):
 
     ``noise_norm`` is the root mean square noise norm ``sqrt(E |eps|^2) = sigma sqrt d``.
     """
-    g = check_scalar(grad_norm, "grad_norm", lower=0.0)
-    n = check_scalar(noise_norm, "noise_norm", lower=0.0, closed="neither")
+    g = check_scalar(grad_norm, "grad_norm", lower=0.0, upper=_BIG)
+    n = check_scalar(noise_norm, "noise_norm", lower=1.0 / _BIG, upper=_BIG)
     return g / n
 
 
@@ -68,16 +72,19 @@ def critical_sigma(grad_norm, d):
     """``sigma_crit = |g| / sqrt(3 d)`` (paper Sec. 4): the per-coordinate SR noise level at which
     the
     sensitivity of the optimal-step descent to the noise peaks."""
-    g = check_scalar(grad_norm, "grad_norm", lower=0.0)
+    g = check_scalar(grad_norm, "grad_norm", lower=0.0, upper=_BIG)
     d = check_int(d, "d", lower=1)
     return g / math.sqrt(3.0 * d)
 
 
 def _quad(G, sigma, d, lam):
-    G = check_scalar(G, "G", lower=0.0)
-    sigma = check_scalar(sigma, "sigma", lower=0.0)
-    d = check_int(d, "d", lower=1)
-    lam = check_scalar(lam, "lam", lower=0.0, closed="neither")
+    G = check_scalar(G, "G", lower=0.0, upper=_BIG)
+    sigma = check_scalar(sigma, "sigma", lower=0.0, upper=1e40)
+    d = check_int(d, "d", lower=1, upper=10**15)
+    lam = check_scalar(lam, "lam", lower=1.0 / _BIG, upper=_BIG)
+    if G + d * sigma**2 == 0:
+        raise ValueError("`G` and `sigma` must not both be 0: with neither gradient nor noise the "
+                         "optimal step is undefined.")
     return G, sigma, d, lam
 
 
@@ -91,24 +98,21 @@ def expected_loss_change(G, sigma, d, lam, eta=None):
     """``E dL = -eta G + eta^2 lam (G + d sigma^2) / 2`` on ``L = lam |x|^2 / 2`` (paper Sec. 4);
     ``eta=None`` uses :func:`optimal_step`, giving ``-G^2 / (2 lam (G + d sigma^2))``."""
     G, sigma, d, lam = _quad(G, sigma, d, lam)
-    eta = optimal_step(G, sigma, d, lam) if eta is None else check_scalar(eta, "eta", lower=0.0)
+    eta = optimal_step(G, sigma, d, lam) if eta is None else check_scalar(eta, "eta", lower=0.0,
+                                                                          upper=_BIG)
     return -eta * G + 0.5 * eta**2 * lam * (G + d * sigma**2)
 
 
 def optimal_efficiency(rho):
     """Optimal-step descent relative to noise-free: ``rho^2 / (1 + rho^2)`` (derived here)."""
-    rho = as_array(rho, "rho")
-    if np.any(rho < 0):
-        raise ValueError(f"rho must be >= 0, got min {rho.min()}")
+    rho = as_array(rho, "rho", lower=0.0, upper=_BIG)
     return rho**2 / (1.0 + rho**2)
 
 
 def fixed_step_efficiency(rho):
     """Descent with the noise-free optimal step ``eta = 1/lam``, relative: ``1 - 1/rho^2``
     (derived here)."""
-    rho = as_array(rho, "rho")
-    if np.any(rho <= 0):
-        raise ValueError(f"rho must be > 0, got min {rho.min()}")
+    rho = as_array(rho, "rho", lower=1.0 / _BIG, upper=_BIG)
     return 1.0 - 1.0 / rho**2
 
 
@@ -126,14 +130,83 @@ def update_gemm_noise(delta, a, v_delta, v_a):
     ``sum_{n,j,k} delta_nj^2 v^a_nk + a_nk^2 v^delta_nj + v^delta_nj v^a_nk`` with the elementwise
     SR
     variances ``v``. ``delta (n, p)``, ``a (n, q)``."""
-    delta = as_array(delta, "delta", ndim=2)
-    a = as_array(a, "a", ndim=2)
-    v_delta = as_array(v_delta, "v_delta", shape=delta.shape)
-    v_a = as_array(v_a, "v_a", shape=a.shape)
+    delta = as_array(delta, "delta", ndim=2, lower=-_BIG, upper=_BIG)
+    a = as_array(a, "a", ndim=2, lower=-_BIG, upper=_BIG)
+    v_delta = as_array(v_delta, "v_delta", shape=delta.shape, lower=0.0, upper=_BIG)
+    v_a = as_array(v_a, "v_a", shape=a.shape, lower=0.0, upper=_BIG)
     if delta.shape[0] != a.shape[0]:
         raise ValueError(f"a must have {delta.shape[0]} rows like delta, got {a.shape[0]}")
     d2, a2 = delta**2, a**2
     return float(np.sum(d2.T @ v_a + v_delta.T @ a2 + v_delta.T @ v_a))
+
+
+E2M1_VALUES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+"""Non-negative FP4 (E2M1) grid (OCP MX v1.0, Table 4)."""
+
+
+@functools.cache
+def _e4m3_values() -> np.ndarray:
+    import ml_dtypes
+
+    v = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    return np.unique(v[np.isfinite(v) & (v > 0)])
+
+
+def nvfp4_sr_variance(x, axis=-1, block=16):
+    """Elementwise variance of NVFP4 stochastic rounding of ``x``, blocks of ``block`` along
+    ``axis`` (float64 NumPy, independent of :mod:`nn.quant`).
+
+    NVFP4 two-level scale (NVIDIA convention; paper Sec. 2-3, Table 1): ``s_enc = 6 * 448 /
+    amax_T``; block decode scale ``s_b`` = ``amax_b / 6 * s_enc`` rounded *up* onto the E4M3 grid
+    (the package's SR rule, so no element exceeds 6 and SR stays unbiased); scaled magnitude
+    ``y = |x| s_enc / s_b`` between E2M1 neighbours ``lo <= y <= hi`` has SR variance
+    ``(y - lo)(hi - y)`` (paper Sec. 3), times ``(s_b / s_enc)^2`` in the units of ``x``.
+    The length along ``axis`` must be a multiple of ``block``.
+    """
+    x = as_array(x, "x", min_size=1, lower=-_BIG, upper=_BIG)
+    if x.ndim == 0:
+        raise ValueError("`x` must be at least 1-D; got a scalar.")
+    block = check_int(block, "block", lower=1)
+    axis = check_int(axis, "axis", lower=-x.ndim, upper=x.ndim - 1)
+    xm = np.moveaxis(x, axis, -1)
+    if xm.shape[-1] % block:
+        raise ValueError(f"x must have a multiple of block={block} entries along axis {axis}; "
+                         f"got {xm.shape[-1]}")
+    xb = np.abs(xm.reshape(*xm.shape[:-1], -1, block))
+    amax_b = xb.max(-1, keepdims=True)
+    amax_t = xb.max()
+    if amax_t == 0:
+        return np.zeros_like(x)
+    s_enc = 6.0 * 448.0 / amax_t
+    e4 = _e4m3_values()
+    ideal = amax_b / 6.0 * s_enc
+    s_b = e4[np.minimum(np.searchsorted(e4, ideal, side="left"), e4.size - 1)]
+    s_b = np.where(ideal > 0, s_b, 1.0)
+    y = np.minimum(xb * s_enc / s_b, 6.0)   # <= 6 up to rounding of the division
+    i = np.clip(np.searchsorted(E2M1_VALUES, y, side="right") - 1, 0, E2M1_VALUES.size - 2)
+    v = two_point_variance(y, E2M1_VALUES[i], E2M1_VALUES[i + 1]) * (s_b / s_enc) ** 2
+    return np.moveaxis(v.reshape(xm.shape), -1, axis)
+
+
+def noisy_gd_sq_error(e0_sq, noise_sq, eta, lam=1.0):
+    """``E |e_t|^2`` for ``t = 0..T`` of gradient descent ``e_{t+1} = e_t - eta (lam e_t + eps_t)``
+    on ``L = lam |e|^2 / 2`` with zero-mean noise, ``E |eps_t|^2 = noise_sq[t]`` (length T),
+    independent of ``e_t`` (paper Sec. 4 noise model, iterated; derived here):
+    ``E |e_{t+1}|^2 = (1 - eta lam)^2 E |e_t|^2 + eta^2 noise_sq[t]``. A step ``t`` without noise
+    (high-precision gradients) has ``noise_sq[t] = 0``. For constant noise N^2 the stationary
+    ratio is ``rho^2 = lam^2 E|e|^2 / N^2 = eta lam / (2 - eta lam)``.
+    Checked by Monte Carlo in ``tests/theory/test_fp4.py``."""
+    e0 = check_scalar(e0_sq, "e0_sq", lower=0.0, upper=_BIG)
+    n2 = as_array(noise_sq, "noise_sq", ndim=1, lower=0.0, upper=_BIG)
+    eta = check_scalar(eta, "eta", lower=0.0, upper=_BIG, closed="right")
+    lam = check_scalar(lam, "lam", lower=0.0, upper=_BIG, closed="right")
+    from scipy.signal import lfilter
+
+    a2 = (1.0 - eta * lam) ** 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        rest = lfilter([1.0], [1.0, -a2], eta**2 * n2, zi=[a2 * e0])[0] if n2.size else n2
+    return check_finite_result(np.concatenate([[e0], rest]), "E|e_t|^2 (diverges for eta*lam > 2)",
+                               eta=eta, lam=lam, steps=n2.size)
 
 
 @dataclasses.dataclass(frozen=True)

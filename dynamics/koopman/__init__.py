@@ -37,7 +37,7 @@ from ._systems import (
     PrinzLangevin,
     make_pairs,
 )
-from ._train import LOSSES, Encoders, KoopmanModel, fit_koopman
+from ._train import LOSSES, Encoders, KoopmanModel, fit_koopman, fit_koopman_batch
 
 __all__ = [
     "FiniteChain",
@@ -69,4 +69,5 @@ __all__ = [
     "Encoders",
     "KoopmanModel",
     "fit_koopman",
+    "fit_koopman_batch",
 ]

@@ -25,7 +25,7 @@ from ._baselines import dpnet_loss, vamp2_loss, vampe_loss
 from ._objective import ESTIMATORS, NESTINGS, lora_loss
 from ._readout import KoopmanReadout, cca_readout, edmd_readout
 
-__all__ = ["LOSSES", "Encoders", "KoopmanModel", "fit_koopman"]
+__all__ = ["LOSSES", "Encoders", "KoopmanModel", "fit_koopman", "fit_koopman_batch"]
 
 LOSSES = ("lora", "vamp2", "vampe", "dpnet", "dpnet_relaxed")
 EMBEDDINGS = ("standardize", "fourier")
@@ -178,8 +178,7 @@ def _batch_indices(n, batch_size, steps, rng):
 _CHUNK = 250
 
 
-@eqx.filter_jit
-def _run_chunk(trainable, frozen, opt_state, X, Y, idx, valid, loss_fn, opt):
+def _chunk(trainable, frozen, opt_state, X, Y, idx, valid, loss_fn, opt):
     def body(carry, inp):
         tr, st = carry
         ix, ok = inp
@@ -197,27 +196,40 @@ def _run_chunk(trainable, frozen, opt_state, X, Y, idx, valid, loss_fn, opt):
     return trainable, opt_state, vals
 
 
-def _train_scan(model, loss_fn, opt, X, Y, idx, progress):
+_run_chunk = eqx.filter_jit(_chunk)
+
+
+@eqx.filter_jit
+def _run_chunk_batch(trainable, frozen, opt_state, X, Y, idx, valid, loss_fn, opt):
+    def one(tr, st, x, y, ix):
+        return _chunk(tr, frozen, st, x, y, ix, valid, loss_fn, opt)
+
+    return eqx.filter_vmap(one)(trainable, opt_state, X, Y, idx)
+
+
+def _train_scan(model, loss_fn, opt, X, Y, idx, progress, batched=False):
     """Adam steps in jitted ``lax.scan`` chunks of ``_CHUNK`` steps (the last one padded with
     no-op steps, so one compilation serves the whole run); trainable/frozen split by
-    :func:`nn.split`.
+    :func:`nn.split`. ``batched``: ``model``, ``X``, ``Y`` and ``idx`` carry a leading replicate
+    axis and the replicates train side by side (one program, ``vmap``-ed).
     """
     from tqdm.auto import tqdm
 
     trainable, frozen = nn.split(model)
-    opt_state = opt.init(trainable)
-    steps = idx.shape[0]
+    opt_state = (eqx.filter_vmap(opt.init) if batched else opt.init)(trainable)
+    run = _run_chunk_batch if batched else _run_chunk
+    steps = idx.shape[-2]
     c = min(_CHUNK, steps)
     pad = (-steps) % c
-    idx = np.concatenate([idx, np.zeros((pad, idx.shape[1]), np.int32)])
-    valid = np.arange(idx.shape[0]) < steps
+    idx = np.concatenate([idx, np.zeros(idx.shape[:-2] + (pad, idx.shape[-1]), np.int32)], -2)
+    valid = np.arange(idx.shape[-2]) < steps
     out = []
-    for i in tqdm(range(0, idx.shape[0], c), disable=None if progress else True, leave=False):
-        trainable, opt_state, vals = _run_chunk(trainable, frozen, opt_state, X, Y,
-                                                jnp.asarray(idx[i:i + c]),
-                                                jnp.asarray(valid[i:i + c]), loss_fn, opt)
+    for i in tqdm(range(0, idx.shape[-2], c), disable=None if progress else True, leave=False):
+        trainable, opt_state, vals = run(trainable, frozen, opt_state, X, Y,
+                                         jnp.asarray(idx[..., i:i + c, :]),
+                                         jnp.asarray(valid[i:i + c]), loss_fn, opt)
         out.append(np.asarray(vals))
-    return nn.combine(trainable, frozen), np.concatenate(out)[:steps]
+    return nn.combine(trainable, frozen), np.concatenate(out, -1)[..., :steps]
 
 
 def fit_koopman(
@@ -266,7 +278,32 @@ def fit_koopman(
     -------
     :class:`KoopmanModel`; call ``.readout(X, Y)`` for singular values, eigenvalues, forecasts.
     """
-    X, Y = _pairs(X, Y)
+    return _fit([X], [Y], k, [key], False, loss=loss, nesting=nesting, estimator=estimator,
+                width=width, depth=depth, embedding=embedding, shared=shared,
+                include_constant=include_constant, batch_size=batch_size, steps=steps, lr=lr,
+                gamma=gamma, schedule=schedule, dtype=dtype, progress=progress)[0]
+
+
+def fit_koopman_batch(Xs, Ys, k, *, keys, **options) -> list[KoopmanModel]:
+    """:func:`fit_koopman` on ``R`` data sets ``(Xs[i], Ys[i])`` (equal shapes) with ``keys[i]``,
+    trained side by side: one ``vmap``-ed program, compiled once for all replicates (the way to
+    run seeds of one configuration). ``options`` as for :func:`fit_koopman`; with
+    ``embedding="standardize"`` the shift and scale come from all replicates pooled. Replicate
+    ``i`` draws its initialisation and batch order from ``keys[i]`` as :func:`fit_koopman` does."""
+    if len(Xs) != len(Ys) or len(Xs) != len(keys) or not len(Xs):
+        raise ValueError(f"`Xs`, `Ys` and `keys` must be non-empty and of one length; got "
+                         f"{len(Xs)}, {len(Ys)} and {len(keys)}.")
+    return _fit(list(Xs), list(Ys), k, list(keys), True, **options)
+
+
+def _fit(Xs, Ys, k, keys, batched, *, loss="lora", nesting="jnt", estimator="unbiased",
+         width=64, depth=2, embedding="standardize", shared=False, include_constant=True,
+         batch_size=256, steps=3000, lr=1e-3, gamma=0.01, schedule="cosine", dtype=jnp.float32,
+         progress=True):
+    pairs = [_pairs(X, Y) for X, Y in zip(Xs, Ys, strict=True)]
+    X, Y = pairs[0]
+    if any(p[0].shape != X.shape for p in pairs):
+        raise ValueError(f"every `Xs[i]` must have the shape of `Xs[0]` {X.shape}.")
     n, d = X.shape
     if not callable(loss):
         loss = check_choice(loss, "loss", LOSSES)
@@ -290,21 +327,38 @@ def fit_koopman(
         raise ValueError(f"`k` = {k} exceeds the feature dimension of a linear encoder "
                          f"({2 * d if embedding == 'fourier' else d} + constant).")
     d_in = 2 * d if embedding == "fourier" else d
-    both = np.concatenate([X, Y])
+    both = np.concatenate([a for p in pairs for a in p])
     shift, scale = tuple(both.mean(0).tolist()), tuple(np.maximum(both.std(0), 1e-12).tolist())
-    kf, kg = jax.random.split(jax.random.fold_in(key, 0))
-    f_net = nn.MLP(d_in, m, width, depth, dtype=dtype, key=kf)
-    g_net = None if shared else nn.MLP(d_in, m, width, depth, dtype=dtype, key=kg)
-    enc = Encoders(f_net, g_net, shift, scale, embedding, bool(include_constant))
+
+    def encoders(key):
+        kf, kg = jax.random.split(jax.random.fold_in(key, 0))
+        f_net = nn.MLP(d_in, m, width, depth, dtype=dtype, key=kf)
+        g_net = None if shared else nn.MLP(d_in, m, width, depth, dtype=dtype, key=kg)
+        return Encoders(f_net, g_net, shift, scale, embedding, bool(include_constant))
+
+    def order(key):
+        rng = np.random.default_rng(np.asarray(jax.random.key_data(jax.random.fold_in(key, 1))))
+        return _batch_indices(n, batch_size, steps, rng)
 
     opt = _optimizer(lr, steps, schedule)
-    rng = np.random.default_rng(np.asarray(jax.random.key_data(jax.random.fold_in(key, 1))))
-    idx = _batch_indices(n, batch_size, steps, rng)
-    model, losses = _train_scan(enc, _loss_fn(loss, nesting, estimator, gamma), opt,
-                                jnp.asarray(X, dtype), jnp.asarray(Y, dtype), idx, progress)
-    if not np.isfinite(losses[-1]):
-        raise FloatingPointError(f"training diverged: final loss {losses[-1]} (loss={loss!r}).")
+    fn = _loss_fn(loss, nesting, estimator, gamma)
+    if batched:
+        enc = eqx.filter_vmap(encoders)(jnp.stack(keys))
+        model, losses = _train_scan(enc, fn, opt, jnp.asarray(np.stack([p[0] for p in pairs]),
+                                                              dtype),
+                                    jnp.asarray(np.stack([p[1] for p in pairs]), dtype),
+                                    np.stack([order(key) for key in keys]), progress, True)
+        models = [jax.tree.map(lambda a, i=i: a[i] if eqx.is_array(a) else a, model)
+                  for i in range(len(keys))]
+    else:
+        model, losses = _train_scan(encoders(keys[0]), fn, opt, jnp.asarray(X, dtype),
+                                    jnp.asarray(Y, dtype), order(keys[0]), progress)
+        models, losses = [model], losses[None]
+    if not np.all(np.isfinite(losses[:, -1])):
+        raise FloatingPointError(f"training diverged: final losses {losses[:, -1]} "
+                                 f"(loss={loss!r}).")
     name = loss if isinstance(loss, str) else getattr(loss, "__name__", "custom")
-    return KoopmanModel(model, losses, k, name, nesting, estimator, d)
+    return [KoopmanModel(mo, lo, k, name, nesting, estimator, d)
+            for mo, lo in zip(models, losses, strict=True)]
 
 

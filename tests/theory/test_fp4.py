@@ -109,3 +109,45 @@ def test_bad_input():
         T.fixed_step_efficiency([0.0])
     with pytest.raises(ValueError, match="a"):
         T.update_gemm_noise(np.ones((3, 2)), np.ones((4, 2)), np.ones((3, 2)), np.ones((4, 2)))
+
+
+def test_nvfp4_sr_variance_matches_the_package_quantiser_by_monte_carlo():
+    """The independent NumPy NVFP4 SR variance equals the variance of nn.quant's SR draws (blocks
+    of 16 along axis 0, log-normal magnitudes across blocks), within 4.5 SE per element sum."""
+    import jax
+    import jax.numpy as jnp
+
+    from nn.quant import NVFP4, quantize
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((32, 6)) * np.exp(rng.standard_normal((32, 6)))
+    v = T.nvfp4_sr_variance(x, axis=0)
+    R = 4000
+    keys = jax.random.split(jax.random.PRNGKey(0), R)
+    q = np.asarray(jax.vmap(lambda k: quantize(jnp.asarray(x), NVFP4, "stochastic", key=k,
+                                               axis=0))(keys), np.float64)
+    e2 = np.sum((q - x) ** 2, axis=(1, 2))          # unbiased SR: E e2 = sum of variances
+    assert abs(e2.mean() - v.sum()) <= 4.5 * e2.std(ddof=1) / math.sqrt(R)
+    assert np.all(v >= 0) and v.sum() > 0
+    with pytest.raises(ValueError, match="block"):
+        T.nvfp4_sr_variance(np.ones(10))
+
+
+def test_noisy_gd_sq_error_recursion_by_monte_carlo():
+    """E|e_t|^2 of GD with zero-mean noise (H = lam I) against simulation, 4 SE per step; the
+    stationary ratio is eta lam / (2 - eta lam)."""
+    rng = np.random.default_rng(4)
+    d, R, eta, lam, steps = 20, 4000, 0.3, 1.5, 15
+    noise = np.linspace(0.5, 0.1, steps)
+    e = np.tile(rng.standard_normal(d), (R, 1))
+    e0 = float(e[0] @ e[0])
+    sims = [np.sum(e**2, 1)]
+    for t in range(steps):
+        e = e - eta * (lam * e + math.sqrt(noise[t] / d) * rng.standard_normal((R, d)))
+        sims.append(np.sum(e**2, 1))
+    sims = np.array(sims)
+    want = T.noisy_gd_sq_error(e0, noise, eta, lam)
+    se = sims.std(1, ddof=1) / math.sqrt(R)
+    assert np.all(np.abs(sims.mean(1) - want) <= 4 * se + 1e-12)
+    flat = T.noisy_gd_sq_error(0.0, np.full(400, 2.0), eta, lam)
+    assert abs(lam**2 * flat[-1] / 2.0 - eta * lam / (2 - eta * lam)) < 1e-9

@@ -15,6 +15,7 @@ from dynamics.koopman import (
     NoisyLogisticMap,
     OrnsteinUhlenbeck,
     fit_koopman,
+    fit_koopman_batch,
     principal_angles,
     relative_singular_value_errors,
 )
@@ -86,3 +87,20 @@ def test_bad_input():
         fit_koopman(X, X, 3, batch_size=1000, key=key)
     with pytest.raises(ValueError, match="loss"):
         fit_koopman(X, X, 3, loss="vamp3", batch_size=10, key=key)
+
+
+def test_batch_training_equals_one_fit_per_replicate():
+    """fit_koopman_batch trains each replicate as fit_koopman does (same key, same data): equal
+    losses and features to float32 rounding of the vmap-ed program."""
+    ou = OrnsteinUhlenbeck(theta=1.0, tau=0.5)
+    data = [ou.pairs(2000, rng=s) for s in range(2)]
+    keys = [jax.random.key(s) for s in range(2)]
+    opts = dict(nesting="jnt", width=8, depth=1, batch_size=100, steps=60, lr=3e-3,
+                embedding="fourier", progress=False)
+    batch = fit_koopman_batch([d[0] for d in data], [d[1] for d in data], 3, keys=keys, **opts)
+    for (X, Y), key, m in zip(data, keys, batch, strict=True):
+        one = fit_koopman(X, Y, 3, key=key, **opts)
+        np.testing.assert_allclose(m.losses, one.losses, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(m.f(X[:50]), one.f(X[:50]), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="one length"):
+        fit_koopman_batch([data[0][0]], [data[0][1]], 3, keys=keys, **opts)
