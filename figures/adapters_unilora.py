@@ -14,6 +14,7 @@ from paper_checks.adapters.unilora import (
     MARGIN,
     PAPER_FRACTION,
     SIZES,
+    SIZES_TABLE,
     UNI_D,
     method_runs,
     shifted_tasks,
@@ -25,15 +26,18 @@ TITLE = "Uni-LoRA vs LoRA (and VeRA at full scale): accuracy against trainable p
 STYLE = {"lora": ("C0", "o", "r"), "unilora": ("C3", "s", "d"), "vera": ("C2", "^", "r")}
 
 
-def make(scale: str = "quick"):
+def make(scale: str = "quick", seed: int = 0):
+    z = SIZES_TABLE[scale]
     methods = ["lora", "unilora"] + (["vera"] if scale == "full" else [])  # VeRA: a compile
-    jobs = [(k, n) for k in methods for n in SIZES[k]]
-    done = {j: method_runs(*j, scale) for j in tqdm(jobs, desc="Uni-LoRA figure", leave=False,
-                                                     disable=None)}
+    # the claim's runs (shared through the memo), VeRA at full scale only
+    jobs = [("lora", 0), ("lora", max(LORA_RANKS))] + [(k, n) for k in methods[1:]
+                                                         for n in SIZES[k]]
+    done = {j: method_runs(*j, z.seeds, z.steps, seed)
+            for j in tqdm(jobs, desc="Uni-LoRA figure", leave=False, disable=None)}
     head = done["lora", 0]  # LoRA r = 0: the head alone
-    sizes = {k: [n for n in SIZES[k] if n] for k in methods}
+    sizes = {k: [n for n in SIZES[k] if n and (k, n) in done] for k in methods}
     runs = {k: [done[k, n] for n in sizes[k]] for k in methods}
-    base = shifted_tasks(scale)["base_acc"]
+    base = shifted_tasks(z.seeds, z.steps, seed)["base_acc"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 5))
     for k in methods:
         col, mk, sym = STYLE[k]
