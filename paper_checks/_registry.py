@@ -221,18 +221,9 @@ def run_claim(c: Claim, scale: str, seed: int = 0, mutant: str | None = None) ->
         raise ValueError(f"`scale` must be one of {SCALES}; got {scale!r}.")
     size = c.sizes[scale]
     if mutant is None:
-        return _call(c, size, seed)
+        return c.check(size, seed)
     with c.mutant(mutant).apply():
-        return _call(c, size, seed)
-
-
-def _call(c: Claim, size: Sizes, seed: int) -> Measurement:
-    # TRANSITION: checks not yet converted take the scale name alone (removed once all are)
-    import inspect
-
-    if len(inspect.signature(c.check).parameters) == 1:
-        return c.check("quick" if size.scale == "smoke" else size.scale)
-    return c.check(size, seed)
+        return c.check(size, seed)
 
 
 def _broken_claim(name: str, err: Exception) -> Claim:
