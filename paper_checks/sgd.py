@@ -31,10 +31,10 @@ SIZES = sizes(
                cont_k=300, cont_paths=16, pep_T=2),
     quick=dict(T_max=10 ** 4, hinge_T=3000, hinge_paths=200, prefactor_T=1000, tuned_T=10 ** 7,
                tradeoff_T=1000, kz_dim=20, kz_kappas=4, kz_T=10 ** 4, cont_dim=20, cont_tasks=30,
-               cont_k=3000, cont_paths=64, pep_T=3),
+               cont_k=3000, cont_paths=64, pep_T=4),
     full=dict(T_max=10 ** 5, hinge_T=30000, hinge_paths=2000, prefactor_T=10 ** 4,
               tuned_T=10 ** 8, tradeoff_T=10 ** 4, kz_dim=30, kz_kappas=4, kz_T=10 ** 5,
-              cont_dim=50, cont_tasks=50, cont_k=10 ** 4, cont_paths=400, pep_T=4),
+              cont_dim=50, cont_tasks=50, cont_k=10 ** 4, cont_paths=400, pep_T=5),
 )
 
 

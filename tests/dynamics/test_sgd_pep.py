@@ -43,6 +43,20 @@ def test_pep_solvers_agree(be):
     assert scs.value == pytest.approx(clarabel.value, rel=1e-5)
 
 
+@pytest.mark.parametrize("be", [0.5, 1.5])
+def test_pep_symmetry_reduction_is_exact(be, monkeypatch):
+    # n = 2: the reduced SDP (two Gram blocks, f_1 tied to f_0) equals the unreduced one
+    import dynamics._sgd_pep as pep
+
+    reduced = S.pep_worst_case(3, 2, be).value
+    N = 1 + 2 * 15
+    monkeypatch.setattr(pep, "_symmetry_blocks", lambda nodes, index, n: (
+        (N,), np.arange(N), np.ones(N), np.full(N, -1), np.zeros(N)))
+    full = S.pep_worst_case(3, 2, be)
+    assert full.gram_size == N and full.n_constraints == 2 * 16 * 15
+    assert reduced == pytest.approx(full.value, rel=1e-6)
+
+
 def test_pep_bad_input():
     with pytest.raises(ValueError, match="eta"):
         S.pep_worst_case(2, 2, 2.0)
