@@ -14,13 +14,15 @@ TITLE = "Nonlinear Laplacian vs PCA on the planted submatrix"
 
 def make(scale: str = "quick", seed: int = 0):
     size = SIZES[scale]
-    sim = simulate_phase_transition(size.n, size.trials, size.betas, seed)
+    sims = {k: simulate_phase_transition(size.n, size.trials, size.betas, seed, k)
+            for k in ("pca", "tanh")}
+    sim = sims["tanh"]
     grid = np.linspace(0.0, sim["beta"].max(), 300)
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.5, 6.5), sharex=True)
     for c, (key, s, name) in enumerate((("pca", sigmas.zero(), r"$\sigma=0$ (PCA)"),
                                         ("tanh", sigmas.tanh(*TANH_PS), r"tanh-optimal $\sigma$"))):
         th = np.array([spectral.outlier(s, b) for b in grid])
-        r = sim[key]
+        r = sims[key]
         ax1.plot(grid, th[:, 0], color=f"C{c}", lw=1, label=f"{name}: theory")
         ax1.errorbar(sim["beta"], r["lam"], yerr=2 * r["lam_se"], fmt="o", ms=3, color=f"C{c}",
                      label=f"{name}: simulation")

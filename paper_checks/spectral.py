@@ -244,32 +244,30 @@ def _between(size, seed) -> Measurement:
 
 # ---------------------------------------------------------------- simulations shared with figures
 @memo
-def simulate_phase_transition(n: int, trials: int, betas: tuple, seed: int = 0):
-    """λ1 and ⟨v1, x⟩² of L_σ for σ = 0 and the tanh optimum on planted submatrices (Sec. 5).
+def simulate_phase_transition(n: int, trials: int, betas: tuple, seed: int = 0,
+                              sigma: str = "tanh"):
+    """λ1 and ⟨v1, x⟩² of L_σ on planted submatrices against β (Sec. 5), σ = ``SIGMAS[sigma]``
+    (``"tanh"``: the tanh optimum; ``"pca"``: σ = 0).
 
-    Each (β, trial) draws one instance from ``[seed, j, t]``; both σ share it. The top eigenpair
-    is found by Lanczos (tolerance 1e-8, far below the spread). Returns per-β means and standard
-    errors and the realised β = k/√n.
+    Each (β, trial) draws one instance from ``[seed, j, t]`` (so both σ see the same instances).
+    The top eigenpair is found by Lanczos (tolerance 1e-8, far below the spread). Returns per-β
+    means and standard errors and the realised β = k/√n.
     """
     betas = np.asarray(betas, float)
-    lam = {k: np.empty((trials, betas.size)) for k in SIGMAS}
-    ov = {k: np.empty((trials, betas.size)) for k in SIGMAS}
+    lam, ov = np.empty((trials, betas.size)), np.empty((trials, betas.size))
     eff = np.empty(betas.size)
     for j in tqdm(range(betas.size), desc=f"phase transition n={n}", leave=False, disable=None):
         for t in range(trials):
             rng = np.random.default_rng([seed, j, t])
             inst = spectral.planted_submatrix(n, float(betas[j]), rng=rng)
             eff[j] = inst.beta
-            for k, s in SIGMAS.items():
-                val, vec = spectral.top_eigenpair(spectral.nonlinear_laplacian(inst.Y, s),
-                                                  rng=rng, tol=1e-8)
-                lam[k][t, j] = val
-                ov[k][t, j] = (vec @ inst.x) ** 2 if inst.beta > 0 else 0.0
+            val, vec = spectral.top_eigenpair(spectral.nonlinear_laplacian(inst.Y, SIGMAS[sigma]),
+                                              rng=rng, tol=1e-8)
+            lam[t, j] = val
+            ov[t, j] = (vec @ inst.x) ** 2 if inst.beta > 0 else 0.0
     se = lambda a: a.std(0, ddof=1) / np.sqrt(trials)  # noqa: E731
-    out = dict(n=n, trials=trials, beta=eff)
-    for k in SIGMAS:
-        out[k] = dict(lam=lam[k].mean(0), lam_se=se(lam[k]), ov=ov[k].mean(0), ov_se=se(ov[k]))
-    return out
+    return dict(n=n, trials=trials, beta=eff, lam=lam.mean(0), lam_se=se(lam), ov=ov.mean(0),
+                ov_se=se(ov))
 
 
 def theory_curves(sigma, beta) -> tuple[np.ndarray, np.ndarray]:
@@ -304,8 +302,7 @@ def edge_scale(sigma) -> float:
                      "overlap <v1(X), x>^2 without the factor H'(theta)", name="overlap_no_hprime"),
                 wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale")])
 def _phase(size, seed) -> Measurement:
-    sim = simulate_phase_transition(size.n, size.trials, size.betas, seed)
-    r = sim["tanh"]
+    sim = r = simulate_phase_transition(size.n, size.trials, size.betas, seed)
     keep = np.asarray(size.betas) >= 1.5   # nominal beta (realised k/sqrt(n) can be below)
     beta = sim["beta"][keep]
     k = np.round(beta * np.sqrt(sim["n"]))
@@ -331,8 +328,8 @@ def _phase(size, seed) -> Measurement:
                      "bulk edge 0.1 high", name="edge_plus_0.1"),
                 wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale")])
 def _null(size, seed) -> Measurement:
-    sim = simulate_phase_transition(size.n, size.trials, size.betas, seed)
-    r, n = sim["tanh"], sim["n"]
+    sim = r = simulate_phase_transition(size.n, size.trials, size.betas, seed)
+    n = sim["n"]
     j = int(np.flatnonzero(sim["beta"] == 0)[0])
     edge = spectral.bulk_edge(SIGMAS["tanh"])
     gamma = edge_scale(SIGMAS["tanh"])
