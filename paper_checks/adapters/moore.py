@@ -26,7 +26,7 @@ verdicts were seen):
 * ``K`` new tasks (3 quick, 4 full): task ``k`` has its own input domain ``x ~ N(mu_k, I)``,
   ``||mu_k|| = 2`` (tasks are told apart by their inputs, as prompts are) and the teacher's hidden
   weight moved by a rank-4 perturbation of size 2 (the form of ``_base.shifted_task``); ``n``
-  training and ``n`` validation samples per task (256 quick, 512 full), 512 test samples;
+  training and ``n`` validation samples per task (128 quick, 512 full), 512 test samples;
 * adapted: ``layers.0`` (32 x 16, so ``col(W0)`` is a proper subspace) and ``layers.1`` (every
   linear but the read-out, as the paper's targets leave out the LM head); MoORE with ``r = 8``
   reflections, 8 gate experts, task dimension 4 (the official 64 makes MoORE's count exceed
@@ -38,10 +38,10 @@ verdicts were seen):
   diag(1 + g_t) A`` with a trained ``g_t in R^r`` per task and layer, ``g = 0`` at init; the
   original task's ``g_0`` is never trained), its rank again matched to MoORE's count;
 * one joint run on all ``K`` tasks (mean of the task MSEs, full batch, Adam) and one single-task
-  run per task, the same number of steps (240 quick, 600 full), seeds 12 quick, 24 full (all in
+  run per task, the same number of steps (200 quick, 600 full), seeds 12 quick, 24 full (all in
   one ``vmap``-ed compilation per method); the learning rate of every method and mode is the
-  best of one grid (quick ``3e-4 .. 1e-2``, full ``1e-4 .. 3e-2``, steps of about 3; both hold
-  the paper's 3e-4) by the mean validation loss ratio over seeds and tasks;
+  best of one grid (quick ``1e-3 .. 1e-2``, full ``1e-4 .. 3e-2``, steps of about 3; the full
+  grid holds the paper's 3e-4) by the mean validation loss ratio over seeds and tasks;
 * oblivion: the original task's test loss / the base model's, compared at matched adaptation:
   per seed, at the mean new-task loss ratio both methods reach (the larger of their final
   values), interpolated along the checkpointed training curve; pass if the paired gap LoRA -
@@ -97,8 +97,8 @@ NULL_TASK = True  # the original task (id 0) gets a zero (null) task embedding
 METHODS = ("lora", "moore")
 BASELINES = ("lora", "lora_task")
 SIZES = sizes(smoke=dict(tasks=2, seeds=2, n=64, steps=40, checkpoints=4, lrs=(1e-3, 1e-2)),
-              quick=dict(tasks=3, seeds=12, n=256, steps=240, checkpoints=20,
-                         lrs=(3e-4, 1e-3, 3e-3, 1e-2)),
+              quick=dict(tasks=3, seeds=12, n=128, steps=200, checkpoints=20,
+                         lrs=(1e-3, 3e-3, 1e-2)),
               full=dict(tasks=4, seeds=24, n=512, steps=600, checkpoints=30,
                         lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)))
 

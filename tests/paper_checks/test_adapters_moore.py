@@ -28,16 +28,40 @@ def test_forgetting_at_matched_fit_uses_the_level_both_reach():
                                atol=1e-12)
 
 
-def test_lora_rank_matches_the_moore_count():
+def _count(tree):
+    return sum(a.size for a in jax.tree.leaves(tree))
+
+
+def test_baseline_ranks_match_the_moore_count():
     student = nn.MLP(D_IN, D_OUT, 32, 2, activation=jax.nn.relu, key=jax.random.key(0))
     for tasks in (4, 5):
-        r = moore.lora_rank(student, tasks)
-        m = moore._adapter("moore", student, 0, tasks)
-        lo = moore._adapter("lora", student, 0, tasks)
-        per_rank = nn.count_params(lo) / r
-        assert abs(nn.count_params(lo) - nn.count_params(m)) <= per_rank / 2
-        assert lo.spec.config_dict["alpha"] == 2 * r
-        assert nn.count_params(m) == ad.num_params("moore", m.spec.shapes, **m.spec.config_dict)
+        m = _count(moore._adapter("moore", student, 0, tasks)[0])
+        shapes = [(32, D_IN), (32, 32)]
+        assert m == ad.num_params("moore", shapes, num_tasks=tasks, **moore.MOORE_CONFIG)
+        for method, r in (("lora", moore.lora_rank(student, tasks)),
+                          ("lora_task", moore.task_lora_rank(student, tasks))):
+            n = _count(moore._adapter(method, student, 0, tasks)[0])
+            per_rank = n / r
+            assert abs(n - m) <= per_rank / 2, (method, n, m)
+
+
+def test_task_lora_is_lora_at_init_and_conditions_on_the_task():
+    student = nn.MLP(D_IN, D_OUT, 32, 2, activation=jax.nn.relu, key=jax.random.key(0))
+    t, base = moore._adapter("lora_task", student, 0, 3)
+    x = jax.random.normal(jax.random.key(2), (8, D_IN))
+    np.testing.assert_array_equal(t(base, x, 1), student(x))  # B = 0: the base exactly
+    t = jax.tree.map(lambda a: a + 0.1, t)
+    g = [gi.at[2].set(0.0) for gi in t.G]  # task 2 untouched by its own scaling
+    t2 = moore.TaskLoRA(t.A, t.B, g, t.scale)
+    assert not np.allclose(t2(base, x, 1), t2(base, x, 2))
+
+
+def test_original_task_gets_a_null_embedding():
+    student = nn.MLP(D_IN, D_OUT, 32, 2, activation=jax.nn.relu, key=jax.random.key(0))
+    tr, fr = moore._adapter("moore", student, 0, 3)
+    for q in nn.combine(tr, fr).layers().values():
+        np.testing.assert_array_equal(q.task_embed[0], 0.0)
+        assert np.all(np.abs(q.task_embed[1:]).sum(1) > 0)
 
 
 def test_tasks_shapes_and_domains():
