@@ -40,14 +40,16 @@ verdicts were seen):
 * one joint run on all ``K`` tasks (mean of the task MSEs, full batch, Adam) and one single-task
   run per task, the same number of steps (200 quick, 600 full), seeds 12 quick, 24 full (all in
   one ``vmap``-ed compilation per method); the learning rate of every method and mode is the
-  best of one grid (quick ``1e-3 .. 1e-2``, full ``1e-4 .. 3e-2``, steps of about 3; the full
-  grid holds the paper's 3e-4) by the mean validation loss ratio over seeds and tasks;
+  best of one grid (quick ``3e-4 .. 1e-2``, full ``1e-4 .. 3e-2``, steps of about 3; both hold
+  the paper's 3e-4) by the mean validation loss ratio over seeds and tasks;
 * oblivion: the original task's test loss / the base model's, compared at matched adaptation:
   per seed, at the mean new-task loss ratio both methods reach (the larger of their final
   values), interpolated along the checkpointed training curve; pass if the paired gap LoRA -
   MoORE exceeds 2 SE;
 * conflict: per task, ``log(test loss joint / test loss single-task)``, averaged over tasks;
-  pass if the paired gap LoRA - MoORE exceeds 2 SE.
+  pass if the paired gaps LoRA - MoORE and task-conditioned LoRA - MoORE both exceed 2 SE (the
+  second fails as measured: a task id that scales LoRA's rank components removes more of the
+  conflict than MoORE's routing does).
 
 During development the quick grid was first ``(1e-3, 3e-3, 1e-2)``; both methods chose its
 lower edge, and with ``(3e-4, 1e-3, 3e-3)`` MoORE's joint run chose the upper edge, so the quick
@@ -55,16 +57,13 @@ grid is the union, where every choice is inside; at full scale the 4-point grid 
 joint run on its upper edge and LoRA's single-task runs on its lower one, so the full grid is
 wider. Sizes and steps were cut for the quick budget, equally for both methods.
 
-Why the forgetting claim fails as measured: the verdict depends on MoORE's learning rate, and
-the validation loss that picks it is flat where the choice is made. Along training MoORE forgets
-less than LoRA at matched fit at every grid lr up to 1e-2 (at the paper's 3e-4 clearly so), but
-the faster MoORE trains the more it forgets per unit of new-task fit, and the rule picks its
-fastest rate (quick: 3e-3, gap 0.43 +- 0.23; full: 3e-2, gap reversed); the detail string prints
-the gap at every grid lr. A likely mechanism (observed on single seeds by zeroing parts of a
-trained router, not a test): the task-specific route ``W_task e_t`` is only a bias on the
-singular values, and most of the adaptation sits in the task-independent Householder ``R`` and
-sample router ``W_up W_gate x``, which act on the original task's inputs too; keeping
-``col(W0)`` does not stop the map changing inside ``col(W0)``.
+History of the forgetting claim. With task dimension 4, a random (trained-like) embedding for the
+original task and 4 seeds it failed as measured: the gap was 0.43 +- 0.23 at the lr the rule
+picked, and it shrank as MoORE's lr grew, because the original task's route then carried the
+new tasks' adaptation. With the original task on a null embedding and 12 seeds the gap is well
+above 2 SE at quick (the detail string prints it at every grid lr). What still adapts the
+original task's map is the task-independent part of MoORE (the Householder ``R`` and the sample
+router ``W_up W_gate x``): keeping ``col(W0)`` does not stop the map changing inside it.
 
 What replaced the first design, and why (fidelity): it adapted only the square hidden layer,
 where ``col(W0)`` is the whole space, so the column-space property that the abstract credits for
@@ -98,7 +97,7 @@ METHODS = ("lora", "moore")
 BASELINES = ("lora", "lora_task")
 SIZES = sizes(smoke=dict(tasks=2, seeds=2, n=64, steps=40, checkpoints=4, lrs=(1e-3, 1e-2)),
               quick=dict(tasks=3, seeds=12, n=128, steps=200, checkpoints=20,
-                         lrs=(1e-3, 3e-3, 1e-2)),
+                         lrs=(3e-4, 1e-3, 3e-3, 1e-2)),
               full=dict(tasks=4, seeds=24, n=512, steps=600, checkpoints=30,
                         lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)))
 
