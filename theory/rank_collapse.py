@@ -113,25 +113,27 @@ def hopfield_bound_log10(res0, depth, alpha_prime, c1, c2):
     return max(terms)
 
 
-def collapse_recursion_log10(l1, l2, depth, alpha_prime):
+def collapse_recursion_log10(l1, l2, depth, alpha_prime, start=1):
     """The collapse law derived here (module docstring), extrapolated from log10 residuals ``l1``,
-    ``l2`` at depths 1 and 2 to depths ``1..depth``.
+    ``l2`` at depths ``start`` and ``start + 1`` to depths ``start..depth``.
 
     ``alpha_prime = 0``: l_{n+1} = 3 l_n + log c with log c = l2 - 3 l1 (doubly exponential);
-    ``alpha_prime > 0``: l_{n+1} = l_n + log c + (n - 1) log10 alpha' with log c = l2 - l1
-    (decrements growing by -log10 alpha' per layer). Returns an array of length ``depth``.
+    ``alpha_prime > 0``: l_{n+1} = l_n + log c + (n - start) log10 alpha' with log c = l2 - l1
+    (decrements growing by -log10 alpha' per layer). Returns an array of length
+    ``depth - start + 1``.
     """
     l1 = check_scalar(l1, "l1")
     l2 = check_scalar(l2, "l2")
-    L = check_int(depth, "depth", lower=2)
+    start = check_int(start, "start", lower=0)
+    L = check_int(depth, "depth", lower=start + 1)
     a = check_scalar(alpha_prime, "alpha_prime", lower=0.0, upper=1.0)
     out = [l1, l2]
     if a == 0.0:
         logc = l2 - 3 * l1
-        for _ in range(L - 2):
+        for _ in range(L - start - 1):
             out.append(3 * out[-1] + logc)
     else:
         logc = l2 - l1
-        for n in range(2, L):
-            out.append(out[-1] + logc + (n - 1) * math.log10(a))
+        for k in range(1, L - start):
+            out.append(out[-1] + logc + k * math.log10(a))
     return np.asarray(out)

@@ -49,6 +49,9 @@ def test_collapse_recursion_laws():
     np.testing.assert_allclose(dec[1:] / dec[:-1], 3.0, rtol=1e-12)
     m = collapse_recursion_log10(-0.1, -0.7, 8, 0.5)
     np.testing.assert_allclose(np.diff(m, 2), math.log10(0.5), rtol=1e-12)
+    late = collapse_recursion_log10(-2.0, -3.0, 9, 0.8, start=3)
+    assert len(late) == 7 and late[1] - late[0] == -1.0
+    np.testing.assert_allclose(np.diff(late, 2), math.log10(0.8), rtol=1e-12)
 
 
 def _stack(rng, T=16, d=32, H=4, depth=8, alpha_prime=0.5):
