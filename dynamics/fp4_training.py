@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 
 import nn
 from nn.quant import QuantMatmul
+from theory._validation import batch_source, check_transform
 from theory.fp4 import SQRT3
 
 __all__ = ["MODES", "FP4TrainResult", "detect_crossing", "gradient_pair", "train_fp4"]
@@ -205,7 +206,8 @@ def train_fp4(
         raise TypeError(
             f"qaf_optimizer must be an optax.GradientTransformation or None, got {qaf_optimizer!r}"
         )
-    get = batches if callable(batches) else (lambda it: lambda t: next(it))(iter(batches))
+    check_transform(optimizer, "optimizer")
+    get = batch_source(batches)
     q_cfg, hp_cfg = _configs(mode, fmt)
     tr, fr = nn.split(nn.set_matmul(model, None))
     opt_state = optimizer.init(tr)

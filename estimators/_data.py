@@ -86,6 +86,9 @@ def check_data(y, a, X):
                              f"length {v.shape[0]}.")
     if p < 1:
         raise ValueError(f"`X` must have at least one column; got shape {X.shape}.")
+    for v, name in ((y, "y"), (a, "a")):
+        if n and np.ptp(v) == 0:  # no variance: every moment ratio below divides by zero
+            raise ValueError(f"`{name}` must not be constant; got every entry {v[0]:g}.")
     return y, a, X
 
 

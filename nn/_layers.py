@@ -56,8 +56,7 @@ def _keys(key, n):
 
 
 def _check_dim(name, v):
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise ValueError(f"{name} must be a positive int, got {v!r}")
+    check_int(v, name, lower=1, upper=2**31)
 
 
 class Linear(eqx.Module):

@@ -15,6 +15,8 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
+from theory._validation import batch_source, check_transform
+
 from ._tree import combine, split
 
 __all__ = [
@@ -96,13 +98,6 @@ class TrainResult:
         return f"TrainResult(steps={len(self.losses)}, final_loss={last})"
 
 
-def _batch_source(batches):
-    if callable(batches):
-        return batches
-    it = iter(batches)
-    return lambda step: next(it)
-
-
 def train(
     model,
     loss_fn: Callable,
@@ -137,7 +132,8 @@ def train(
         raise ValueError(f"steps must be a non-negative int, got {steps!r}")
     if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
         raise ValueError(f"eval_every must be a positive int or None, got {eval_every!r}")
-    get = _batch_source(batches)
+    check_transform(optimizer, "optimizer")
+    get = batch_source(batches)
     trainable, frozen = split(model)
     if opt_state is None:
         opt_state = optimizer.init(trainable)

@@ -89,6 +89,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from theory._validation import as_array, check_choice, check_int, check_key
+
 __all__ = [
     "FloatFormat",
     "FORMATS",
@@ -144,15 +146,12 @@ FORMATS = {
 }
 
 
-def _check_choice(name, v, choices):
-    if not isinstance(v, str) or v not in choices:
-        raise ValueError(f"{name} must be one of {sorted(choices)}, got {v!r}")
-
-
 def _as_float(x, name="x"):
+    if not hasattr(x, "dtype"):  # lists, scalars: refuse strings, complex, objects by name
+        as_array(x, name, finite=False)
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
-        raise TypeError(f"{name} must be a floating array, got dtype {x.dtype}")
+        raise TypeError(f"`{name}` must be a floating array; got dtype {x.dtype}.")
     if x.dtype.itemsize < 4:
         x = x.astype(jnp.float32)
     return x
@@ -264,11 +263,11 @@ def round_to(x, fmt="e2m1", rounding="nearest", *, key=None):
     >>> float(round_to(jnp.float32(2.5)))
     2.0
     """
-    _check_choice("fmt", fmt, FORMATS)
-    _check_choice("rounding", rounding, _ROUNDINGS)
+    check_choice(fmt, "fmt", FORMATS)
+    check_choice(rounding, "rounding", _ROUNDINGS)
     x = _as_float(x)
-    if rounding == "stochastic" and key is None:
-        raise ValueError("key is required for rounding='stochastic' (got None)")
+    if rounding == "stochastic":
+        check_key(key)
     return _round_to(x, key, fmt, rounding)
 
 
@@ -292,7 +291,7 @@ def sr_variance(x, fmt="e2m1"):
     Paper Sec. 3 (two-point distribution on the neighbouring grid points); for ``|x| >= max`` it
     is 0.
     """
-    _check_choice("fmt", fmt, FORMATS)
+    check_choice(fmt, "fmt", FORMATS)
     x = _as_float(x)
     f = FORMATS[fmt]
     a = jnp.minimum(jnp.abs(x), f.max)
@@ -329,12 +328,10 @@ class BlockFormat:
     elem_fmt: str = "e2m1"
 
     def __post_init__(self):
-        b = self.block_size
-        if not isinstance(b, int | np.integer) or isinstance(b, bool) or b < 1:
-            raise ValueError(f"block_size must be a positive int, got {b!r}")
-        _check_choice("scale_fmt", self.scale_fmt, (*FORMATS, "fp32"))
-        _check_choice("elem_fmt", self.elem_fmt, FORMATS)
-        _check_choice("scale_rule", self.scale_rule, _SCALE_RULES)
+        check_int(self.block_size, "block_size", lower=1, upper=2**20)
+        check_choice(self.scale_fmt, "scale_fmt", (*FORMATS, "fp32"))
+        check_choice(self.elem_fmt, "elem_fmt", FORMATS)
+        check_choice(self.scale_rule, "scale_rule", _SCALE_RULES)
         if self.scale_rule != "nearest" and self.scale_fmt != "e8m0":
             raise ValueError(
                 f"scale_rule={self.scale_rule!r} needs scale_fmt='e8m0', got {self.scale_fmt!r}"
@@ -381,9 +378,7 @@ def _resolve(fmt) -> BlockFormat:
 
 
 def _check_axis(axis, ndim):
-    if not isinstance(axis, int | np.integer) or not -ndim <= axis < ndim:
-        raise ValueError(f"axis must be an int in [{-ndim}, {ndim}), got {axis!r}")
-    return int(axis) % ndim
+    return check_int(axis, "axis", lower=-ndim, upper=ndim - 1) % ndim
 
 
 def _scales(amax_b, bf: BlockFormat, dtype, up=False):
@@ -425,7 +420,7 @@ def quantize_blocks(
     the module docstring for the scale rules, zero blocks and non-finite inputs).
     """
     bf = _resolve(fmt)
-    _check_choice("rounding", rounding, _ROUNDINGS)
+    check_choice(rounding, "rounding", _ROUNDINGS)
     x = _as_float(x)
     if x.ndim == 0:
         raise ValueError("x must have at least one axis")
@@ -435,8 +430,8 @@ def quantize_blocks(
         raise ValueError(
             f"block_size={B} must divide the length {n} of axis {axis} (or pass pad=True)"
         )
-    if rounding == "stochastic" and key is None:
-        raise ValueError("key is required for rounding='stochastic' (got None)")
+    if rounding == "stochastic":
+        check_key(key)
     return _quantize_blocks(x, key, bf, rounding, ax)
 
 
@@ -515,7 +510,7 @@ class Operand:
             object.__setattr__(self, "fmt", _resolve(self.fmt))
         if not isinstance(self.fmt, BlockFormat):
             raise ValueError(f"fmt must be 'nvfp4', 'mxfp4' or a BlockFormat, got {self.fmt!r}")
-        _check_choice("rounding", self.rounding, _ROUNDINGS)
+        check_choice(self.rounding, "rounding", _ROUNDINGS)
 
     def __call__(self, x, axis, key):
         return quantize_blocks(

@@ -34,6 +34,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from theory._validation import check_array, check_choice, check_int, check_key, check_scalar
+
 __all__ = [
     "sym",
     "skew",
@@ -50,17 +52,36 @@ __all__ = [
 ]
 
 
+def _stiefel(x, name="x"):
+    """``x`` a (batch of) tall matrix (..., p, r), p >= r, real and finite."""
+    x = check_array(x, name, min_ndim=2, max_abs=1e100)
+    if x.shape[-2] < x.shape[-1] or x.shape[-1] < 1:
+        raise ValueError(f"`{name}` must have shape (..., p, r) with p >= r >= 1; got "
+                         f"{tuple(x.shape)}.")
+    return x
+
+
+def _like(v, x, name):
+    v = check_array(v, name, max_abs=1e100)
+    if tuple(v.shape) != tuple(x.shape):
+        raise ValueError(f"`{name}` must have the shape of `x` {tuple(x.shape)}; got "
+                         f"{tuple(v.shape)}.")
+    return v
+
+
 def _t(a):
     return jnp.swapaxes(a, -1, -2)
 
 
 def sym(a):
     """``(A + A^T) / 2`` over the last two axes."""
+    a = check_array(a, "a", min_ndim=2, max_abs=1e300)
     return 0.5 * (a + _t(a))
 
 
 def skew(a):
     """``(A - A^T) / 2`` over the last two axes."""
+    a = check_array(a, "a", min_ndim=2, max_abs=1e300)
     return 0.5 * (a - _t(a))
 
 
@@ -69,6 +90,8 @@ def project_tangent(x, v):
 
     ``P_X(V) = V - X sym(X^T V)`` (Euclidean metric; Absil, Mahony & Sepulchre 2008, eq. (3.35)).
     """
+    x = _stiefel(x)
+    v = _like(v, x, "v")
     return v - x @ sym(_t(x) @ v)
 
 
@@ -91,6 +114,8 @@ def retract_qr(x, v):
     ``M^T M = I + V^T V``, condition number ``1 + ||V||_2^2`` (derived here; tested against the
     Householder QR in ``tests/nn/test_riemannian.py``).
     """
+    x = _stiefel(x)
+    v = _like(v, x, "v")
     return _cholesky_qr(_cholesky_qr(x + v))
 
 
@@ -102,6 +127,8 @@ def retract_polar(x, v):
     (O(p r^2 + r^3)); as for :func:`retract_qr`, ``M^T M = I + V^T V`` at ``X`` on St(p, r) with
     tangent ``V``, so squaring the condition number costs no accuracy (tested against the SVD).
     """
+    x = _stiefel(x)
+    v = _like(v, x, "v")
     m = x + v
     w, q = jnp.linalg.eigh(_t(m) @ m)
     return m @ ((q * jax.lax.rsqrt(w)[..., None, :]) @ _t(q))
@@ -116,6 +143,8 @@ def retract_cayley(x, v):
     first-order retraction (``dY/dt = V`` at 0). ``Y^T Y = X^T X`` exactly in exact arithmetic, so
     it *keeps* feasibility; it does not restore a drifted ``X`` (use QR or polar for that).
     """
+    x = _stiefel(x)
+    v = _like(v, x, "v")
     r = x.shape[-1]
     p_ = v - 0.5 * x @ (_t(x) @ v)
     u = jnp.concatenate([p_, x], axis=-1)
@@ -137,6 +166,9 @@ def landing_field(x, g, lam):
     ``p x p`` matrix ``G X^T`` (O(p r^2)). The two terms are Frobenius-orthogonal for every ``X``
     (derived here; tested in ``tests/nn/test_riemannian.py::test_landing_components_orthogonal``).
     """
+    x = _stiefel(x)
+    g = _like(g, x, "g")
+    lam = check_scalar(lam, "lam", lower=0.0, upper=1e100)
     xtx = _t(x) @ x
     rel = 0.5 * (g @ xtx - x @ (_t(g) @ x))
     eye = jnp.eye(x.shape[-1], dtype=x.dtype)
@@ -145,6 +177,7 @@ def landing_field(x, g, lam):
 
 def feasibility(x):
     """``||X^T X - I||_F`` over the last two axes (distance to the manifold, up to constants)."""
+    x = _stiefel(x)
     eye = jnp.eye(x.shape[-1], dtype=x.dtype)
     return jnp.linalg.norm(_t(x) @ x - eye, axis=(-2, -1))
 
@@ -179,9 +212,7 @@ def stiefel_retraction(method: str = "qr") -> optax.GradientTransformation:
     --------
     >>> tx = optax.chain(optax.sgd(1e-2), stiefel_retraction("polar"))  # doctest: +SKIP
     """
-    if method not in RETRACTIONS:
-        opts = ", ".join(map(repr, RETRACTIONS))
-        raise ValueError(f"`method` must be one of {opts}; got {method!r}.")
+    check_choice(method, "method", tuple(RETRACTIONS))
     retract = RETRACTIONS[method]
 
     def init_fn(params):
@@ -213,9 +244,7 @@ def landing(lam: float = 1.0) -> optax.GradientTransformation:
     landing iteration ``X <- X - lr * Lambda(X)`` of Ablin & Peyre 2022, Alg. 1;
     ``optax.chain(landing(lam), optax.adamw(lr))`` is what PoLAR's code runs.
     """
-    if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not lam > 0 or lam != lam:
-        raise ValueError(f"`lam` must be a positive real number; got {lam!r}.")
-    lam = float(lam)
+    lam = check_scalar(lam, "lam", lower=0.0, upper=1e100, closed="neither")
 
     def init_fn(params):
         _check_tall(params, "landing")
@@ -234,7 +263,8 @@ def random_stiefel(p: int, r: int, *, key, dtype=None):
 
     (Mezzadri 2007, Notices AMS 54, Sec. 5.)
     """
-    if not (isinstance(p, int) and isinstance(r, int)) or r < 1 or p < r:
-        raise ValueError(f"`p` and `r` must be integers with 1 <= r <= p; got p={p!r}, r={r!r}.")
+    r = check_int(r, "r", lower=1)
+    p = check_int(p, "p", lower=r, upper=10**8)
+    key = check_key(key)
     q, rr = jnp.linalg.qr(jax.random.normal(key, (p, r), dtype=dtype))
     return q * jnp.where(jnp.diagonal(rr) < 0, -1.0, 1.0).astype(q.dtype)

@@ -23,6 +23,7 @@ __all__ = [
     "NumericalError",
     "ConvergenceError",
     "as_array",
+    "check_array",
     "check_scalar",
     "check_int",
     "check_bool",
@@ -34,6 +35,7 @@ __all__ = [
     "check_transform",
     "as_path",
     "check_memory",
+    "batch_source",
     "check_finite_result",
 ]
 
@@ -138,6 +140,29 @@ def as_array(x, name, *, ndim=None, shape=None, finite=True, dtype=np.float64, m
     return arr
 
 
+def check_array(x, name, *, ndim=None, min_ndim=None, finite=True, max_abs=None):
+    """Validate a NumPy/JAX array (or tracer) without converting it: real floating or integer
+    dtype, ``ndim`` (or at least ``min_ndim``) axes, finite entries (at most ``max_abs`` in
+    magnitude) when concrete. Returns ``x``
+    (lists and scalars go through :func:`as_array`)."""
+    if not hasattr(x, "dtype") or not hasattr(x, "shape"):
+        return as_array(x, name, ndim=ndim, finite=finite)
+    kind = np.dtype(x.dtype).kind if not str(x.dtype).startswith("key") else "V"
+    if kind not in "iuf":
+        raise TypeError(f"`{name}` must hold real numbers; got an array of dtype {x.dtype}.")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"`{name}` must be {ndim}-D; got shape {tuple(x.shape)}.")
+    if min_ndim is not None and x.ndim < min_ndim:
+        raise ValueError(f"`{name}` must have at least {min_ndim} axes; got shape "
+                         f"{tuple(x.shape)}.")
+    if finite and not _is_tracer(x) and kind == "f" and not np.all(np.isfinite(np.asarray(x))):
+        raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
+    if max_abs is not None and not _is_tracer(x) and x.size and np.abs(np.asarray(x)).max() > max_abs:
+        raise ValueError(f"`{name}` must have entries of magnitude <= {max_abs:g}; got "
+                         f"{float(np.abs(np.asarray(x)).max()):.3g}.")
+    return x
+
+
 def _real(value, name, what="a real number"):
     """``value`` as a Python number, accepting 0-d arrays (NumPy or JAX) of a real dtype."""
     if isinstance(value, bool | np.bool_):
@@ -158,6 +183,11 @@ def check_scalar(value, name, *, lower=None, upper=None, closed="both", finite=T
     ``closed`` in {"both", "left", "right", "neither"} says which ends are allowed. NaN is always
     rejected, infinities unless ``finite=False``; integers too large for a float are rejected.
     """
+    if _is_tracer(value):  # inside jit: the dtype and shape are all there is to check
+        if value.ndim or np.dtype(value.dtype).kind not in "iuf":
+            raise TypeError(f"`{name}` must be a real scalar; got a traced {value.dtype} array "
+                            f"of shape {value.shape}.")
+        return value
     value = _real(value, name)
     try:
         value = float(value)
@@ -216,7 +246,7 @@ def _same_kind(a, b) -> bool:
     if isinstance(a, bool | np.bool_) or isinstance(b, bool | np.bool_):
         return isinstance(a, bool | np.bool_) and isinstance(b, bool | np.bool_)
     if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
-        return True
+        return isinstance(a, numbers.Integral) == isinstance(b, numbers.Integral)
     return type(a) is type(b)
 
 
@@ -259,6 +289,8 @@ def check_key(key, name="key", *, optional=False):
         return None
     want = (f"`{name}` must be a single JAX PRNG key (jax.random.key(seed) or "
             f"jax.random.PRNGKey(seed)){' or None' if optional else ''}")
+    if key is None:
+        raise ValueError(f"{want}; it is required here and got None.")
     dtype = getattr(key, "dtype", None)
     if dtype is None or isinstance(key, np.ndarray) and dtype.kind != "u":
         raise TypeError(f"{want}; got {_show(key)} of type {type(key).__name__}.")
@@ -317,6 +349,31 @@ def as_path(path, name, *, kind=None):
             raise ValueError(f"`{name}` must be a file path in an existing directory; got "
                              f"{path!r}.")
     return path
+
+
+def batch_source(batches, name="batches"):
+    """``batches`` as ``get(step)``: a callable ``step -> batch`` as is, an iterable read in order.
+    An iterable that runs out raises ``ValueError`` naming ``name`` and the step, never a bare
+    ``StopIteration`` from inside a training loop."""
+    if callable(batches):
+        return batches
+    if isinstance(batches, str | bytes):
+        raise TypeError(f"`{name}` must be a callable step -> batch or an iterable of batches; got "
+                        f"{_show(batches)}.")
+    try:
+        it = iter(batches)
+    except TypeError as err:
+        raise TypeError(f"`{name}` must be a callable step -> batch or an iterable of batches; got "
+                        f"{type(batches).__name__}.") from err
+
+    def get(step):
+        try:
+            return next(it)
+        except StopIteration:
+            raise ValueError(f"`{name}` ran out at step {step}: give at least `steps` batches or a "
+                             f"callable step -> batch.") from None
+
+    return get
 
 
 def _memory_bytes() -> int:

@@ -1,0 +1,133 @@
+"""Generated bad input over every public callable of ``nn`` (see ``tests/_bad_input.py``).
+
+The adapter package and the architecture modules added this session (``nn.adapters``,
+``nn.hopfield``, ``nn.mla``, ``nn.mamba2``, ``nn.hybrid``) are listed in ``PENDING`` by prefix,
+with their owner: the coverage test names every callable there that still lacks a registered
+call, so the gap is visible rather than silent.
+"""
+
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import _bad_input as bi  # noqa: E402
+from _bad_input import Case, make_tests  # noqa: E402
+
+import nn  # noqa: E402
+from nn import quant as Q, riemannian as R  # noqa: E402
+
+KEY = jax.random.key(0)
+_g = np.random.default_rng(0)
+LIN = nn.Linear(4, 2, key=KEY)
+XR = _g.standard_normal((8, 4))
+BATCH = (XR, _g.standard_normal((8, 2)))
+SGD = optax.sgd(0.1)
+TOK = jnp.asarray(_g.integers(0, 8, (2, 6)))
+LM = nn.TransformerLM(8, 8, 2, 1, 8, key=KEY)
+LOGITS = _g.standard_normal((3, 5))
+TARGETS = jnp.asarray([0, 3, 4])
+Q64, _ = np.linalg.qr(_g.standard_normal((6, 2)))
+V62 = _g.standard_normal((6, 2)) * 0.1
+S2 = _g.standard_normal((2, 2))
+ATT = _g.standard_normal((1, 4, 2, 4))  # (batch, length, heads, head_dim)
+P3 = np.array([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.3, 0.7]])
+XQ = _g.standard_normal((2, 32))
+
+
+def _mse(m, batch, *, key=None):
+    X, y = batch
+    return jnp.mean((m(X) - y) ** 2)
+
+
+def _save(path="/tmp/_bad_input_nn.eqx", tree=LIN):
+    return nn.save(path, tree)
+
+
+_save()
+
+CASES = {
+    "nn.Linear": Case(nn.Linear, dict(in_features=4, out_features=2, key=KEY)),
+    "nn.MLP": Case(nn.MLP, dict(in_features=4, out_features=2, width=8, depth=2, key=KEY)),
+    "nn.Embedding": Case(nn.Embedding, dict(num_embeddings=8, dim=4, key=KEY)),
+    "nn.RMSNorm": Case(nn.RMSNorm, dict(dim=4)),
+    "nn.causal_attention": Case(nn.causal_attention, dict(q=ATT, k=ATT, v=ATT)),
+    "nn.CausalSelfAttention": Case(nn.CausalSelfAttention, dict(d_model=8, num_heads=2, key=KEY)),
+    "nn.TransformerBlock": Case(nn.TransformerBlock, dict(d_model=8, num_heads=2, key=KEY)),
+    "nn.TransformerLM": Case(nn.TransformerLM, dict(vocab_size=8, d_model=8, num_heads=2,
+                                                    num_layers=1, max_len=8, key=KEY)),
+    "nn.default_float": Case(nn.default_float, {}),
+    "nn.uniform_fan_in": Case(nn.uniform_fan_in, dict(fan_in=4)),
+    "nn.set_matmul": Case(nn.set_matmul, dict(model=LIN, matmul=None)),
+    "nn.trainable_mask": Case(nn.trainable_mask, dict(model=LIN)),
+    "nn.split": Case(nn.split, dict(model=LIN)),
+    "nn.combine": Case(nn.combine, dict(trainable=nn.split(LIN)[0], frozen=nn.split(LIN)[1])),
+    "nn.count_params": Case(nn.count_params, dict(model=LIN)),
+    "nn.train": Case(nn.train, heavy=True, kwargs=dict(
+        model=LIN, loss_fn=_mse, batches=[BATCH] * 3, optimizer=SGD, steps=3, key=KEY,
+        progress=False)),
+    "nn.make_step": Case(nn.make_step, dict(loss_fn=_mse, optimizer=SGD)),
+    "nn.evaluate": Case(nn.evaluate, heavy=True, kwargs=dict(model=LIN, loss_fn=_mse,
+                                                              batches=[BATCH])),
+    "nn.save": Case(_save, dict(path="/tmp/_bad_input_nn.eqx", tree=LIN)),
+    "nn.load": Case(nn.load, dict(path="/tmp/_bad_input_nn.eqx", like=LIN)),
+    "nn.lm_loss": Case(nn.lm_loss, heavy=True, kwargs=dict(model=LM, batch=TOK)),
+    "nn.cross_entropy": Case(nn.cross_entropy, dict(logits=LOGITS, targets=TARGETS)),
+    "nn.MarkovCorpus": Case(nn.MarkovCorpus, dict(P=P3)),
+    "nn.quant.round_to": Case(Q.round_to, dict(x=XQ)),
+    "nn.quant.quantize_blocks": Case(Q.quantize_blocks, dict(x=XQ)),
+    "nn.quant.quantize": Case(Q.quantize, dict(x=XQ, rounding="stochastic", key=KEY)),
+    "nn.quant.BlockFormat": Case(Q.BlockFormat, {}),
+    "nn.quant.Operand": Case(Q.Operand, {}),
+    "nn.quant.QuantMatmul": Case(Q.QuantMatmul, {}),
+    "nn.quant.sr_variance": Case(Q.sr_variance, dict(x=XQ)),
+    "nn.riemannian.sym": Case(R.sym, dict(a=S2)),
+    "nn.riemannian.skew": Case(R.skew, dict(a=S2)),
+    "nn.riemannian.project_tangent": Case(R.project_tangent, dict(x=Q64, v=V62)),
+    "nn.riemannian.retract_qr": Case(R.retract_qr, dict(x=Q64, v=V62)),
+    "nn.riemannian.retract_polar": Case(R.retract_polar, dict(x=Q64, v=V62)),
+    "nn.riemannian.retract_cayley": Case(R.retract_cayley, dict(x=Q64, v=V62)),
+    "nn.riemannian.landing_field": Case(R.landing_field, dict(x=Q64, g=V62, lam=1.0)),
+    "nn.riemannian.feasibility": Case(R.feasibility, dict(x=Q64)),
+    "nn.riemannian.stiefel_retraction": Case(R.stiefel_retraction, {}),
+    "nn.riemannian.landing": Case(R.landing, {}),
+    "nn.riemannian.random_stiefel": Case(R.random_stiefel, dict(p=6, r=2, key=KEY)),
+}
+
+NOT_ENTRY_POINTS = {"nn.TrainResult": "result", "nn.quant.FloatFormat": "record of FORMATS",
+                    "nn.quant.BlockQuantized": "result of quantize_blocks"}
+# modules whose owners register their calls (the coverage test lists the callables still missing)
+PENDING = {"nn.adapters.": "adapter-core (nn/adapters)", "nn.hopfield.": "hopfield helper",
+           "nn.mla.": "mla/hybrid helper", "nn.mamba2.": "mla/hybrid helper",
+           "nn.hybrid.": "mla/hybrid helper"}
+PENDING_NAMES = {k: PENDING[p] for k in bi.public_callables("nn") for p in PENDING
+                 if k.startswith(p)}
+
+# validation still incomplete (found by the exhaustive run): the file that must fix each
+_LAYERS = "nn/_layers.py (dims, use_bias, eps, init_std, mlp_ratio via theory._validation)"
+KNOWN_GAPS = {
+    **dict.fromkeys(["nn.Linear", "nn.MLP", "nn.Embedding", "nn.RMSNorm", "nn.CausalSelfAttention",
+                     "nn.TransformerBlock", "nn.TransformerLM", "nn.causal_attention",
+                     "nn.uniform_fan_in"], _LAYERS),
+    **dict.fromkeys(["nn.combine", "nn.cross_entropy", "nn.save", "nn.load"],
+                    "nn/_train.py, nn/_tree.py (argument checks)"),
+    "nn.MarkovCorpus": "nn/_data.py (P must be a finite row-stochastic matrix)",
+    **dict.fromkeys(["nn.quant.round_to", "nn.quant.quantize", "nn.quant.quantize_blocks",
+                     "nn.quant.sr_variance"],
+                    "nn/quant.py (NaN inputs propagate to NaN outputs by design; decide: raise)"),
+}
+
+(test_every_public_callable_has_a_valid_call, test_valid_call_is_finite, test_bad_input,
+ test_bad_input_exhaustive) = make_tests("nn", CASES, {**NOT_ENTRY_POINTS, **PENDING_NAMES},
+                                         max_examples=250, known_gaps=KNOWN_GAPS)
+
+
+def test_pending_modules_are_listed():
+    """The exempted callables, printed so the gap stays visible in the test log."""
+    assert all(k.startswith(tuple(PENDING)) for k in PENDING_NAMES)
+    print(f"{len(PENDING_NAMES)} nn callables await registered calls:",
+          ", ".join(sorted(PENDING_NAMES)))
