@@ -17,6 +17,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from theory._validation import check_int
+
 from ._tree import value
 
 __all__ = [
