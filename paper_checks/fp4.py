@@ -102,11 +102,13 @@ def sr_quadratic(n, d, draws, seed):
     Xj, yj = jnp.asarray(X), jnp.asarray(y)
     cfg = QuantMatmul.backward_only(NVFP4)
 
-    def grad(w, key):
+    def grad(w, key, X, y):
         m = nn.set_matmul(_linear(w), cfg)
-        return eqx.filter_grad(lambda m: _reg_loss(m, (Xj, yj), key=key))(m).weight[0]
+        return eqx.filter_grad(lambda m: _reg_loss(m, (X, y), key=key))(m).weight[0]
 
-    sample = jax.jit(lambda w, keys: jax.lax.map(lambda k: grad(w, k), keys, batch_size=50))
+    # the data are arguments, not closed-over constants (XLA would constant-fold their quantiser)
+    sample = jax.jit(lambda w, keys, X, y: jax.lax.map(lambda k: grad(w, k, X, y), keys,
+                                                       batch_size=50))
     keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), 1), draws)
     out = {"k": np.array(KS), "fixed": [], "fixed_se": [], "opt": [], "opt_se": [], "rho": []}
     for k in KS:
@@ -115,7 +117,7 @@ def sr_quadratic(n, d, draws, seed):
             n2 = _noise_sq(X, y, w_star + t * u)[0]
             t = math.sqrt(n2) / (k * theory_fp4.critical_sigma(1.0, d) * math.sqrt(d))
         w = w_star + t * u
-        g = np.asarray(sample(jnp.asarray(w, jnp.float32), keys), np.float64)
+        g = np.asarray(sample(jnp.asarray(w, jnp.float32), keys, Xj, yj), np.float64)
         e = w - w_star
         G = e @ e
         for name, eta in (("fixed", 1.0), ("opt", G / (G + n2))):
