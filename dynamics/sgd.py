@@ -4,6 +4,7 @@ r"""Simulators for the last iterate of constant-step SGD (Attia et al. 2025, arX
   quadratic finite sums (second-moment recursion, one eigendecomposition for every ``T``) or by
   vectorised JAX Monte Carlo for any instance, with standard errors.
 * :func:`expected_quadratic_form` -- exact :math:`E[(w_T-w_\star)^\top W (w_T-w_\star)]`.
+* :func:`worst_start_excess_risk` -- exact worst case over start points of a realizable quadratic.
 * :func:`simulate_iterates` -- whole paths (small ``T``), for pathwise checks such as Fejér
   monotonicity.
 * :func:`continual_learning` -- average loss and forgetting of continual linear regression under
