@@ -10,7 +10,7 @@ import numpy as np
 
 from theory._validation import as_array
 
-__all__ = ["check_data", "data_names"]
+__all__ = ["as_numeric", "check_data", "data_names"]
 
 
 def _is_frame(x) -> bool:
@@ -49,35 +49,44 @@ def _check_missing(arr, name, columns=None):
                      f"first.")
 
 
+def as_numeric(v, name, ndim):
+    """One input (array, Series or DataFrame) as a finite float64 array with ``ndim`` axes;
+    missing values refused with their count and columns."""
+    columns = [str(c) for c in v.columns] if _is_frame(v) and ndim == 2 else None
+    if _is_frame(v) or _is_series(v):
+        if ndim == 1 and _is_frame(v):
+            if v.shape[1] != 1:
+                raise ValueError(f"`{name}` must be one column; got a DataFrame with "
+                                 f"{v.shape[1]} columns.")
+            v = v.iloc[:, 0]
+        v = _numeric(v, name)
+    else:
+        v = as_array(v, name, ndim=ndim, finite=False)
+    if v.ndim != ndim:
+        raise ValueError(f"`{name}` must be {ndim}-dimensional; got shape {v.shape}.")
+    _check_missing(v, name, columns)
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"`{name}` must be finite; got {int((~np.isfinite(v)).sum())} "
+                         f"infinite value(s).")
+    if v.size and np.abs(v).max() > 1e100:  # its squares and cross-products would overflow
+        raise ValueError(f"`{name}` must have entries of magnitude <= 1e100; got "
+                         f"{np.abs(v).max():.3g}. Rescale it.")
+    return v
+
+
 def check_data(y, a, X):
     """``(y, a, X)`` as float64 arrays of matching length; pandas input allowed.
 
     Missing values are refused with their count and columns; pandas objects must share one index.
     """
     index = getattr(X, "index", None) if _is_frame(X) else None
-    columns = [str(c) for c in X.columns] if _is_frame(X) else None
     arrays = []
     for v, name, ndim in ((y, "y", 1), (a, "a", 1), (X, "X", 2)):
-        if _is_frame(v) or _is_series(v):
-            if index is not None and not v.index.equals(index):
-                raise ValueError(f"`{name}` must have the same index as `X` (rows are matched by "
-                                 f"position); got a different index. Align them first, e.g. "
-                                 f"`{name}.loc[X.index]`.")
-            if name != "X" and _is_frame(v):
-                if v.shape[1] != 1:
-                    raise ValueError(f"`{name}` must be one column; got a DataFrame with "
-                                     f"{v.shape[1]} columns.")
-                v = v.iloc[:, 0]
-            v = _numeric(v, name)
-        else:
-            v = as_array(v, name, ndim=ndim, finite=False)
-        if v.ndim != ndim:
-            raise ValueError(f"`{name}` must be {ndim}-dimensional; got shape {v.shape}.")
-        _check_missing(v, name, columns if name == "X" else None)
-        if not np.all(np.isfinite(v)):
-            raise ValueError(f"`{name}` must be finite; got {int((~np.isfinite(v)).sum())} "
-                             f"infinite value(s).")
-        arrays.append(v)
+        if (_is_frame(v) or _is_series(v)) and index is not None and not v.index.equals(index):
+            raise ValueError(f"`{name}` must have the same index as `X` (rows are matched by "
+                             f"position); got a different index. Align them first, e.g. "
+                             f"`{name}.loc[X.index]`.")
+        arrays.append(as_numeric(v, name, ndim))
     y, a, X = arrays
     n, p = X.shape
     for v, name in ((y, "y"), (a, "a")):

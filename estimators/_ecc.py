@@ -18,8 +18,9 @@ from scipy import linalg, special, stats
 from theory import ecc as _th
 from theory._validation import as_array, as_generator, check_choice, check_scalar
 
+from ._data import as_numeric, data_names
 from ._data import check_data as _check_data
-from ._data import data_names
+from ._hoif import hoif
 from ._ols import ols_fit
 
 __all__ = [
@@ -115,7 +116,13 @@ class ECCResult:
 
     def summary(self) -> str:
         lo, hi = self.ci
-        if self.estimator.startswith("ols"):
+        if self.estimator == "hoif":
+            head = (f"ECC (U-statistic, covariance from {self.moments['N']} unlabeled rows)   "
+                    f"n={self.n}  p={self.p}  p/n={self.gamma:.3g}")
+            tail = (f"theta (alpha^T Sigma beta) {self.theta:.4f}   n*Var={self.variance:.4g} "
+                    f"(labeled {self.n * self.moments['var_labeled']:.4g}, unlabeled "
+                    f"{self.n * self.moments['var_unlabeled']:.4g})")
+        elif self.estimator.startswith("ols"):
             kind = "OLS residual" if self.estimator == "ols" else "OLS leave-one-out"
             head = (f"ECC ({kind}, exact for any covariance)   n={self.n}  p={self.p}  "
                     f"p/n={self.gamma:.3g}")
@@ -349,9 +356,11 @@ def _guidance(n, p_fit):
                 f"covariance of X as `cov=`.")
     return (f"With p >= n (here {p_fit} fitted columns, {n} rows) and an unknown covariance the "
             f"ECC is not identified from (y, a, X) alone. It is identified with extra "
-            f"information: the known population covariance of the rows (`cov=`), independent "
-            f"unlabeled rows of X (N >= p + 2) to estimate it, or the assumption that the "
-            f"regression coefficients are generic relative to the covariance's eigenvectors.")
+            f"information: the known population covariance of the rows (`cov=`); independent "
+            f"unlabeled rows of X (N >= p + 3, N >= 2p recommended) to estimate it "
+            f"(estimator='hoif', X_unlabeled=...); or the assumption that the regression "
+            f"coefficients are generic relative to the covariance's eigenvectors (route b of "
+            f"the package's research note; not implemented).")
 
 
 def _center(*arrs):
@@ -537,7 +546,7 @@ _OLS = ("ols", "ols_loo")
 
 
 def ecc(y, a, X, *, estimator="dr", split=None, lam=None, cov=None, level=0.95, rng=None,
-        constants=None, center=True) -> ECCResult:
+        constants=None, center=True, X_unlabeled=None) -> ECCResult:
     r"""Estimate of the Expected Conditional Covariance ``E Cov(Y, A | X)``.
 
     ``estimator="ols"`` (or ``"ols_loo"``), for ``p < n`` and any covariance and row law of X:
@@ -545,6 +554,11 @@ def ecc(y, a, X, *, estimator="dr", split=None, lam=None, cov=None, level=0.95, 
     leave-one-out form, unbiased for the average of a row-dependent ``Cov(eps_i, delta_i)``),
     with the exact conditional variance (fourth-moment term estimated); see
     :mod:`estimators._ols` (derived in the package's research note on unknown covariance, §2).
+
+    ``estimator="hoif"`` with ``X_unlabeled`` (independent covariate rows without ``y, a``):
+    the second-order influence-function U-statistic with the inverse covariance of the
+    unlabeled rows, exactly unbiased for Gaussian rows and any covariance, also when ``p > n``
+    (:mod:`estimators._hoif`; research note §5, route c1).
 
     ``estimator`` in ``{"dr", "nr", "int"}``: fits ridge
     regressions of ``a`` and ``y`` on ``X`` on training folds, evaluates the INT, NR or
@@ -564,10 +578,11 @@ def ecc(y, a, X, *, estimator="dr", split=None, lam=None, cov=None, level=0.95, 
         ``ValueError`` when the whitened training folds are not compatible with identity
         covariance (Ledoit–Wolf sphericity statistic beyond 8 SD), saying which route applies
         (``estimator="ols"`` when ``p < n``).
-    estimator : {"dr", "nr", "int", "ols", "ols_loo"}
+    estimator : {"dr", "nr", "int", "ols", "ols_loo", "hoif"}
         Doubly robust ``mean((Y - Xb)(A - Xa))``, Newey–Robins ``mean(A (Y - Xb))``,
-        integral-based ``mean(A Y) - a^T b`` (ridge nuisances, split folds), or the OLS
-        residual / leave-one-out forms (no split, no penalty).
+        integral-based ``mean(A Y) - a^T b`` (ridge nuisances, split folds), the OLS
+        residual / leave-one-out forms (no split, no penalty), or the unlabeled-rows
+        U-statistic.
     split : {2, 3}, optional
         Ridge forms only (default 2). 2: both nuisances fitted on one half, evaluated on the
         other; 3: each nuisance on its own third, evaluated on the last (folds ``n//3, n//3``
@@ -594,8 +609,12 @@ def ecc(y, a, X, *, estimator="dr", split=None, lam=None, cov=None, level=0.95, 
         ``tests/estimators/test_ecc_monte_carlo.py``).
     center : bool
         Centre every fold (an unpenalised intercept; ``m - 1`` degrees of freedom, exact for
-        Gaussian rows; for OLS an intercept column). ``False`` assumes mean-zero ``X``, ``a``
-        and ``y``.
+        Gaussian rows; for OLS an intercept column; for ``"hoif"`` the labeled means of ``y``,
+        ``a`` and the pooled mean of ``X`` are removed, exact to O(1/n)). ``False`` assumes
+        mean-zero ``X``, ``a`` and ``y``.
+    X_unlabeled : array_like or pandas.DataFrame, shape (N, p), optional
+        ``estimator="hoif"`` only (and required there): independent rows of the covariates
+        with the law of ``X``, ``N >= p + 3`` (``N >= 2p`` recommended).
 
     Returns
     -------
@@ -619,11 +638,25 @@ def ecc(y, a, X, *, estimator="dr", split=None, lam=None, cov=None, level=0.95, 
     >>> abs(r.estimate - 0.5) < 4 * r.se
     True
     """
-    estimator = check_choice(estimator, "estimator", _th.ESTIMATORS + _OLS)
+    estimator = check_choice(estimator, "estimator", _th.ESTIMATORS + _OLS + ("hoif",))
     level = check_scalar(level, "level", lower=0.0, upper=1.0, closed="neither")
     if not isinstance(center, bool | np.bool_):
         raise TypeError(f"`center` must be a bool; got {center!r}.")
     names = data_names(y, a, X)
+    if estimator == "hoif":
+        for arg, val in (("split", split), ("lam", lam), ("cov", cov), ("constants", constants)):
+            if val is not None:
+                raise ValueError(f"`{arg}` does not apply to estimator='hoif' (no split, no "
+                                 f"penalty, covariance from `X_unlabeled`); got {arg}={val!r}.")
+        if X_unlabeled is None:
+            raise ValueError("estimator='hoif' needs `X_unlabeled`, independent covariate rows "
+                             "without outcomes (N >= p + 3).")
+        return _hoif_result(y, a, X, X_unlabeled, level, bool(center), names)
+    if X_unlabeled is not None:
+        raise ValueError(f"`X_unlabeled` is used by estimator='hoif' only; got estimator="
+                         f"{estimator!r}. (Whitening the ridge estimators by the unlabeled "
+                         f"covariance needs constants for an inverse Marchenko–Pastur population "
+                         f"spectrum, not implemented.)")
     if estimator in _OLS:
         for arg, val in (("split", split), ("lam", lam), ("cov", cov), ("constants", constants)):
             if val is not None:
@@ -660,6 +693,31 @@ def _ols_result(y, a, X, estimator, level, center, names):
         estimator=estimator, split=1, level=level, naive=est, theta=fit.theta(est), n=n, p=p,
         m=n, gamma=p / n, lam_prediction=None, constants="exact",
         moments={"var_eps": fit.s_e, "var_delta": fit.s_d, "dof": fit.k}, names=names)
+
+
+def _hoif_result(y, a, X, XU, level, center, names):
+    y, a, X = _check_data(y, a, X)
+    n, p = X.shape
+    XU = as_numeric(XU, "X_unlabeled", 2)
+    N = XU.shape[0]
+    if XU.shape[1] != p:
+        raise ValueError(f"`X_unlabeled` must have the {p} columns of X; got {XU.shape[1]}.")
+    if N < p + 3:
+        raise ValueError(f"`X_unlabeled` must have at least p + 3 = {p + 3} rows (N >= 2p "
+                         f"recommended); got {N}.")
+    if n < 3:
+        raise ValueError(f"estimator='hoif' needs at least 3 labeled rows; got {n}.")
+    if center:
+        mx = (X.sum(0) + XU.sum(0)) / (n + N)
+        y, a, X, XU = y - y.mean(), a - a.mean(), X - mx, XU - mx
+    est, var, var_lab, var_unl, theta = hoif(y, a, X, XU)
+    se = float(np.sqrt(var))
+    z = float(special.ndtri(0.5 + level / 2))
+    return ECCResult(
+        estimate=est, se=se, ci=(est - z * se, est + z * se), variance=n * var, lam=(0.0, 0.0),
+        estimator="hoif", split=1, level=level, naive=est, theta=theta, n=n, p=p, m=n,
+        gamma=p / n, lam_prediction=None, constants="unlabeled",
+        moments={"N": N, "var_labeled": var_lab, "var_unlabeled": var_unl}, names=names)
 
 
 def _result(prep, estimator, lam, level, constants, names=None):

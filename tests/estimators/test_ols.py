@@ -184,7 +184,8 @@ def test_ridge_refusal_says_which_route_applies():
     with pytest.raises(ValueError, match="estimator='ols'"):
         ecc(y, a, X)
     y, a, X = _ar_data(300, 400)
-    with pytest.raises(ValueError, match=r"p >= n.*not identified.*`cov=`.*unlabeled"):
+    routes = r"p >= n.*not identified.*`cov=`.*unlabeled.*estimator='hoif'"
+    with pytest.raises(ValueError, match=routes):
         ecc(y, a, X, split=2)
 
 
