@@ -26,7 +26,7 @@ def make(scale: str = "quick", seed: int = 0):
     ax1.loglog(T, ts.noiseless_bound(T, 1.0, 1.0), "k:", label=r"$D^2/\sqrt{T}$ (constant 1)")
     ax1.plot([], [], "k--", lw=0.8, label=r"from $x_0 = 0$")
     ax1.set(xlabel="T (row projections)",
-            ylabel=r"$E\,\|Ax_T-b\|^2/(2\|A\|_F^2\,\|x_0-x_\star\|^2)$")
+            ylabel=r"$E\,\|Ax_T-b\|^2/(2\|A\|_F^2\,\|x_0-x_\star\|^2)$", ylim=(1e-8, 3))
     ax1.legend(frameon=False, fontsize=7)
     for c, (name, w) in enumerate(cl["with"].items()):
         ax2.loglog(w.k, w.loss, "-", color=f"C{c}", lw=1.5 if c == 0 else 0.8,
@@ -38,7 +38,7 @@ def make(scale: str = "quick", seed: int = 0):
     ax2.loglog(k, ts.continual_loss_bound(k), "k:", label=r"$13/\sqrt{k}$")
     ax2.loglog(k, 1 / (np.e * k), "k--", lw=0.8, label=r"$1/(ek)$")
     ax2.set(xlabel="k (tasks learnt)", ylabel=r"$E\,\mathcal{L}(w_k)$, normalised by "
-            r"$\|w_\star\|^2R^2$")
+            r"$\|w_\star\|^2R^2$", ylim=(1e-7, 30))
     ax2.legend(frameon=False, fontsize=7)
     fig.suptitle(TITLE)
     fig.tight_layout()
