@@ -1,14 +1,18 @@
 """Claims of Chmiel, Fishman, Banner & Soudry, "FP4 All the Way" (NeurIPS 2025, arXiv 2505.19115).
 
-Shared, cached simulations (used by the claims and the ``figures/fp4_*`` plots):
+Shared, memoised simulations (used by the claims and the ``figures/fp4_*`` plots), each with its
+size table and every draw from ``seed``:
 
-* :func:`regression_threshold` - the Sec. 4 / Fig. 5 story on noisy linear regression with an exact
-  forward and the FP4 (NVFP4, SR) backward: the ratio falls below sqrt(3), the FP4-gradient run
-  stalls, switching to high-precision gradients at the crossing recovers full precision;
-* :func:`design_sweep` - block size x scale format x rounding per operand (paper Figs. 1-3) on a
-  teacher-student MLP, several seeds, paired differences;
-* :func:`lm_runs` - a small decoder-only Transformer on a synthetic Markov corpus trained in float32
-  and with the paper's fully quantised recipe in NVFP4 and MXFP4, several seeds.
+* :func:`sr_quadratic` - one step on a least-squares problem with ``H = I`` whose gradient comes
+  from the package's NVFP4 SR update GEMM, at noise levels ``sigma = k sigma_crit`` set by the
+  exact SR variance model of :mod:`theory.fp4` (paper Sec. 4, Fig. 4);
+* :func:`threshold_runs` - GD with SR gradients (:func:`dynamics.fp4_training.train_fp4`): the
+  crossing of sqrt(3), the stalled error and switching at ratio 3 / sqrt(3) / 1, against the noise
+  model iterated along the noise-free path (Fig. 5);
+* :func:`design_sweep` - scale format, block size and rounding per operand (Figs. 1-3) on a
+  realizable teacher-student MLP, paired seeds;
+* :func:`lm_runs` - a small decoder-only Transformer on a synthetic Markov corpus in float32 and
+  with the paper's fully quantised recipe in NVFP4 and MXFP4, paired seeds.
 """
 
 from __future__ import annotations
