@@ -18,7 +18,7 @@ import optax
 import nn
 import nn.adapters as ad
 from nn import riemannian as rm
-from paper_checks._registry import Measurement, claim, memo, sizes, wrap
+from paper_checks._registry import Measurement, claim, memo, patch, sizes, wrap
 from paper_checks._rules import at_most, measure, paired_gap
 from paper_checks.adapters._base import stack_trees, xent
 
@@ -32,8 +32,8 @@ def _flip_attraction(f):
 # ------------------------------------------------------------------ stable rank at matched fit
 SR_D, SR_H, SR_C = 32, 64, 16
 SR_R, SR_ALPHA = 8, 32.0  # r in the grid {4, 8, 16, 32}; lora_alpha = 32 (train_and_eval.sh)
-SR_LAMBDA = 1.0  # landing weight: finetune_commonsense.py's default, keeps X, Y near Stiefel
-SR_LRS = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2)  # one grid for both (the scripts: 4e-4 LoRA, 4e-3 PoLAR)
+SR_STIEFEL = "qr"  # a QR retraction keeps X, Y on Stiefel (landing under Adam left it: below)
+SR_LRS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)  # one grid for both (the scripts: 4e-4 LoRA, 4e-3 PoLAR)
 SR_BATCH, SR_EPOCHS, SR_WARMUP, SR_CHECKPOINTS = 128, 5, 0.03, 10
 SR_SIZES = sizes(smoke=dict(seeds=2, n_train=1024, n_val=512),
                  quick=dict(seeds=6, n_train=8192, n_val=2048),
@@ -72,7 +72,10 @@ def _sr_data(seed, seeds, n_train, n_val):
 def _sr_runner(method, n_train, steps):
     """Jitted ``(tr, fr, lrs, idx, x, y) -> (val loss, sr, feasibility)`` at ``SR_CHECKPOINTS + 1``
     points, over (replicate, lr); AdamW (weight decay 0, the HF default) with cosine decay and 3 %
-    warmup, PoLAR's X, Y through the landing field first (:func:`nn.adapters.polar_optimizer`)."""
+    warmup; PoLAR's X, Y retracted to the manifold after each step
+    (:func:`nn.adapters.polar_optimizer` with ``stiefel=SR_STIEFEL``). With the official landing
+    field (lambda 1) instead, both methods chose lr 3e-2 and PoLAR ended at ||X^T X - I||_F =
+    0.24, off the manifold, where ``sr(Delta W) != sr(Theta)``."""
     every = steps // SR_CHECKPOINTS
 
     def run(tr, fr, lr, idx, x, y):
@@ -81,7 +84,7 @@ def _sr_runner(method, n_train, steps):
 
         def sched(t):  # the peak lr is traced (vmapped), so it scales a unit-peak schedule
             return lr * shape(t)
-        opt = (ad.polar_optimizer(sched, stiefel="landing", lam=SR_LAMBDA) if method == "polar"
+        opt = (ad.polar_optimizer(sched, stiefel=SR_STIEFEL) if method == "polar"
                else optax.adamw(sched, weight_decay=0.0))
         xv, yv = x[n_train:], y[n_train:]
 
@@ -157,9 +160,10 @@ def sr_runs(seeds: int, n_train: int, n_val: int, seed: int = 0) -> dict:
 @claim("adapters.stable_rank", paper=POLAR,
        statement="LoRA's learned update has a low stable rank, well below PoLAR's at equal rank.",
        where="Sec. 2, Fig. 1 (sr = 1.06 LoRA vs 5.49 PoLAR, Llama-2-7B, r = 32)", sizes=SR_SIZES,
-       mutants=[wrap("nn.riemannian.landing_field", _flip_attraction,
-                     "landing attraction of the wrong sign (pushes X, Y off the manifold)",
-                     name="landing_sign")])
+       mutants=[patch("nn.riemannian.RETRACTIONS",
+                      {**rm.RETRACTIONS, "qr": lambda x, v: x + v},
+                      "QR retraction dropped (a plain Euclidean step on X, Y)",
+                      name="no_retraction")])
 def _check_stable_rank(size, seed) -> Measurement:
     r = sr_runs(size.seeds, size.n_train, size.n_val, seed)
     lo, po = r["lora"], r["polar"]
@@ -176,7 +180,7 @@ def _check_stable_rank(size, seed) -> Measurement:
                f"MLP, new task = full-rank shift with spectrum i^-1/2 (target sr "
                f"{r['target_sr']:.1f}); AdamW (wd 0), batch {SR_BATCH}, {SR_EPOCHS} epochs of "
                f"{size.n_train} = {r['steps']} steps, cosine + 3% warmup; both lrs the best of "
-               f"{SR_LRS} by validation loss; PoLAR by landing (lambda {SR_LAMBDA:g}); sr compared "
+               f"{SR_LRS} by validation loss; PoLAR's X, Y by Adam + QR retraction; sr compared "
                f"where both reach the same validation loss; {size.seeds} seeds, paired",
     )
 

@@ -52,9 +52,11 @@ def _split_data(teacher, rng, n_client, n_test):
     pool = rng.standard_normal((20 * CLIENTS * n_client, D_IN))
     y = np.argmax(np_mlp(teacher, pool, {1: w1}), -1)
     by_class = [np.flatnonzero(y == k) for k in range(D_OUT)]
+    present = np.array([len(c) > 0 for c in by_class])  # a class the task never labels: p = 0
     het = []
     for p in rng.dirichlet(np.full(D_OUT, DIRICHLET), CLIENTS):
-        k = rng.choice(D_OUT, n_client, p=p)
+        p = np.where(present, p, 0.0)
+        k = rng.choice(D_OUT, n_client, p=p / p.sum())
         het.append(np.concatenate([rng.choice(by_class[c], (k == c).sum()) for c in range(D_OUT)]))
     iid = rng.choice(len(y), (CLIENTS, n_client))
     idx = np.stack([np.stack(het), iid])
