@@ -112,7 +112,7 @@ class ECCResult:
         """Wald interval ``estimate ± z_{(1+level)/2} se``."""
         level = check_scalar(level, "level", lower=0.0, upper=1.0, closed="neither")
         z = stats.norm.ppf(0.5 + level / 2)
-        return (self.estimate - z * self.se, self.estimate + z * self.se)
+        return (float(self.estimate - z * self.se), float(self.estimate + z * self.se))
 
     def summary(self) -> str:
         lo, hi = self.ci

@@ -107,7 +107,10 @@ class OLSFit:
         ``O(p^2/n^3)`` per row and is dropped. Clipped below at ``-(s_e s_d + psi^2)`` (from
         ``E eps^2 delta^2 >= psi^2``), where the variance is still non-negative.
         """
-        base = self.s_e * self.s_d + 2 * psi**2
+        # E[s_e s_d + 2 psi_0^2] = s_e s_d + 2 psi^2 + (2 s_e s_d + 4 psi^2)/k + O(kappa/k) with
+        # Gaussian-like noise (Cov(s_e, s_d) = 2 psi^2/k, E psi_0^2 = psi^2 + Var psi_0): removed.
+        k = self.k
+        base = (self.s_e * self.s_d + 2 * psi**2) * (1 - 2 / k)
         num = float(np.sum(self.rA**2 * self.rY**2) - base * np.sum(self.d**2))
         kap = num / float(np.sum(self.d**4))
         return max(kap, -(self.s_e * self.s_d + psi**2))
