@@ -1,6 +1,6 @@
 """Shared pieces of the adapter claims: a jitted training loop, stacking of seeds' models for one
-``vmap``-ed compilation, and a small ReLU MLP pretrained here on a synthetic teacher together with
-shifted tasks (the teacher's hidden weight moved by a low-rank perturbation)."""
+``vmap``-ed compilation, a small ReLU MLP pretrained here on a synthetic teacher, and its numpy
+forward pass for drawing data (eager JAX operations each compile, which dominates small runs)."""
 
 from __future__ import annotations
 
