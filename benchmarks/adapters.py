@@ -1,11 +1,15 @@
-"""Benchmark: adapter training steps against LoRA, Uni-LoRA's projection as a gather against a
-dense matrix, and Stiefel retractions against each other and the landing step.
+"""Benchmark: adapter training steps against LoRA and against dense fine-tuning, Uni-LoRA's
+projection as a gather against a dense matrix, and Stiefel retractions against each other and the
+landing step.
 
-Run: ``python benchmarks/adapters.py [--quick]``. Prints tables of median wall times (compilation
-excluded, ``block_until_ready``) and ratios measured in this run.
+Run: ``python benchmarks/adapters.py [--quick | --full] [--json PATH]`` (``--quick``, the default,
+takes under two minutes on two cores). Prints tables of median wall times (compilation excluded,
+``block_until_ready``) and ratios measured in this run; ``--json`` also writes them to ``PATH``.
 
-1. One jitted AdamW step (loss, gradient, update) of a TransformerLM (d_model 128, 2 layers) with
-   each method on q/k/v/o projections, against LoRA r = 8.
+1. One jitted AdamW step (loss, gradient, update) of a 12-layer TransformerLM (d_model 64 quick,
+   256 full) with each method on the q/k/v/o projections, against the LoRA r = 8 step and the
+   dense fine-tuning step (every weight trainable). The methods are timed in rounds, one step of
+   each per round in turn, so that load from other processes hits them alike.
 2. ``theta_D = P theta`` with Uni-LoRA's one-nonzero-per-row ``P`` (D = 1e5, d = 1e3): gather
    (``theta[index] * value``) against a dense ``D x d`` float32 matmul (what a generic random
    projection costs); also ``P^T g`` as a segment sum against the dense transpose product.
@@ -18,6 +22,7 @@ excluded, ``block_until_ready``) and ratios measured in this run.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import equinox as eqx
@@ -42,24 +47,27 @@ def timeit(f, *args, repeat=20):
     return float(np.median(ts))
 
 
-def bench_steps(repeat):
-    lm = nn.TransformerLM(256, 128, 4, 2, 32, key=jax.random.key(0), dtype=jnp.float32)
-    tokens = jax.random.randint(jax.random.key(1), (16, 33), 0, 256)
+def bench_steps(repeat, d_model, batch, seq):
+    lm = nn.TransformerLM(256, d_model, 4, 12, seq, key=jax.random.key(0), dtype=jnp.float32)
+    tokens = jax.random.randint(jax.random.key(1), (batch, seq + 1), 0, 256)
     targets = ["q_proj", "k_proj", "v_proj", "o_proj"]
     setups = {
+        "dense fine-tuning": (None, {}, optax.adamw(1e-3)),
         "lora r=8": ("lora", dict(r=8), optax.adamw(1e-3)),
         "polar r=8 landing": ("polar", dict(r=8), ad.polar_optimizer(1e-3, stiefel="landing")),
         "polar r=8 qr": ("polar", dict(r=8), ad.polar_optimizer(1e-3, stiefel="qr")),
         "unilora d=1024": ("unilora", dict(r=8, d=1024), optax.adamw(1e-3)),
         "vera r=64": ("vera", dict(r=64), optax.adamw(1e-3)),
-        "vblora": ("vblora", dict(r=8, num_vectors=64, vector_length=32), optax.adamw(1e-3)),
-        "ravan 4x4": ("ravan", dict(r=4, heads=4), optax.adamw(1e-3)),
+        "tied_lora r=8": ("tied_lora", dict(r=8), optax.adamw(1e-3)),
+        "vblora": ("vblora", dict(r=8, num_vectors=64, vector_length=16), optax.adamw(1e-3)),
+        "ravan 4x2": ("ravan", dict(r=2, heads=4), optax.adamw(1e-3)),
         "moore": ("moore", dict(r=8, num_experts=32, task_dim=16), optax.adamw(1e-3)),
     }
-    rows = []
+    runs = {}
     for name, (meth, cfg, opt) in setups.items():
-        a = ad.inject(lm, meth, targets=targets, key=jax.random.key(2), **cfg)
-        tr, fr = nn.split(a)
+        model = lm if meth is None else ad.inject(lm, meth, targets=targets,
+                                                  key=jax.random.key(2), **cfg)
+        tr, fr = nn.split(model)
         st = opt.init(tr)
 
         @eqx.filter_jit
@@ -68,12 +76,25 @@ def bench_steps(repeat):
             u, st = opt.update(g, st, tr)
             return eqx.apply_updates(tr, u), st, loss
 
-        rows.append((name, nn.count_params(a), timeit(step, tr, st, repeat=repeat)))
-    base = rows[0][2]
-    print("\n1. One AdamW step, TransformerLM d=128 x 2 layers, batch 16 x 32 tokens (float32)")
-    print(f"{'method':<22}{'trainable':>12}{'time (ms)':>12}{'vs LoRA':>10}")
-    for name, cnt, t in rows:
-        print(f"{name:<22}{cnt:>12d}{1e3 * t:>12.3f}{t / base:>10.2f}")
+        jax.block_until_ready(step(tr, st))  # compile
+        runs[name] = (step, tr, st, nn.count_params(model))
+    times = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, (step, tr, st, _) in runs.items():
+            t = time.perf_counter()
+            jax.block_until_ready(step(tr, st))
+            times[name].append(time.perf_counter() - t)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    rows = [dict(method=k, trainable=runs[k][3], ms=1e3 * med[k],
+                 vs_lora=med[k] / med["lora r=8"], vs_dense=med[k] / med["dense fine-tuning"])
+            for k in runs]
+    print(f"\n1. One AdamW step, TransformerLM d={d_model} x 12 layers, batch {batch} x {seq} "
+          f"tokens (float32), median of {repeat} rounds")
+    print(f"{'method':<22}{'trainable':>12}{'time (ms)':>12}{'vs LoRA':>10}{'vs dense':>10}")
+    for r in rows:
+        print(f"{r['method']:<22}{r['trainable']:>12d}{r['ms']:>12.3f}{r['vs_lora']:>10.2f}"
+              f"{r['vs_dense']:>10.2f}")
+    return dict(d_model=d_model, layers=12, batch=batch, seq=seq, repeat=repeat, rows=rows)
 
 
 def bench_projection(repeat, D=100_000, d=1_000):
@@ -96,6 +117,8 @@ def bench_projection(repeat, D=100_000, d=1_000):
     print(f"{'P^T g (segment sum)':<28}{1e3 * t[2]:>12.3f}{1e3 * t[3]:>12.3f}{t[3] / t[2]:>14.1f}")
     print(f"{'memory (MB)':<28}{(idx.nbytes + val_j.nbytes) / 1e6:>12.2f}"
           f"{dense.nbytes / 1e6:>12.1f}")
+    return dict(D=D, d=d, max_abs_diff=err, gather_ms=1e3 * t[0], dense_ms=1e3 * t[1],
+                segment_sum_ms=1e3 * t[2], dense_transpose_ms=1e3 * t[3])
 
 
 def bench_stiefel(repeat, p=4096, r=32):
@@ -120,16 +143,28 @@ def bench_stiefel(repeat, p=4096, r=32):
     print(f"{'step':<26}{'time (ms)':>12}{'vs landing':>12}")
     for k, v in t.items():
         print(f"{k:<26}{1e3 * v:>12.3f}{v / t['landing field']:>12.2f}")
+    return dict(p=p, r=r, ms={k: 1e3 * v for k, v in t.items()},
+                vs_landing={k: v / t["landing field"] for k, v in t.items()})
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="fewer repeats, D = 2e4")
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small sizes (default; < 2 min)")
+    size.add_argument("--full", action="store_true", help="d_model 256, batch 16 x 128, D = 1e5")
+    ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     a = ap.parse_args()
-    rep = 5 if a.quick else 20
-    bench_steps(rep)
-    bench_projection(rep, D=20_000 if a.quick else 100_000)
-    bench_stiefel(rep)
+    if a.full:
+        out = {"scale": "full", "steps": bench_steps(20, 256, 16, 128),
+               "projection": bench_projection(20, D=100_000),
+               "stiefel": bench_stiefel(20)}
+    else:
+        out = {"scale": "quick", "steps": bench_steps(5, 64, 8, 32),
+               "projection": bench_projection(5, D=20_000),
+               "stiefel": bench_stiefel(5, p=1024, r=16)}
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":

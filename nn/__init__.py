@@ -12,20 +12,18 @@ attention), :mod:`nn.mla`, :mod:`nn.mamba2`, :mod:`nn.hybrid` (MLA/Mamba2 hybrid
 
 Trainable vs frozen
 -------------------
-A leaf is **trainable** iff it is an inexact JAX array *not* inside a :class:`Frozen` node. Mark any
-sub-module or array frozen by wrapping it::
+What trains is a boolean mask kept *beside* the model (an equinox filter spec), never a wrapper
+inside it, so every layer (equinox's own included) keeps working::
 
-    # = eqx.tree_at(where, model, replace_fn=nn.Frozen)
-    model = nn.freeze(model, lambda m: m.blocks[0].attn.q_proj)
-    trainable, frozen = nn.split(model)      # eqx.partition by nn.trainable_mask(model)
-    opt_state = optax.adamw(1e-3).init(trainable)
+    mask = nn.trainable_mask(model, frozen=lambda m: (m.embed, m.blocks[0]))
+    trainable, frozen = nn.split(model, mask)     # eqx.partition(model, mask)
+    opt_state = optax.adamw(1e-3, weight_decay=0.1).init(trainable)
     model = nn.combine(trainable, frozen)
 
-:func:`train` and :func:`make_step` differentiate and update only ``trainable``; the optimiser never
-sees frozen arrays, so weight decay cannot leak into them. Calling a ``Frozen`` module forwards to
-the wrapped module with ``stop_gradient`` on its arrays; a wrapped *array* is read by :func:`value`
-(the built-in layers read their parameters through it, so ``freeze(m, lambda m: m.head.weight)``
-works). Integer arrays and static fields are never trainable; :func:`unfreeze` removes wrappers.
+An adapted model (:func:`nn.adapters.inject`) carries its own mask (adapter leaves only), so
+``nn.split(adapted)`` needs none. :func:`train` and :func:`make_step` differentiate and update only
+``trainable``: the optimiser never sees frozen arrays, so weight decay cannot reach them. (Filtering
+by ``eqx.is_inexact_array`` alone would hand the frozen base to AdamW, which decays it.)
 
 Quantised matmul hook
 ---------------------
@@ -51,7 +49,7 @@ from ._layers import (
     uniform_fan_in,
 )
 from ._train import TrainResult, cross_entropy, evaluate, lm_loss, load, make_step, save, train
-from ._tree import Frozen, combine, count_params, freeze, split, trainable_mask, unfreeze, value
+from ._tree import combine, count_params, split, trainable_mask
 
 _SUBMODULES = ("adapters", "quant", "riemannian", "hopfield", "mla", "mamba2", "hybrid")
 
@@ -68,10 +66,6 @@ __all__ = [
     "default_float",
     "uniform_fan_in",
     "set_matmul",
-    "Frozen",
-    "freeze",
-    "unfreeze",
-    "value",
     "trainable_mask",
     "split",
     "combine",

@@ -19,8 +19,6 @@ import jax.numpy as jnp
 
 from theory._validation import check_int
 
-from ._tree import value
-
 __all__ = [
     "default_float",
     "uniform_fan_in",
@@ -112,12 +110,12 @@ class Linear(eqx.Module):
         self.in_features, self.out_features, self.matmul = in_features, out_features, matmul
 
     def __call__(self, x, *, key=None):
-        w = value(self.weight)
+        w = self.weight
         if x.shape[-1] != self.in_features:
             raise ValueError(f"x must have last axis {self.in_features}, got shape {x.shape}")
         y = jnp.matmul(x, w.T) if self.matmul is None else self.matmul(x, w, key=key)
         if self.bias is not None:
-            y = y + value(self.bias)
+            y = y + self.bias
         return y
 
 
@@ -185,7 +183,7 @@ class Embedding(eqx.Module):
     def __call__(self, ids, *, key=None):
         if not jnp.issubdtype(jnp.asarray(ids).dtype, jnp.integer):
             raise TypeError(f"ids must be an integer array, got dtype {jnp.asarray(ids).dtype}")
-        return jnp.take(value(self.weight), ids, axis=0)
+        return jnp.take(self.weight, ids, axis=0)
 
 
 class RMSNorm(eqx.Module):
@@ -200,7 +198,7 @@ class RMSNorm(eqx.Module):
 
     def __call__(self, x, *, key=None):
         ms = jnp.mean(jnp.square(x), axis=-1, keepdims=True)
-        return x * jax.lax.rsqrt(ms + self.eps) * value(self.scale)
+        return x * jax.lax.rsqrt(ms + self.eps) * self.scale
 
 
 def causal_attention(q, k, v, *, return_weights=False):

@@ -111,12 +111,13 @@ def train(
     eval_fn: Callable | None = None,
     eval_every: int | None = None,
     progress: bool = True,
+    mask=None,
 ) -> TrainResult:
     """Train ``model`` for ``steps`` optimiser steps.
 
     Parameters
     ----------
-    model : equinox module (frozen parts marked with :class:`nn.Frozen`).
+    model : equinox module (an adapted model trains its adapters only, see :func:`nn.split`).
     loss_fn : ``loss_fn(model, batch, *, key) -> scalar``.
     batches : callable ``step -> batch`` or an iterable of batches.
     optimizer : an ``optax.GradientTransformation``.
@@ -127,6 +128,7 @@ def train(
     opt_state : resume from this optimiser state (default ``optimizer.init`` of the trainable half).
     eval_fn : optional ``eval_fn(model) -> float`` run every ``eval_every`` steps and at the end.
     progress : tqdm bar (``disable=None``: off when not a terminal).
+    mask : trainable mask (:func:`nn.trainable_mask`); default the model's own.
     """
     if not isinstance(steps, int) or steps < 0:
         raise ValueError(f"steps must be a non-negative int, got {steps!r}")
@@ -134,7 +136,7 @@ def train(
         raise ValueError(f"eval_every must be a positive int or None, got {eval_every!r}")
     check_transform(optimizer, "optimizer")
     get = batch_source(batches)
-    trainable, frozen = split(model)
+    trainable, frozen = split(model, mask)
     if opt_state is None:
         opt_state = optimizer.init(trainable)
     step_fn = make_step(loss_fn, optimizer)

@@ -1,95 +1,47 @@
-"""Trainable / frozen partition of a model.
+"""Trainable / frozen partition of a model by a boolean mask kept *beside* the model.
 
-A leaf is *trainable* when it is an inexact (floating or complex) JAX array that does not sit
-inside a
-:class:`Frozen` node. Everything else (integer arrays, static fields, anything wrapped in
-``Frozen``) is
-*frozen*. :func:`split` returns the two halves as equinox ``partition`` does, so an optimiser is
-only ever
-initialised and updated on the trainable half: weight decay cannot touch frozen arrays, because
-optax never
-sees them.
+A mask is a pytree of bools with the model's structure (an equinox filter spec): True at the
+leaves that train. Nothing is wrapped, so every layer of the model (equinox's own included) keeps
+its arrays and keeps working. :func:`split` is ``eqx.partition`` by that mask: the optimiser is
+initialised and updated on the trainable half only, so weight decay cannot touch a frozen array
+(optax never sees it). Filtering by ``eqx.is_inexact_array`` alone would put every floating array,
+the frozen base included, in the trainable half, and ``optax.adamw`` decays an array even where
+its gradient is zero.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import equinox as eqx
 import jax
 
-__all__ = [
-    "Frozen",
-    "freeze",
-    "unfreeze",
-    "value",
-    "trainable_mask",
-    "split",
-    "combine",
-    "count_params",
-]
+__all__ = ["trainable_mask", "split", "combine", "count_params"]
 
 
-def _stop(tree):
-    return jax.tree.map(lambda a: jax.lax.stop_gradient(a) if eqx.is_inexact_array(a) else a, tree)
+def trainable_mask(model, frozen: Callable | None = None):
+    """Boolean pytree over ``model``: True exactly at its trainable leaves.
 
-
-class Frozen(eqx.Module):
-    """Marks everything inside ``value`` as frozen (never trained, never seen by the optimiser).
-
-    ``value`` is a module or an array. Calling a ``Frozen`` module forwards to it with its arrays
-    behind
-    ``jax.lax.stop_gradient`` (so even a plain ``jax.grad`` of the whole model gives zero there);
-    read a
-    frozen array with :func:`value`.
+    The default is the model's own mask when it defines ``trainable_mask()`` (an adapted model,
+    :class:`nn.adapters.Adapted`: only adapter leaves train), else every inexact array.
+    ``frozen`` (a ``where`` as in ``eqx.tree_at``, applied to the mask) sets the selected
+    sub-trees to False, e.g. ``trainable_mask(lm, frozen=lambda m: (m.embed, m.head.weight))``.
     """
-
-    value: Any
-
-    def __call__(self, *args, **kwargs):
-        return _stop(self.value)(*args, **kwargs)
-
-
-def value(x):
-    """Unwrap a :class:`Frozen` (with ``stop_gradient``) or return ``x`` unchanged."""
-    return _stop(x.value) if isinstance(x, Frozen) else x
+    own = getattr(model, "trainable_mask", None)
+    mask = own() if callable(own) else jax.tree.map(eqx.is_inexact_array, model)
+    if frozen is None:
+        return mask
+    return eqx.tree_at(frozen, mask, replace_fn=lambda node: jax.tree.map(lambda _: False, node))
 
 
-def _is_frozen(x) -> bool:
-    return isinstance(x, Frozen)
+def split(model, mask=None):
+    """``(trainable, frozen)`` halves of ``model`` by ``mask`` (default :func:`trainable_mask`).
 
-
-def freeze(model, where: Callable):
-    """Wrap the node(s) selected by ``where`` (as in ``eqx.tree_at``) in :class:`Frozen`.
-
-    Example: ``freeze(lm, lambda m: (m.embed, m.pos_embed))``.
+    ``mask`` is any equinox filter spec (a prefix of ``model`` with bools or callables).
+    ``combine(trainable, frozen)`` rebuilds ``model`` exactly. Give the optimiser the trainable
+    half only: ``optax.adamw(...).init(trainable)``.
     """
-    return eqx.tree_at(
-        where, model, replace_fn=lambda node: node if _is_frozen(node) else Frozen(node)
-    )
-
-
-def unfreeze(model):
-    """Remove every :class:`Frozen` wrapper."""
-    return jax.tree.map(lambda n: n.value if _is_frozen(n) else n, model, is_leaf=_is_frozen)
-
-
-def trainable_mask(model):
-    """Boolean pytree (prefix of ``model``): True exactly at trainable leaves."""
-
-    def mark(node):
-        if _is_frozen(node):
-            return jax.tree.map(lambda _: False, node)
-        return eqx.is_inexact_array(node)
-
-    return jax.tree.map(mark, model, is_leaf=_is_frozen)
-
-
-def split(model):
-    """``(trainable, frozen)`` halves of ``model``; ``combine(trainable, frozen)`` rebuilds it
-    exactly."""
-    return eqx.partition(model, trainable_mask(model))
+    return eqx.partition(model, trainable_mask(model) if mask is None else mask)
 
 
 def combine(trainable, frozen):
@@ -97,7 +49,7 @@ def combine(trainable, frozen):
     return eqx.combine(trainable, frozen)
 
 
-def count_params(model) -> int:
-    """Number of trainable scalars."""
-    trainable, _ = split(model)
+def count_params(model, mask=None) -> int:
+    """Number of trainable scalars (under ``mask``, default :func:`trainable_mask`)."""
+    trainable, _ = split(model, mask)
     return int(sum(a.size for a in jax.tree.leaves(trainable)))

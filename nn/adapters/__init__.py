@@ -1,9 +1,14 @@
-"""Parameter-efficient adapters on the nn core: inject, split (``nn.split``), merge, save/load.
+"""Parameter-efficient adapters on any equinox model: inject, named adapters, merge, save/load.
 
-``adapted = inject(model, "lora", targets=["q_proj", "v_proj"], key=key, r=8)`` wraps the
-selected :class:`nn.Linear` layers; ``nn.split(adapted)`` gives ``(trainable, frozen)`` so optax
-only ever sees adapter leaves; ``merge(adapted)`` folds the updates into dense weights;
-``save_adapter`` / ``load_adapter`` write and read a self-describing file.
+``adapted = inject(model, "lora", targets=["q_proj", "v_proj"], key=key, r=8)`` adapts the
+selected layers (``nn.Linear``, ``eqx.nn.Linear`` -- e.g. ``eqx.nn.MultiheadAttention``'s
+projections --, ``eqx.nn.Conv1d/2d/3d``, ``nn.Embedding``, ``eqx.nn.Embedding``; globs on the
+pytree path, see :func:`target_paths`) and keeps each layer itself intact; ``nn.split(adapted)``
+gives ``(trainable, frozen)`` by the adapted model's own mask, so optax only ever sees adapter
+leaves. ``inject(adapted, ..., name="b")`` adds a second named adapter; ``adapted.set_active``,
+``adapted.disable()`` / ``with disabled(adapted)``, :func:`unload`, :func:`merge` (PEFT's
+``merge_and_unload``); ``dropout=`` on the adapter branch. ``save_adapter`` / ``load_adapter``
+write and read ``.safetensors`` files with a JSON config beside them.
 
 Methods (``METHODS``): "lora" (with rsLoRA), "polar", "unilora", "vera", "tied_lora", "vblora",
 "ravan", "moore". TFB (:func:`tfb_bayesianize`) and Curvature Tuning (:func:`ct_steer`,
@@ -13,13 +18,16 @@ Methods (``METHODS``): "lora" (with rsLoRA), "polar", "unilora", "vera", "tied_l
 from ._core import (
     METHODS,
     Adapted,
+    AdaptedLayer,
     AdapterLayer,
     AdapterSpec,
     delta_weights,
+    disabled,
     inject,
-    linear_paths,
     merge,
     stable_rank,
+    target_paths,
+    unload,
 )
 from ._curvature import CTActivation, CTLinear, ct_gap_bound, ct_steer, ct_trainable, ctu
 from ._io import load_adapter, read_header, save_adapter
@@ -59,8 +67,8 @@ def num_params(method: str, shapes, **config) -> int:
 
 
 __all__ = [
-    "METHODS", "AdapterLayer", "Adapted", "AdapterSpec", "delta_weights", "inject",
-    "linear_paths", "merge", "stable_rank", "num_params",
+    "METHODS", "AdapterLayer", "AdaptedLayer", "Adapted", "AdapterSpec", "delta_weights",
+    "inject", "target_paths", "merge", "unload", "disabled", "stable_rank", "num_params",
     "save_adapter", "load_adapter", "read_header",
     "LoRALinear", "lora_scale",
     "PoLARLinear", "polar_optimizer", "stiefel_mask",

@@ -7,15 +7,19 @@ ReLU network bit for bit. Facts (derived in the note; tested):
 ``sup_x |phi - ReLU| <= (1 - beta)[c / (beta e) + (1 - c) ln 2]``, ``phi(0) = (1 - c)(1 - beta)
 ln 2`` and ``phi'(0) = 1/2`` for every ``beta < 1``.
 
-* Steering CT (:func:`ct_steer`): one global ``(beta, c)`` replaces every ReLU; nothing in the
-  backbone trains (the paper fits a linear probe per ``beta`` and keeps the best).
-* Trainable CT (:func:`ct_trainable`): per-channel ``beta = sigmoid(raw_beta)``, ``c =
-  sigmoid(raw_c)``, init ``raw_beta = 1.386`` (beta ~ 0.8), ``raw_c = 0``; count ``2 sum_l C_l``.
+* Steering CT (:func:`ct_steer`): one global ``(beta, c)`` replaces every ReLU stored in the model
+  (any equinox model: a function-valued field such as ``eqx.nn.MLP.activation`` or
+  :class:`nn.MLP`'s static ``activation``, or an ``eqx.nn.Lambda(jax.nn.relu)`` leaf); nothing
+  in the backbone trains (the paper fits a linear probe per ``beta`` and keeps the best).
+* Trainable CT (:func:`ct_trainable`, on :class:`nn.MLP` s): per-channel ``beta =
+  sigmoid(raw_beta)``, ``c = sigmoid(raw_c)``, init ``raw_beta = 1.386`` (beta ~ 0.8),
+  ``raw_c = 0``; count ``2 sum_l C_l``.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 import equinox as eqx
@@ -58,7 +62,7 @@ class CTActivation(eqx.Module):
 class CTLinear(eqx.Module):
     """``phi_{beta,c}(base(x))`` with trainable per-channel ``raw_beta``, ``raw_c`` (T-CT)."""
 
-    base: _nn.Frozen
+    base: _nn.Linear
     raw_beta: jax.Array
     raw_c: jax.Array
 
@@ -67,44 +71,69 @@ class CTLinear(eqx.Module):
                    jax.nn.sigmoid(self.raw_c))
 
 
-def _is_mlp(n):
-    return isinstance(n, _nn.MLP)
+def _replace_calls(node, match, new, found):
+    """``node`` with every stored callable ``f`` for which ``match(f)`` replaced by ``new``:
+    walks equinox modules field by field (static fields included), lists, tuples and dicts."""
+    if isinstance(node, jax.Array):
+        return node
+    if isinstance(node, eqx.Module):
+        changes = {}
+        for f in dataclasses.fields(node):
+            v = getattr(node, f.name, None)
+            nv = _replace_calls(v, match, new, found)
+            if nv is not v:
+                changes[f.name] = nv
+        if not changes:
+            return node
+        out = copy.copy(node)
+        for k, v in changes.items():
+            object.__setattr__(out, k, v)
+        return out
+    if callable(node) and match(node):
+        found.append(node)
+        return new
+    if isinstance(node, (list, tuple)) and not hasattr(node, "_fields"):
+        items = [_replace_calls(v, match, new, found) for v in node]
+        if all(a is b for a, b in zip(items, node, strict=True)):
+            return node
+        return type(node)(items)
+    if isinstance(node, dict):
+        items = {k: _replace_calls(v, match, new, found) for k, v in node.items()}
+        return node if all(items[k] is node[k] for k in node) else type(node)(items)
+    return node
 
 
-def _check_relu(mlp):
-    if mlp.activation is not jax.nn.relu:
-        raise ValueError(
-            f"`model` must use jax.nn.relu in its MLPs for Curvature Tuning; got "
-            f"{mlp.activation!r}."
-        )
+def ct_steer(model, beta: float, c: float = 0.5, *, activation=jax.nn.relu):
+    """Replace every stored ``activation`` (default ReLU) of any model by ``phi_{beta,c}``.
 
-
-def ct_steer(model, beta: float, c: float = 0.5):
-    """Replace the ReLU of each :class:`nn.MLP` of ``model`` by ``phi_{beta,c}``, 0 <= beta <= 1."""
+    Works on any equinox model whose activation is a stored callable: a field of a module
+    (``eqx.nn.MLP.activation``, :class:`nn.MLP`'s static ``activation``) or an
+    ``eqx.nn.Lambda(jax.nn.relu)`` in an ``eqx.nn.Sequential``. An activation called inside a
+    ``__call__`` without being stored cannot be reached; a model with none raises ``ValueError``.
+    ``0 <= beta <= 1``; ``beta = 1`` is the ReLU itself.
+    """
     beta = check_scalar(beta, "beta", lower=0, upper=1)
     c = check_scalar(c, "c", lower=0, upper=1)
-    act = CTActivation(beta, c)
+    found = []
+    out = _replace_calls(model, lambda f: f is activation, CTActivation(beta, c), found)
+    if not found:
+        raise ValueError(f"`model` stores no {getattr(activation, '__name__', activation)!r} "
+                         "activation (as a module field or an eqx.nn.Lambda) to replace.")
+    return out
 
-    def swap(n):
-        if not _is_mlp(n):
-            return n
-        _check_relu(n)
-        return _with_activation(n, act)
 
-    mlps = [n for n in jax.tree.leaves(model, is_leaf=_is_mlp) if _is_mlp(n)]
-    if not mlps:
-        raise ValueError("`model` contains no nn.MLP whose ReLU could be replaced.")
-    return jax.tree.map(swap, model, is_leaf=_is_mlp)
+def _is_mlp(n):
+    return isinstance(n, _nn.MLP)
 
 
 def ct_trainable(model, *, beta0: float = 0.8, c0: float = 0.5, train=()):
     """Trainable CT: every hidden ReLU of every :class:`nn.MLP` gets per-channel ``(beta, c)``.
 
-    The hidden ``Linear`` of each MLP is wrapped in :class:`CTLinear` (the activation is applied
-    inside it, the MLP's own activation set to the identity, which is the same function), and all
-    other floating arrays are frozen except those whose dotted path starts with one of ``train``
-    (e.g. ``("head",)`` for a linear probe). ``nn.count_params`` then gives ``2 sum_l C_l`` plus
-    the probe.
+    Returns ``(model, mask)``: the hidden ``Linear`` of each MLP is wrapped in :class:`CTLinear`
+    (the activation is applied inside it, the MLP's own activation set to the identity, which is
+    the same function); ``mask`` (for :func:`nn.split`) is True at every ``raw_beta``, ``raw_c``
+    and at the floating arrays whose dotted path starts with one of ``train`` (e.g. ``("head",)``
+    for a linear probe). ``nn.count_params(model, mask)`` is then ``2 sum_l C_l`` plus the probe.
     """
     beta0 = check_scalar(beta0, "beta0", lower=0, upper=1, closed="neither")
     c0 = check_scalar(c0, "c0", lower=0, upper=1, closed="neither")
@@ -113,13 +142,13 @@ def ct_trainable(model, *, beta0: float = 0.8, c0: float = 0.5, train=()):
     def swap(n):
         if not _is_mlp(n):
             return n
-        _check_relu(n)
+        if n.activation is not jax.nn.relu:
+            raise ValueError(f"`model` must use jax.nn.relu in its MLPs for Curvature Tuning; "
+                             f"got {n.activation!r}.")
         hidden = []
         for lin in n.layers[:-1]:
-            dt = _nn.value(lin.weight).dtype
-            ch = lin.out_features
-            hidden.append(CTLinear(_nn.Frozen(lin), jnp.full((ch,), rb, dt),
-                                   jnp.full((ch,), rc, dt)))
+            dt, ch = lin.weight.dtype, lin.out_features
+            hidden.append(CTLinear(lin, jnp.full((ch,), rb, dt), jnp.full((ch,), rc, dt)))
         m = eqx.tree_at(lambda m: m.layers, n, (*hidden, n.layers[-1]))
         return _with_activation(m, _identity)
 
@@ -129,17 +158,14 @@ def ct_trainable(model, *, beta0: float = 0.8, c0: float = 0.5, train=()):
     model = jax.tree.map(swap, model, is_leaf=_is_mlp)
     train = (train,) if isinstance(train, str) else tuple(train)
 
-    def freeze(path, n):
+    def trainable(path, n):
         if not eqx.is_inexact_array(n):
-            return n
+            return False
         names = [str(getattr(k, "name", getattr(k, "idx", getattr(k, "key", k)))) for k in path]
         s = ".".join(names)
-        if names[-1] in ("raw_beta", "raw_c") or any(s.startswith(t) for t in train):
-            return n
-        return _nn.Frozen(n)
+        return names[-1] in ("raw_beta", "raw_c") or any(s.startswith(t) for t in train)
 
-    return jax.tree_util.tree_map_with_path(
-        freeze, model, is_leaf=lambda n: isinstance(n, _nn.Frozen))
+    return model, jax.tree_util.tree_map_with_path(trainable, model)
 
 
 def _identity(x):

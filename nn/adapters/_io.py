@@ -1,95 +1,159 @@
-"""Self-describing adapter files: ``save_adapter`` / ``load_adapter``.
+"""Adapter files: ``name.safetensors`` (the arrays) with ``name.json`` (the config) beside it.
 
-One ``.npz`` file holds a JSON header (format id and version, method, configuration, the dotted
-paths and ``(out, in)`` shapes of the adapted layers, the extra trainable paths and the raw bits of
-the PRNG key) and the **trainable** arrays only, keyed by their dotted path. Loading re-runs
-:func:`inject` on the user's base model with the recorded key, so every frozen random array (VeRA /
-Tied-LoRA bases, Uni-LoRA's projection, Ravan's heads, MoORE's SVD) is regenerated bit-identically
-instead of stored, then fills in the trainable arrays, checking names, shapes and dtypes.
+The JSON config holds the format id and version, the adapter's name, method and
+hyperparameters, the dotted paths, kinds and ``(out, fan_in)`` shapes of the adapted layers, the
+extra trainable base paths, the dropout rate and the raw bits of the PRNG key. The safetensors
+file holds only what cannot be rebuilt: the adapter's trainable arrays (``adapter.<layer
+path>.<field>``, ``shared.<name>``, ``model.<base path>`` for ``train=`` leaves) and, for TFB, its
+posterior arrays. Loading re-runs :func:`inject` on the user's base model with the recorded key,
+so every frozen random array (VeRA / Tied-LoRA bases, Uni-LoRA's projection, Ravan's heads,
+MoORE's SVD) is regenerated bit-identically instead of stored, then fills in the stored arrays,
+checking names, shapes and dtypes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from safetensors import SafetensorError
+from safetensors.numpy import load_file, save_file
 
-import nn as _nn
+from ._core import Adapted, _check_adapted, _getter, _is_slot, _path_str, inject
 
-from ._core import Adapted, _flatten, inject
-
-__all__ = ["save_adapter", "load_adapter", "FORMAT", "VERSION"]
+__all__ = ["save_adapter", "load_adapter", "read_header", "FORMAT", "VERSION"]
 
 FORMAT = "theorylab-adapter"
-VERSION = 1
+VERSION = 2
+_KEYS = ("name", "method", "config", "targets", "kinds", "shapes", "train", "dropout",
+         "key_data")
 
 
-def _trainable_arrays(adapted):
-    trainable, _ = _nn.split(adapted)
-    return {p: a for p, a in _flatten(trainable, None) if a is not None}
+def _paths(path) -> tuple[Path, Path]:
+    p = Path(path)
+    if p.suffix != ".safetensors":
+        raise ValueError(f"`path` must name a .safetensors file; got {str(path)!r}.")
+    return p, p.with_suffix(".json")
 
 
-def save_adapter(path: str | os.PathLike, adapted: Adapted) -> None:
-    """Write the adapter of ``adapted`` (header + trainable arrays) to ``path`` (``.npz``)."""
-    if not isinstance(adapted, Adapted):
-        raise TypeError(f"`adapted` must be an Adapted model; got {type(adapted).__name__}.")
-    header = {"format": FORMAT, "version": VERSION, "spec": json.loads(adapted.spec.to_json())}
-    arrays = {k: np.asarray(v) for k, v in _trainable_arrays(adapted).items()}
-    with open(path, "wb") as f:
-        np.savez(f, __header__=np.asarray(json.dumps(header)), **arrays)
+def _entries(adapted: Adapted, name: str) -> list:
+    """``[(file key, getter)]`` of what the file of adapter ``name`` holds; ``getter(a)`` reads
+    the array from an :class:`Adapted` (or its mask) of the same structure."""
+    solo = adapted.set_active(name)
+    mask = solo.trainable_mask()
+    out = []
+    for pk, leaf in jax.tree_util.tree_flatten_with_path(solo.model, is_leaf=_is_slot)[0]:
+        p, g = _path_str(pk), _getter(pk)
+        if not _is_slot(leaf):
+            get = lambda a, g=g: g(a.model)  # noqa: E731
+            if get(mask) is True:
+                out.append((f"model.{p}", get))
+            continue
+        layer = leaf.adapters.get(name)
+        for f in () if layer is None else layer.saved_fields():
+            if getattr(layer, f) is not None:
+                out.append((f"adapter.{p}.{f}",
+                            lambda a, g=g, f=f: getattr(g(a.model).adapters[name], f)))
+        for qk, _ in jax.tree_util.tree_flatten_with_path(leaf.base)[0]:
+            h = _getter(qk)
+            get = lambda a, g=g, h=h: h(g(a.model).base)  # noqa: E731
+            if get(mask) is True:
+                out.append((f"model.{p}.{_path_str(qk)}", get))
+    for k in solo.banks[name]:
+        if mask.banks[name][k] is True:
+            out.append((f"shared.{k}", lambda a, k=k: a.banks[name][k]))
+    return out
+
+
+def save_adapter(path: str | os.PathLike, adapted: Adapted, *, name: str | None = None) -> None:
+    """Write adapter ``name`` (default: the active one) of ``adapted`` to ``path`` (a
+    ``.safetensors`` file) and its config to the ``.json`` file beside it."""
+    _check_adapted(adapted)
+    name = adapted._one(name)
+    tensors, config = _paths(path)
+    spec = adapted.spec_of(name).to_dict()
+    header = {"format": FORMAT, "version": VERSION, **spec}
+    arrays = {k: np.array(get(adapted), order="C")
+              for k, get in _entries(adapted, name)}
+    save_file(arrays, str(tensors), metadata={"format": FORMAT, "version": str(VERSION)})
+    config.write_text(json.dumps(header, indent=1, sort_keys=True))
 
 
 def read_header(path) -> dict:
-    """The JSON header of an adapter file."""
-    with np.load(path, allow_pickle=False) as z:
-        if "__header__" not in z:
-            raise ValueError(f"`path` {str(path)!r} is not a theorylab adapter file (no header).")
-        return json.loads(str(z["__header__"]))
+    """The JSON config of the adapter file ``path`` (``ValueError`` naming the path if absent,
+    unreadable, or not a theorylab adapter config of this version)."""
+    tensors, config = _paths(path)
+    for f in (tensors, config):
+        if f.is_dir():
+            raise ValueError(f"`path` {str(f)!r} is a directory; give the .safetensors file.")
+        if not f.is_file():
+            raise ValueError(f"adapter file {str(f)!r} does not exist.")
+    try:
+        header = json.loads(config.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"adapter config {str(config)!r} is not valid JSON: {err}.") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT \
+            or header.get("version") != VERSION:
+        got = header if not isinstance(header, dict) else {k: header.get(k) for k in
+                                                           ("format", "version")}
+        raise ValueError(f"adapter config {str(config)!r} must be a {FORMAT} config of version "
+                         f"{VERSION}; got {got}.")
+    missing = [k for k in _KEYS if k not in header]
+    if missing:
+        raise ValueError(f"adapter config {str(config)!r} lacks {missing}.")
+    return header
 
 
-def load_adapter(path: str | os.PathLike, model) -> Adapted:
-    """Rebuild the adapted model from ``model`` (the same base the adapter was trained on).
+def load_adapter(path: str | os.PathLike, model, *, name: str | None = None) -> Adapted:
+    """Rebuild the adapter saved at ``path`` on ``model`` (the base it was trained on, or an
+    :class:`Adapted` model to which it is added under ``name``; default the saved name).
 
-    Raises ``ValueError`` if the file's format or version is unknown, or if ``model``'s adapted
-    layers, or the stored arrays, do not have the recorded shapes.
+    Raises ``ValueError`` naming the path if a file is missing or a directory, if the config is
+    not a valid adapter config, or if ``model``'s layers or the stored arrays do not have the
+    recorded shapes.
     """
-    header = read_header(path)
-    if header.get("format") != FORMAT or header.get("version") != VERSION:
-        raise ValueError(
-            f"`path` must be a {FORMAT} file of version {VERSION}; got format "
-            f"{header.get('format')!r}, version {header.get('version')!r}."
-        )
-    spec = header["spec"]
+    from . import tfb_bayesianize
+
+    spec = read_header(path)
+    tensors, config = _paths(path)
+    name = spec["name"] if name is None else name
     key = jax.random.wrap_key_data(jnp.asarray(spec["key_data"], dtype=jnp.uint32))
-    fresh = inject(
-        model, spec["method"], targets=list(spec["targets"]), key=key,
-        train=list(spec["train"]) or None, **spec["config"],
-    )
-    got = [list(s) for s in fresh.spec.shapes]
-    if got != [list(s) for s in spec["shapes"]]:
+    method = "lora" if spec["method"] == "tfb" else spec["method"]
+    try:
+        fresh = inject(model, method, targets=list(spec["targets"]), key=key, name=name,
+                       train=list(spec["train"]) or None, dropout=spec["dropout"],
+                       **spec["config"])
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"`model` does not match the adapter config {str(config)!r}: "
+                         f"{err}") from None
+    got = fresh.spec_of(name)
+    if [list(s) for s in got.shapes] != [list(s) for s in spec["shapes"]] \
+            or list(got.kinds) != list(spec["kinds"]):
         raise ValueError(
-            f"`model` does not match the adapter: layer shapes {got}, file {spec['shapes']}."
+            f"`model` does not match the adapter {str(config)!r}: layers {list(got.kinds)} of "
+            f"shapes {[list(s) for s in got.shapes]}, file {spec['kinds']} {spec['shapes']}."
         )
-    trainable, frozen = _nn.split(fresh)
-    with np.load(path, allow_pickle=False) as z:
-        stored = {k: z[k] for k in z.files if k != "__header__"}
-    names = [p for p, a in _flatten(trainable, None) if a is not None]
-    if sorted(names) != sorted(stored):
-        raise ValueError(
-            f"`path` holds arrays {sorted(stored)} but the adapter has {sorted(names)}."
-        )
-    leaves, treedef = jax.tree_util.tree_flatten(trainable)
-    new = []
-    for name, leaf in zip(names, leaves, strict=True):
-        arr = stored[name]
-        if arr.shape != leaf.shape or arr.dtype != leaf.dtype:
-            raise ValueError(
-                f"array {name!r} in `path` has shape {arr.shape} and dtype {arr.dtype}; the "
-                f"adapter needs {leaf.shape} and {leaf.dtype}."
-            )
-        new.append(jnp.asarray(arr))
-    return eqx.combine(jax.tree_util.tree_unflatten(treedef, new), frozen)
+    if spec["method"] == "tfb":
+        fresh = tfb_bayesianize(fresh, 0.0, name=name)
+    try:
+        stored = load_file(str(tensors))
+    except (SafetensorError, OSError) as err:
+        raise ValueError(f"adapter file {str(tensors)!r} is not a safetensors file: {err}.") \
+            from None
+    entries = _entries(fresh, name)
+    want = {k: get(fresh) for k, get in entries}
+    if sorted(want) != sorted(stored):
+        raise ValueError(f"{str(tensors)!r} holds arrays {sorted(stored)} but the adapter has "
+                         f"{sorted(want)}.")
+    for k, leaf in want.items():
+        if stored[k].shape != leaf.shape or stored[k].dtype != leaf.dtype:
+            raise ValueError(f"array {k!r} in {str(tensors)!r} has shape {stored[k].shape} and "
+                             f"dtype {stored[k].dtype}; the adapter needs {leaf.shape} and "
+                             f"{leaf.dtype}.")
+    return eqx.tree_at(lambda a: [get(a) for _, get in entries], fresh,
+                       [jnp.asarray(stored[k]) for k, _ in entries])

@@ -14,7 +14,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-import nn as _nn
 from theory._validation import check_choice, check_scalar
 
 from ._core import AdapterLayer, _check_rank, register_method
@@ -27,11 +26,11 @@ def lora_scale(r: int, alpha: float, rslora: bool = False) -> float:
     return alpha / math.sqrt(r) if rslora else alpha / r
 
 
-def _lora_config(config, linears, *, default_r=8):
+def _lora_config(config, shapes, *, default_r=8):
     unknown = set(config) - {"r", "alpha", "rslora", "init"}
     if unknown:
         raise ValueError(f"unknown LoRA option(s) {sorted(unknown)}; use r, alpha, rslora, init.")
-    r = _check_rank(config.get("r", default_r), linears)
+    r = _check_rank(config.get("r", default_r), shapes)
     alpha = check_scalar(config.get("alpha", float(r)), "alpha", lower=0, closed="neither")
     rslora = config.get("rslora", False)
     if not isinstance(rslora, bool):
@@ -42,25 +41,24 @@ def _lora_config(config, linears, *, default_r=8):
 
 @register_method("lora")
 class LoRALinear(AdapterLayer):
-    """A LoRA-adapted Linear; ``A (r, in)`` and ``B (out, r)`` trainable, the base frozen."""
+    """LoRA on one layer: ``A (r, fan_in)`` and ``B (out, r)`` trainable."""
 
     A: jax.Array
     B: jax.Array
     scale: float = eqx.field(static=True)
 
     @classmethod
-    def check_config(cls, config, linears):
-        return _lora_config(config, linears)
+    def check_config(cls, config, shapes):
+        return _lora_config(config, shapes)
 
     @classmethod
-    def build(cls, linear, *, key, r, alpha, rslora, init, **_):
-        m, n = linear.out_features, linear.in_features
-        dt = _nn.value(linear.weight).dtype
+    def build(cls, w, *, key, r, alpha, rslora, init, **_):
+        (m, n), dt = w.shape, w.dtype
         if init == "kaiming":
             a = jax.random.uniform(key, (r, n), dt, -1 / math.sqrt(n), 1 / math.sqrt(n))
         else:
             a = jax.random.normal(key, (r, n), dt) / r
-        return cls(_nn.Frozen(linear), a, jnp.zeros((m, r), dt), lora_scale(r, alpha, rslora))
+        return cls((m, n), a, jnp.zeros((m, r), dt), lora_scale(r, alpha, rslora))
 
     @classmethod
     def num_params(cls, shapes, *, r, **_):

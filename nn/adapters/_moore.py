@@ -24,7 +24,6 @@ import math
 import jax
 import jax.numpy as jnp
 
-import nn as _nn
 from theory._validation import check_int
 
 from ._core import AdapterLayer, register_method
@@ -51,11 +50,13 @@ def householder_matrix(u):
 
 @register_method("moore")
 class MoORELinear(AdapterLayer):
-    """MoORE layer: frozen ``U, sigma, V``; trainable Householder rows, router, task embedding."""
+    """MoORE layer: frozen ``U, sigma, V`` and base ``bias``; trainable Householder rows, router,
+    task embedding. It computes the whole layer output (``replaces_base``)."""
 
-    U: _nn.Frozen
-    sigma: _nn.Frozen
-    V: _nn.Frozen
+    U: jax.Array
+    sigma: jax.Array
+    V: jax.Array
+    bias: jax.Array | None
     householder: jax.Array
     w_gate: jax.Array
     w_up: jax.Array
@@ -63,10 +64,12 @@ class MoORELinear(AdapterLayer):
     task_embed: jax.Array
 
     mergeable = False
+    replaces_base = True
     context_keys = ("task",)
+    frozen = ("U", "sigma", "V", "bias")
 
     @classmethod
-    def check_config(cls, config, linears):
+    def check_config(cls, config, shapes):
         unknown = set(config) - {"r", "num_experts", "task_dim", "num_tasks"}
         if unknown:
             raise ValueError(f"unknown MoORE option(s) {sorted(unknown)}.")
@@ -79,9 +82,8 @@ class MoORELinear(AdapterLayer):
         return {"r": r, "num_experts": e, "task_dim": dt_, "num_tasks": t}
 
     @classmethod
-    def build(cls, linear, *, key, r, num_experts, task_dim, num_tasks, **_):
-        n = linear.in_features
-        w0 = _nn.value(linear.weight)
+    def build(cls, w0, *, key, bias, r, num_experts, task_dim, num_tasks, **_):
+        m, n = w0.shape
         dt = w0.dtype
         u, s, vt = jnp.linalg.svd(w0, full_matrices=False)
         k = s.shape[0]
@@ -90,9 +92,8 @@ class MoORELinear(AdapterLayer):
         hh = jnp.repeat(half, 2, axis=0)  # identical pairs: H H = I, so R = I at init
         lim = 1 / math.sqrt(n)
         gate = jax.random.uniform(kg, (num_experts, n), dt, -lim, lim)
-        fz = _nn.Frozen
         return cls(
-            fz(linear), fz(u), fz(s), fz(vt.T), hh, gate, jnp.zeros((k, num_experts), dt),
+            (m, n), u, s, vt.T, bias, hh, gate, jnp.zeros((k, num_experts), dt),
             jnp.zeros((k, task_dim), dt), jax.random.normal(ke, (num_tasks, task_dim), dt),
         )
 
@@ -105,16 +106,16 @@ class MoORELinear(AdapterLayer):
     def gates(self, x, task):
         """``g(x, t) = ReLU(sigma + W_task e_t + W_up W_gate x)``, shape ``(..., k)``."""
         e = jnp.take(self.task_embed, jnp.asarray(task), axis=0)
-        pre = _nn.value(self.sigma) + e @ self.w_task.T + (x @ self.w_gate.T) @ self.w_up.T
+        pre = self.sigma + e @ self.w_task.T + (x @ self.w_gate.T) @ self.w_up.T
         return jax.nn.relu(pre)
 
     def effective_weight(self, x, task=0):
         """``W_eff(x, t) = U diag(g) V^T R`` for one input ``x (n,)``."""
         g = self.gates(x, task)
         r = householder_matrix(self.householder) if self.householder.shape[0] else None
-        vt = _nn.value(self.V).T
+        vt = self.V.T
         vtr = vt if r is None else vt @ r
-        return (_nn.value(self.U) * g) @ vtr
+        return (self.U * g) @ vtr
 
     def delta_weight(self, ctx):
         raise ValueError("MoORE's weight depends on the input; use effective_weight(x, task).")
@@ -125,6 +126,5 @@ class MoORELinear(AdapterLayer):
             task = 0
         z = householder_apply(self.householder, x) if self.householder.shape[0] else x
         g = self.gates(x, task)
-        y = (g * (z @ _nn.value(self.V))) @ _nn.value(self.U).T
-        bias = self.linear.bias
-        return y if bias is None else y + _nn.value(bias)
+        y = (g * (z @ self.V)) @ self.U.T
+        return y if self.bias is None else y + self.bias

@@ -24,7 +24,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-import nn as _nn
 from nn import riemannian as _rm
 from theory._validation import check_choice, check_scalar
 
@@ -35,7 +34,7 @@ __all__ = ["PoLARLinear", "stiefel_mask", "polar_optimizer"]
 
 @register_method("polar")
 class PoLARLinear(AdapterLayer):
-    """A PoLAR-adapted Linear: ``X (out, r)``, ``Theta (r, r)``, ``Y (in, r)`` trainable."""
+    """PoLAR on one layer: ``X (out, r)``, ``Theta (r, r)``, ``Y (fan_in, r)`` trainable."""
 
     X: jax.Array
     Theta: jax.Array
@@ -43,22 +42,21 @@ class PoLARLinear(AdapterLayer):
     scale: float = eqx.field(static=True)
 
     @classmethod
-    def check_config(cls, config, linears):
+    def check_config(cls, config, shapes):
         unknown = set(config) - {"r", "alpha"}
         if unknown:
             raise ValueError(f"unknown PoLAR option(s) {sorted(unknown)}; use r, alpha.")
-        r = _check_rank(config.get("r", 8), linears)
+        r = _check_rank(config.get("r", 8), shapes)
         alpha = check_scalar(config.get("alpha", float(r)), "alpha", lower=0, closed="neither")
         return {"r": r, "alpha": alpha}
 
     @classmethod
-    def build(cls, linear, *, key, r, alpha, **_):
-        m, n = linear.out_features, linear.in_features
-        dt = _nn.value(linear.weight).dtype
+    def build(cls, w, *, key, r, alpha, **_):
+        (m, n), dt = w.shape, w.dtype
         kx, ky = jax.random.split(key)
         x = _rm.random_stiefel(m, r, key=kx, dtype=dt)
         y = _rm.random_stiefel(n, r, key=ky, dtype=dt)
-        return cls(_nn.Frozen(linear), x, jnp.zeros((r, r), dt), y, alpha / r)
+        return cls((m, n), x, jnp.zeros((r, r), dt), y, alpha / r)
 
     @classmethod
     def num_params(cls, shapes, *, r, **_):

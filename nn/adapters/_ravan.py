@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 
@@ -54,21 +55,23 @@ __all__ = ["RavanLinear", "ravan_aggregate", "ravan_select_heads", "fedavg"]
 class RavanLinear(AdapterLayer):
     """Ravan layer: frozen ``B (h, out, r)``, ``A (h, r, in)``; trainable ``H (h, r, r)``, ``s``."""
 
-    B: _nn.Frozen
-    A: _nn.Frozen
+    B: jax.Array
+    A: jax.Array
     H: jax.Array
     s: jax.Array
 
+    frozen = ("B", "A")
+
     @classmethod
-    def check_config(cls, config, linears):
+    def check_config(cls, config, shapes):
         unknown = set(config) - {"r", "heads", "init"}
         if unknown:
             raise ValueError(f"unknown Ravan option(s) {sorted(unknown)}; use r, heads, init.")
         r = check_int(config.get("r", 4), "r", lower=1)
         h = check_int(config.get("heads", 4), "heads", lower=1)
         init = check_choice(config.get("init", "orthogonal"), "init", ("orthogonal", "random"))
-        for lin in linears:
-            k = min(lin.out_features, lin.in_features)
+        for m, n in shapes:
+            k = min(m, n)
             if init == "orthogonal" and h * r > k:
                 raise ValueError(
                     f"`r` * `heads` must be at most min(out, in) = {k} for orthogonal bases; got "
@@ -79,9 +82,8 @@ class RavanLinear(AdapterLayer):
         return {"r": r, "heads": h, "init": init}
 
     @classmethod
-    def build(cls, linear, *, key, r, heads, init, **_):
-        m, n, h = linear.out_features, linear.in_features, heads
-        dt = _nn.value(linear.weight).dtype
+    def build(cls, w, *, key, r, heads, init, **_):
+        (m, n), h, dt = w.shape, heads, w.dtype
         kb, ka = jax.random.split(key)
         if init == "orthogonal":
             b = _rm.random_stiefel(m, h * r, key=kb, dtype=dt).reshape(m, h, r).transpose(1, 0, 2)
@@ -89,8 +91,7 @@ class RavanLinear(AdapterLayer):
         else:
             b = jax.random.normal(kb, (h, m, r), dt) / math.sqrt(m)
             a = jax.random.normal(ka, (h, r, n), dt) / math.sqrt(n)
-        fz = _nn.Frozen
-        return cls(fz(linear), fz(b), fz(a), jnp.zeros((h, r, r), dt), jnp.ones((h,), dt))
+        return cls((m, n), b, a, jnp.zeros((h, r, r), dt), jnp.ones((h,), dt))
 
     @classmethod
     def num_params(cls, shapes, *, r, heads, **_):
@@ -98,14 +99,12 @@ class RavanLinear(AdapterLayer):
         return len(shapes) * heads * (r * r + 1)
 
     def delta_weight(self, ctx):
-        b, a = _nn.value(self.B), _nn.value(self.A)
-        return jnp.einsum("h,hmr,hrs,hsn->mn", self.s, b, self.H, a)
+        return jnp.einsum("h,hmr,hrs,hsn->mn", self.s, self.B, self.H, self.A)
 
     def delta(self, x, ctx, *, key=None):
-        b, a = _nn.value(self.B), _nn.value(self.A)
-        z = jnp.einsum("...n,hrn->...hr", x, a)
+        z = jnp.einsum("...n,hrn->...hr", x, self.A)
         z = jnp.einsum("...hs,hrs->...hr", z, self.H) * self.s[:, None]
-        return jnp.einsum("...hr,hmr->...m", z, b)
+        return jnp.einsum("...hr,hmr->...m", z, self.B)
 
 
 def _check_clients(clients, weights):
@@ -117,7 +116,7 @@ def _check_clients(clients, weights):
         raise ValueError(
             f"`weights` must be {len(clients)} nonnegative numbers summing to 1; got {weights}."
         )
-    specs = {c.spec for c in clients}
+    specs = {(c.specs, c.active) for c in clients}
     if len(specs) != 1:
         raise ValueError("`clients` must share one adapter spec (same method, targets, seed).")
     return jnp.asarray(weights)
@@ -134,10 +133,6 @@ def fedavg(clients: list[Adapted], weights=None) -> Adapted:
     avg = jax.tree.map(lambda *xs: sum(wi * x for wi, x in zip(w, xs, strict=True)),
                        *[t for t, _ in halves])
     return _nn.combine(avg, halves[0][1])
-
-
-def _is_ravan(n):
-    return isinstance(n, RavanLinear)
 
 
 def _check_ravan(model, who):
@@ -188,15 +183,9 @@ def ravan_aggregate(clients: list[Adapted], weights=None, masks=None) -> Adapted
         den = jnp.sum(wm, 0)
         avg = jnp.einsum("ch,chrs->hrs", wm, sh) / jnp.where(den > 0, den, 1.0)[:, None, None]
         new.append(jnp.where((den > 0)[:, None, None], avg, sh[0]))
-    it = iter(new)
-
-    def fix(node):
-        if not _is_ravan(node):
-            return node
-        return RavanLinear(node.base, node.B, node.A, next(it), jnp.ones_like(node.s))
-
-    model = jax.tree.map(fix, out.model, is_leaf=_is_ravan)
-    return Adapted(model, out.shared, out.spec)
+    ones = [jnp.ones_like(q.s) for q in out.layers().values()]
+    return eqx.tree_at(lambda m: [q.H for q in m.layers().values()]
+                       + [q.s for q in m.layers().values()], out, new + ones)
 
 
 def ravan_select_heads(model: Adapted, k: int, *, score: str = "random", grads=None,

@@ -27,11 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import nn as _nn
 from theory._validation import check_int, check_scalar
 
-from ._core import Adapted, AdapterLayer, AdapterSpec, register_method
-from ._lora import LoRALinear
+from ._core import Adapted, AdaptedLayer, AdapterLayer, register_method
 
 __all__ = [
     "tfb_refactor",
@@ -54,17 +52,21 @@ class TFBLoRALinear(AdapterLayer):
     """LoRA layer with the TFB posterior on ``A'``: each call with ``key`` draws one ``E``.
 
     Without ``key`` the layer returns the posterior mean (the trained LoRA). Everything in it is
-    frozen (TFB trains nothing); ``sigma`` is a frozen scalar array, so it can be traced.
+    frozen (TFB trains nothing) and stored in adapter files; ``sigma`` is a scalar array, so it
+    can be traced.
     """
 
     Bp: jax.Array
     Ap: jax.Array
     d: jax.Array
-    sigma: _nn.Frozen
+    sigma: jax.Array
     scale: float = eqx.field(static=True)
 
+    frozen = ("Bp", "Ap", "d", "sigma")
+    saved = ("Bp", "Ap", "d", "sigma")
+
     @classmethod
-    def check_config(cls, config, linears):
+    def check_config(cls, config, shapes):
         raise ValueError("`method` 'tfb' is built from a trained LoRA: use tfb_bayesianize.")
 
     @classmethod
@@ -72,7 +74,7 @@ class TFBLoRALinear(AdapterLayer):
         return 0
 
     def _arrays(self):
-        return _nn.value(self.Bp), _nn.value(self.Ap), _nn.value(self.d) / _nn.value(self.sigma)
+        return self.Bp, self.Ap, self.d / self.sigma
 
     def delta_weight(self, ctx):
         bp, ap, _ = self._arrays()
@@ -93,32 +95,38 @@ class TFBLoRALinear(AdapterLayer):
         return self.scale * ((x @ ap.T) @ bp.T)
 
 
-def tfb_bayesianize(adapted: Adapted, sigma: float) -> Adapted:
-    """Turn every LoRA layer of a trained ``adapted`` into a TFB layer with std ``sigma``.
+def tfb_bayesianize(adapted: Adapted, sigma: float, *, name: str | None = None) -> Adapted:
+    """Turn the LoRA adapter ``name`` (default: the active one) of a trained ``adapted`` into TFB
+    layers with std ``sigma``.
 
-    The result is frozen (TFB trains nothing); call it with ``key=`` to sample (one draw of the
-    noise per call and layer, the layer keys split from ``key`` by the model).
+    The TFB adapter trains nothing; call the model with ``key=`` to sample (one draw of the noise
+    per call and layer; a layer called without a key draws from ``fold_in(key, i)``).
     """
-    if not isinstance(adapted, Adapted) or adapted.spec.method != "lora":
-        raise ValueError("`adapted` must be a LoRA-adapted model (inject(..., 'lora')).")
+    if not isinstance(adapted, Adapted):
+        raise ValueError(f"`adapted` must be a LoRA-adapted model (inject(..., 'lora')); got "
+                         f"{type(adapted).__name__}.")
+    name = adapted._one(name)
+    spec = adapted.spec_of(name)
+    if spec.method != "lora":
+        raise ValueError(f"`adapted` must be a LoRA-adapted model (inject(..., 'lora')); adapter "
+                         f"{name!r} is {spec.method!r}.")
     if isinstance(sigma, jax.core.Tracer):
-        sigma_arr, sigma = sigma, None  # traced (inside jit): the caller validated it
+        sigma_arr = sigma  # traced (inside jit): the caller validated it
     else:
-        sigma = check_scalar(sigma, "sigma", lower=0)
-        sigma_arr = sigma
+        sigma_arr = check_scalar(sigma, "sigma", lower=0)
 
     def conv(n):
-        if not isinstance(n, LoRALinear):
+        if not isinstance(n, AdaptedLayer) or name not in n.adapters:
             return n
-        bp, ap, d = tfb_refactor(n.B, n.A)
-        return TFBLoRALinear(n.base, bp, ap, d, jnp.asarray(sigma_arr, bp.dtype), n.scale)
+        lo = n.adapters[name]
+        bp, ap, d = tfb_refactor(lo.B, lo.A)
+        layer = TFBLoRALinear(lo.shape, bp, ap, d, jnp.asarray(sigma_arr, bp.dtype), lo.scale)
+        return AdaptedLayer(n.base, {**n.adapters, name: layer}, n.target)
 
-    model = jax.tree.map(conv, adapted.model, is_leaf=lambda n: isinstance(n, LoRALinear))
-    model = jax.tree.map(lambda x: _nn.Frozen(x) if eqx.is_inexact_array(x) else x, model,
-                         is_leaf=lambda n: isinstance(n, _nn.Frozen))
-    spec = AdapterSpec("tfb", adapted.spec.config, adapted.spec.targets,
-                       adapted.spec.shapes, adapted.spec.train, adapted.spec.key_data)
-    return Adapted(model, adapted.shared, spec)
+    model = jax.tree.map(conv, adapted.model, is_leaf=lambda n: isinstance(n, AdaptedLayer))
+    new = dataclasses.replace(spec, method="tfb", train=(), dropout=0.0)
+    specs = tuple(new if s.name == name else s for s in adapted.specs)
+    return Adapted(model, adapted.banks, specs, adapted.active, adapted.enabled)
 
 
 @dataclasses.dataclass(frozen=True)

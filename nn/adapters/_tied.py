@@ -15,8 +15,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-import nn as _nn
-
 from ._core import AdapterLayer, _check_rank, register_method
 from ._unilora import kaiming_uniform_bases
 
@@ -31,11 +29,11 @@ class TiedLoRALinear(AdapterLayer):
     v: jax.Array
 
     @classmethod
-    def check_config(cls, config, linears):
+    def check_config(cls, config, shapes):
         unknown = set(config) - {"r", "train_ab"}
         if unknown:
             raise ValueError(f"unknown Tied-LoRA option(s) {sorted(unknown)}; use r, train_ab.")
-        r = _check_rank(config.get("r", 8), linears)
+        r = _check_rank(config.get("r", 8), shapes)
         train_ab = config.get("train_ab", True)
         if not isinstance(train_ab, bool):
             raise TypeError(f"`train_ab` must be a bool; got {train_ab!r}.")
@@ -46,13 +44,15 @@ class TiedLoRALinear(AdapterLayer):
         m_max = max(m for m, _ in shapes)
         n_max = max(n for _, n in shapes)
         a, b = kaiming_uniform_bases(r, m_max, n_max, key=jax.random.fold_in(key, 1), dtype=dtype)
-        wrap = (lambda x: x) if train_ab else _nn.Frozen
-        return {"A": wrap(a), "B": wrap(b)}
+        return {"A": a, "B": b}
 
     @classmethod
-    def build(cls, linear, *, r, **_):
-        dt = _nn.value(linear.weight).dtype
-        return cls(_nn.Frozen(linear), jnp.zeros(linear.out_features, dt), jnp.ones(r, dt))
+    def frozen_shared(cls, config):
+        return () if config["train_ab"] else ("A", "B")
+
+    @classmethod
+    def build(cls, w, *, r, **_):
+        return cls(w.shape, jnp.zeros(w.shape[0], w.dtype), jnp.ones(r, w.dtype))
 
     @classmethod
     def num_params(cls, shapes, *, r, train_ab, **_):

@@ -107,15 +107,17 @@ class ProjectedLoRALinear(AdapterLayer):
     ``theta`` is the shared vector ``adapted.shared["theta"]``; the indices and values are frozen.
     """
 
-    index_A: _nn.Frozen
-    value_A: _nn.Frozen
-    index_B: _nn.Frozen
-    value_B: _nn.Frozen
+    index_A: jax.Array
+    value_A: jax.Array
+    index_B: jax.Array
+    value_B: jax.Array
+
+    frozen = ("index_A", "value_A", "index_B", "value_B")
 
     def factors(self, ctx):
         theta = ctx["theta"]
-        a = project(theta, _nn.value(self.index_A), _nn.value(self.value_A))
-        b = project(theta, _nn.value(self.index_B), _nn.value(self.value_B))
+        a = project(theta, self.index_A, self.value_A)
+        b = project(theta, self.index_B, self.value_B)
         return a, b
 
     def delta_weight(self, ctx):
@@ -138,12 +140,12 @@ class UniLoRALinear(ProjectedLoRALinear):
     """Uni-LoRA: one trainable vector ``theta in R^d`` for the whole model (isometric ``P``)."""
 
     @classmethod
-    def check_config(cls, config, linears):
+    def check_config(cls, config, shapes):
         unknown = set(config) - {"r", "d", "seed", "init_bound"}
         if unknown:
             raise ValueError(f"unknown Uni-LoRA option(s) {sorted(unknown)}; use r, d, seed.")
-        r = _check_rank(config.get("r", 4), linears)
-        D = sum(r * (lin.out_features + lin.in_features) for lin in linears)
+        r = _check_rank(config.get("r", 4), shapes)
+        D = sum(r * (m + n) for m, n in shapes)
         if "d" not in config:
             raise ValueError("`d` (the trainable dimension) must be given for Uni-LoRA.")
         d = check_int(config["d"], "d", lower=1, upper=D)
@@ -156,20 +158,17 @@ class UniLoRALinear(ProjectedLoRALinear):
         return {"theta": jax.random.uniform(key, (d,), dtype, -init_bound, init_bound)}
 
     @classmethod
-    def build(cls, linear, *, key, index, shapes, r, d, seed, **_):
+    def build(cls, w, *, key, index, shapes, r, d, seed, **_):
         off = _uni_layout(shapes, r)
         idx, val = isometric_projection(int(off[-1]), d, seed)
         m, n = shapes[index]
         lo = off[index]
         sl = slice(lo, lo + r * n), slice(lo + r * n, off[index + 1])
-        dt = _nn.value(linear.weight).dtype
+        dt = w.dtype
         ia, ib = idx[sl[0]].reshape(r, n), idx[sl[1]].reshape(m, r)
         va, vb = val[sl[0]].reshape(r, n), val[sl[1]].reshape(m, r)
-        fz = _nn.Frozen
-        return cls(
-            fz(linear), fz(jnp.asarray(ia)), fz(jnp.asarray(va, dt)), fz(jnp.asarray(ib)),
-            fz(jnp.asarray(vb, dt)),
-        )
+        return cls((m, n), jnp.asarray(ia), jnp.asarray(va, dt), jnp.asarray(ib),
+                   jnp.asarray(vb, dt))
 
     @classmethod
     def num_params(cls, shapes, *, d, **_):
@@ -182,7 +181,7 @@ class VeRALinear(ProjectedLoRALinear):
     """VeRA: ``Delta W = diag(lambda_b) B diag(lambda_d) A`` (frozen shared random ``A, B``)."""
 
     @classmethod
-    def check_config(cls, config, linears):
+    def check_config(cls, config, shapes):
         unknown = set(config) - {"r", "d_initial"}
         if unknown:
             raise ValueError(f"unknown VeRA option(s) {sorted(unknown)}; use r, d_initial.")
@@ -204,12 +203,10 @@ class VeRALinear(ProjectedLoRALinear):
         return {"theta": jnp.concatenate(parts)}
 
     @classmethod
-    def build(cls, linear, *, shared_key, index, shapes, r, **_):
+    def build(cls, w, *, shared_key, index, shapes, r, **_):
         a, b = cls._bases(shapes, shared_key, r)
-        dt = _nn.value(linear.weight).dtype
-        ia, va, ib, vb = vera_projection(shapes, a.astype(dt), b.astype(dt))[index]
-        fz = _nn.Frozen
-        return cls(fz(linear), fz(ia), fz(va), fz(ib), fz(vb))
+        ia, va, ib, vb = vera_projection(shapes, a.astype(w.dtype), b.astype(w.dtype))[index]
+        return cls(w.shape, ia, va, ib, vb)
 
     @classmethod
     def num_params(cls, shapes, *, r, **_):

@@ -15,7 +15,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-import nn as _nn
 from theory._validation import check_int, check_scalar
 
 from ._core import AdapterLayer, _check_rank, register_method
@@ -43,19 +42,19 @@ class VBLoRALinear(AdapterLayer):
     k: int = eqx.field(static=True)
 
     @classmethod
-    def check_config(cls, config, linears):
+    def check_config(cls, config, shapes):
         unknown = set(config) - {"r", "num_vectors", "vector_length", "topk", "init_logits_std",
                                  "init_vector_bank_bound"}
         if unknown:
             raise ValueError(f"unknown VB-LoRA option(s) {sorted(unknown)}.")
-        r = _check_rank(config.get("r", 4), linears)
+        r = _check_rank(config.get("r", 4), shapes)
         h = check_int(config.get("num_vectors", 256), "num_vectors", lower=1)
         b = check_int(config.get("vector_length", 256), "vector_length", lower=1)
-        for lin in linears:
-            if lin.in_features % b or lin.out_features % b:
+        for m, n in shapes:
+            if n % b or m % b:
                 raise ValueError(
                     f"`vector_length` must divide every adapted layer's in and out sizes; got "
-                    f"{b} for a layer of shape ({lin.out_features}, {lin.in_features})."
+                    f"{b} for a layer of shape ({m}, {n})."
                 )
         k = check_int(config.get("topk", 2), "topk", lower=1, upper=h)
         std = check_scalar(config.get("init_logits_std", 0.1), "init_logits_std", lower=0)
@@ -71,13 +70,12 @@ class VBLoRALinear(AdapterLayer):
         return {"bank": jax.random.uniform(key, (num_vectors, vector_length), dtype, -bd, bd)}
 
     @classmethod
-    def build(cls, linear, *, key, r, num_vectors, vector_length, topk, init_logits_std, **_):
-        m, n, b, h = linear.out_features, linear.in_features, vector_length, num_vectors
-        dt = _nn.value(linear.weight).dtype
+    def build(cls, w, *, key, r, num_vectors, vector_length, topk, init_logits_std, **_):
+        (m, n), b, h, dt = w.shape, vector_length, num_vectors, w.dtype
         ka, kb = jax.random.split(key)
         la = init_logits_std * jax.random.normal(ka, (r, n // b, h), dt)
         lb = init_logits_std * jax.random.normal(kb, (m // b, r, h), dt)
-        return cls(_nn.Frozen(linear), la, lb, topk)
+        return cls((m, n), la, lb, topk)
 
     @classmethod
     def num_params(cls, shapes, *, r, num_vectors, vector_length, **_):

@@ -1,4 +1,4 @@
-"""inject / split / merge / save-load, shared by every adapter method."""
+"""inject / split / merge / save-load, named adapters, dropout, file errors (every method)."""
 
 import equinox as eqx
 import jax
@@ -48,8 +48,7 @@ def test_merge_equals_unmerged_float64(name):
     for seed in range(2):
         a = _perturbed(name, seed)
         merged = ad.merge(a)
-        assert not any(isinstance(n, nn.Frozen) for n in jax.tree.leaves(
-            merged, is_leaf=lambda n: isinstance(n, nn.Frozen)))
+        assert eqx.tree_equal(jax.tree.structure(merged), jax.tree.structure(_base()))
         y, ym = fwd(a, X), fwd(merged, X)
         assert float(jnp.max(jnp.abs(y - y0))) > 1e-6  # the adapter does something
         np.testing.assert_allclose(ym, y, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(y))))
@@ -58,7 +57,7 @@ def test_merge_equals_unmerged_float64(name):
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_save_load_round_trip_regenerates_frozen(name, tmp_path):
     a = _perturbed(name, 3)
-    path = tmp_path / "adapter.npz"
+    path = tmp_path / "adapter.safetensors"
     ad.save_adapter(path, a)
     b = ad.load_adapter(path, _base())
     ta, fa = nn.split(a)
@@ -69,15 +68,16 @@ def test_save_load_round_trip_regenerates_frozen(name, tmp_path):
         np.testing.assert_array_equal(u, v)  # frozen random bases rebuilt from the key
     np.testing.assert_array_equal(fwd(a, X), fwd(b, X))
     header = ad.read_header(path)
-    assert header["spec"]["method"] == METHOD.get(name, name)
+    assert header["method"] == METHOD.get(name, name) and header["name"] == "default"
+    assert (tmp_path / "adapter.json").is_file()
 
 
 def test_load_rejects_other_base(tmp_path):
     a = _perturbed("lora", 0)
-    ad.save_adapter(tmp_path / "a.npz", a)
+    ad.save_adapter(tmp_path / "a.safetensors", a)
     other = nn.MLP(8, 4, 12, 2, key=jax.random.key(0))
     with pytest.raises(ValueError, match="model"):
-        ad.load_adapter(tmp_path / "a.npz", other)
+        ad.load_adapter(tmp_path / "a.safetensors", other)
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -136,6 +136,8 @@ def test_bad_input():
         ad.inject(base, "lora", key=k, r=5)  # last layer is 4 x 16
     with pytest.raises(ValueError, match="targets"):
         ad.inject(base, "lora", targets="q_proj", key=k, r=2)
+    with pytest.raises(ValueError, match="adaptable"):
+        ad.inject(base.layers[0].weight, "lora", key=k, r=2)
     with pytest.raises(ValueError, match="method"):
         ad.inject(base, "dora", key=k)
     with pytest.raises(ValueError, match="`d`"):
@@ -148,3 +150,111 @@ def test_bad_input():
         ad.stable_rank(jnp.ones(3))
     with pytest.raises(TypeError, match="adapted"):
         ad.merge(base)
+
+
+def test_load_errors_name_the_path(tmp_path):
+    a = _perturbed("lora", 0)
+    path = tmp_path / "a.safetensors"
+    with pytest.raises(ValueError, match="does not exist") as err:
+        ad.load_adapter(path, _base())
+    assert str(path) in str(err.value)
+    (tmp_path / "d.safetensors").mkdir()
+    with pytest.raises(ValueError, match="directory"):
+        ad.load_adapter(tmp_path / "d.safetensors", _base())
+    with pytest.raises(ValueError, match=".safetensors"):
+        ad.load_adapter(tmp_path, _base())
+    ad.save_adapter(path, a)
+    cfg = tmp_path / "a.json"
+    good = cfg.read_text()
+    for bad, msg in (("{not json", "not valid JSON"), ('{"format": "peft"}', "theorylab-adapter"),
+                     (good.replace('"method": "lora"', '"method": "dora"'), "method")):
+        cfg.write_text(bad)
+        with pytest.raises(ValueError, match=msg) as err:
+            ad.load_adapter(path, _base())
+        assert "a.json" in str(err.value)
+    cfg.write_text(good)
+    path.write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="safetensors") as err:
+        ad.load_adapter(path, _base())
+    assert str(path) in str(err.value)
+
+
+def test_named_adapters_set_active_disable_unload_merge():
+    base = _base()
+    a = _perturbed("lora", 0)
+    with pytest.raises(ValueError, match="name"):
+        ad.inject(a, "vera", key=jax.random.key(1), r=6)  # a second inject is never implicit
+    with pytest.raises(ValueError, match="already"):
+        ad.inject(a, "vera", key=jax.random.key(1), name="default", r=6)
+    with pytest.raises(ValueError, match="Adapted"):
+        ad.inject(a.model, "vera", key=jax.random.key(1), name="b", r=6)
+    b = _perturbed("vera", 1)
+    ab = ad.inject(a, "vera", key=jax.random.key(1), name="b", r=6)
+    ab = eqx.tree_at(lambda m: m.banks["b"]["theta"], ab, b.banks["default"]["theta"])
+    assert ab.names == ("default", "b") and ab.active == ("default",)
+    y0, ya, yb = fwd(base, X), fwd(a, X), fwd(b, X)
+    np.testing.assert_array_equal(fwd(ab, X), ya)  # adding does not change the active adapter
+    np.testing.assert_allclose(fwd(ab.set_active("b"), X), yb, rtol=0, atol=1e-13)
+    both = ab.set_active("default", "b")
+    merged = ad.merge(both)  # the two updates add in every layer
+    da, db = ad.delta_weights(ab, name="default"), ad.delta_weights(ab, name="b")
+    for i, p in enumerate(sorted(da)):
+        np.testing.assert_allclose(merged.layers[i].weight, base.layers[i].weight + da[p] + db[p],
+                                   rtol=0, atol=1e-13)
+    np.testing.assert_allclose(fwd(merged, X), fwd(both, X), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(fwd(both.disable(), X), y0)
+    with ad.disabled(both) as off:
+        np.testing.assert_array_equal(fwd(off, X), y0)
+    np.testing.assert_array_equal(fwd(both.disable().enable(), X), fwd(both, X))
+    assert eqx.tree_equal(ad.unload(both), base)
+    # only the active adapters train; the mask sits beside the model
+    assert nn.count_params(ab) == nn.count_params(a)
+    assert nn.count_params(ab.set_active("b")) == nn.count_params(b)
+    assert nn.count_params(both) == nn.count_params(a) + nn.count_params(b)
+    with pytest.raises(ValueError, match="2 adapters"):
+        both.layers()
+    assert set(both.layers("b")) == set(a.layers())
+    with pytest.raises(ValueError, match="name"):
+        ab.set_active("c")
+
+
+def test_named_adapter_files_round_trip(tmp_path):
+    a = _perturbed("lora", 0)
+    ab = ad.inject(a, "ravan", key=jax.random.key(1), name="fed", r=2, heads=2)
+    ab = eqx.tree_at(lambda m: [q.H for q in m.layers("fed").values()], ab,
+                     [jnp.ones_like(q.H) for q in ab.layers("fed").values()])
+    ad.save_adapter(tmp_path / "fed.safetensors", ab, name="fed")
+    loaded = ad.load_adapter(tmp_path / "fed.safetensors", a)  # added to an adapted model
+    assert loaded.names == ("default", "fed")
+    np.testing.assert_array_equal(fwd(loaded.set_active("fed"), X), fwd(ab.set_active("fed"), X))
+
+
+def test_adapter_dropout_is_unbiased_and_off_without_a_key():
+    """PEFT's lora_dropout: the adapter branch sees dropout(x) (inverted, rate p) when called with
+    a key; E[B A dropout(x)] = B A x, checked within 4 standard errors over draws."""
+    a = ad.inject(_base(), "lora", targets="layers.0", key=jax.random.key(0), r=2, dropout=0.5)
+    a = eqx.tree_at(lambda m: m.layers()["layers.0"].B, a, jnp.ones((16, 2)))
+    layer = a.bind().layers[0]
+    x = X[0]
+    ref = layer(x)
+    np.testing.assert_array_equal(fwd(a, X), fwd(a, X))  # no key: deterministic, no dropout
+    draws = jax.vmap(lambda k: layer(x, key=k))(jax.random.split(jax.random.key(1), 4000))
+    assert float(jnp.max(jnp.abs(draws[0] - ref))) > 1e-3
+    mean, se = draws.mean(0), draws.std(0, ddof=1) / np.sqrt(4000)
+    assert np.all(np.abs(mean - ref) < 4 * se + 1e-12)
+    with pytest.raises(ValueError, match="dropout"):
+        ad.inject(_base(), "lora", key=jax.random.key(0), r=2, dropout=1.0)
+
+
+def test_package_embedding_and_linear_targets_merge():
+    lm = nn.TransformerLM(11, 8, 2, 1, 6, key=jax.random.key(0))
+    assert ad.target_paths(lm)["embed"] == "embedding"
+    a = ad.inject(lm, "lora", targets=["embed", "pos_embed", "q_proj", "head"],
+                  key=jax.random.key(1), r=2)
+    a = eqx.tree_at(lambda m: [q.B for q in m.layers().values()], a,
+                    [jnp.full_like(q.B, 0.1) for q in a.layers().values()])
+    toks = jnp.arange(5)[None] % 11
+    y = fwd(a, toks)
+    assert float(jnp.max(jnp.abs(y - fwd(lm, toks)))) > 1e-3
+    np.testing.assert_allclose(fwd(ad.merge(a), toks), y, rtol=0,
+                               atol=1e-12 * float(jnp.max(jnp.abs(y))))

@@ -29,7 +29,7 @@ def _trained_lora(seed=0):
     layer = a.layers()["layers.0"]
     import equinox as eqx
     b = jax.random.normal(jax.random.key(seed + 1), layer.B.shape)
-    return eqx.tree_at(lambda m: m.model.layers[0].B, a, b)
+    return eqx.tree_at(lambda m: m.layers()["layers.0"].B, a, b)
 
 
 def test_tfb_covariance_is_isotropic_on_col_b_and_gauge_invariant():
@@ -113,13 +113,13 @@ def test_ct_beta_one_is_the_relu_network_exactly():
     mlp = nn.MLP(5, 3, 9, 2, activation=jax.nn.relu, key=jax.random.key(0))
     x = jax.random.normal(jax.random.key(1), (20, 5))
     np.testing.assert_array_equal(ad.ct_steer(mlp, 1.0)(x), mlp(x))
-    tct = ad.ct_trainable(mlp, train=("layers.2",))
+    tct, mask = ad.ct_trainable(mlp, train=("layers.2",))
     import equinox as eqx
     ones = jax.tree.map(lambda n: eqx.tree_at(lambda m: m.raw_beta, n, jnp.full_like(
         n.raw_beta, jnp.inf)) if isinstance(n, ad.CTLinear) else n, tct,
         is_leaf=lambda n: isinstance(n, ad.CTLinear))
     np.testing.assert_array_equal(ones(x), mlp(x))  # sigmoid(inf) = 1: the ReLU branch
-    assert nn.count_params(tct) == 2 * (9 + 9) + 9 * 3 + 3
+    assert nn.count_params(tct, mask) == 2 * (9 + 9) + 9 * 3 + 3
     np.testing.assert_allclose(ad.ct_steer(mlp, 0.8)(x), tct(x), atol=1e-13)  # same init
 
 
