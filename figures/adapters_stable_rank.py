@@ -1,7 +1,7 @@
-"""Stable rank of the learned update for LoRA and PoLAR (r = 8, alpha = 32, AdamW, one learning-rate
-grid for both chosen on validation, PoLAR by landing) along training against the validation loss,
-with the matched-fit comparison of the claim, the paper's Fig. 1 values (sr 1.06 LoRA vs 5.49
-PoLAR, Llama-2-7B, r = 32), and PoLAR's distance to the Stiefel manifold."""
+"""Stable rank of the learned update for LoRA and PoLAR (r = 8, alpha = 32, AdamW, one
+learning-rate grid for both chosen on validation, PoLAR by Adam + QR retraction) along training
+against the validation loss, with the matched-fit comparison of the claim, the paper's Fig. 1
+values (sr 1.06 LoRA vs 5.49 PoLAR, Llama-2-7B, r = 32), and PoLAR's distance to the manifold."""
 
 import matplotlib.pyplot as plt
 import numpy as np

@@ -33,7 +33,7 @@ def _flip_attraction(f):
 SR_D, SR_H, SR_C = 32, 64, 16
 SR_R, SR_ALPHA = 8, 32.0  # r in the grid {4, 8, 16, 32}; lora_alpha = 32 (train_and_eval.sh)
 SR_STIEFEL = "qr"  # a QR retraction keeps X, Y on Stiefel (landing under Adam left it: below)
-SR_LRS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)  # one grid for both (the scripts: 4e-4 LoRA, 4e-3 PoLAR)
+SR_LRS = (3e-3, 1e-2, 3e-2, 1e-1, 3e-1)  # one grid for both (the scripts: 4e-4 LoRA, 4e-3 PoLAR)
 SR_BATCH, SR_EPOCHS, SR_WARMUP, SR_CHECKPOINTS = 128, 5, 0.03, 10
 SR_SIZES = sizes(smoke=dict(seeds=2, n_train=1024, n_val=512),
                  quick=dict(seeds=6, n_train=8192, n_val=2048),
