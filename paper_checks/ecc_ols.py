@@ -317,7 +317,7 @@ def simulate_efficiency(n: int, reps: int, seed: int = 0) -> dict:
 
 
 # ----------------------------------------------------------------------------- route (c1)
-HOIF_SIZES = sizes(smoke=dict(n=40, reps=4), quick=dict(n=100, reps=150),
+HOIF_SIZES = sizes(smoke=dict(n=40, reps=4), quick=dict(n=60, reps=100),
                    full=dict(n=200, reps=1000))
 #: (covariance, row law) cells of the unlabeled-rows claim; t5 rows are the negative control
 HOIF_CELLS = (("ar0.9", "gaussian"), ("spiked", "gaussian"), ("ar0.9", "rademacher"))
