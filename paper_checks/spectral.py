@@ -198,8 +198,9 @@ def _transfer(size, seed) -> Measurement:
        mutants=[wrap("spectral._search._grad_fns", _no_edge_term,
                      "implicit gradient without the edge-point term du*/dp", name="no_edge_term"),
                 wrap("spectral._search.threshold_and_gradient",
-                     lambda f: lambda *a, **k: (lambda b, g, r: (b, 0.5 * g, r))(*f(*a, **k)),
-                     "gradient of beta* half its value", name="gradient_half")])
+                     lambda f: lambda *a, **k: (lambda b, g, r: (b, -g, r))(*f(*a, **k)),
+                     "implicit gradient without the minus sign of the implicit-function theorem",
+                     name="gradient_sign")])
 def _gradient(size, seed) -> Measurement:
     reached, evals, nm_evals, beta = {}, {}, {}, {}
     for fam, prior in size.search:
