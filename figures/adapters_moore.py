@@ -5,16 +5,23 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from paper_checks.adapters.moore import METHODS, conflict, forgetting_at_matched_fit, moore_runs
+from paper_checks.adapters.moore import (
+    METHODS,
+    SIZES,
+    conflict,
+    forgetting_at_matched_fit,
+    moore_runs,
+)
 
 ID = "adapters.moore"
 TITLE = "MoORE vs LoRA on a pretrained MLP: oblivion (original task) and conflict (joint tasks)"
-COLORS = {"lora": "C0", "moore": "C3"}
-NAMES = {"lora": "LoRA", "moore": "MoORE"}
+COLORS = {"lora": "C0", "moore": "C3", "lora_task": "C2"}
+NAMES = {"lora": "LoRA", "moore": "MoORE", "lora_task": "task-conditioned LoRA"}
 
 
-def make(scale: str = "quick"):
-    r = moore_runs(scale)
+def make(scale: str = "quick", seed: int = 0):
+    z = SIZES[scale]
+    r = moore_runs(z.tasks, z.seeds, z.n, z.steps, z.checkpoints, z.lrs, seed)
     f = forgetting_at_matched_fit(r)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
     for i, m in enumerate(METHODS):
@@ -32,9 +39,10 @@ def make(scale: str = "quick"):
     a1.set_ylabel("original task: test loss / base's")
     a1.set_title("oblivion along training (paper: MoORE below LoRA)", fontsize=9)
     a1.legend(frameon=False, fontsize=7)
-    lo = min(min(r[m]["single"].min(), r[m]["new"][:, -1].min()) for m in METHODS)
-    hi = max(max(r[m]["single"].max(), r[m]["new"][:, -1].max()) for m in METHODS)
-    for m in METHODS:
+    every = (*METHODS, "lora_task")
+    lo = min(min(r[m]["single"].min(), r[m]["new"][:, -1].min()) for m in every)
+    hi = max(max(r[m]["single"].max(), r[m]["new"][:, -1].max()) for m in every)
+    for m in every:
         cf = conflict(r, m)
         a2.loglog(r[m]["single"].ravel(), r[m]["new"][:, -1].ravel(), "o", color=COLORS[m],
                   label=f"{NAMES[m]}: mean log(joint / single) = {cf.mean():.2f} "
