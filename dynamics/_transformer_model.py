@@ -14,7 +14,14 @@ import numpy as np
 import optax
 import optimistix as optx
 
-from theory._validation import as_array, as_generator, check_choice, check_int, check_scalar
+from theory._validation import (
+    as_array,
+    as_generator,
+    check_choice,
+    check_int,
+    check_memory,
+    check_scalar,
+)
 
 __all__ = [
     "SmallInitTransformer",
@@ -131,6 +138,7 @@ def gaussian_task(n: int, s: int, d: int, *, labels: str = "random", rng=None):
     Returns ``(X, y)`` with shapes ``(n, s, d)`` and ``(n,)``.
     """
     n, s, d = (check_int(v, k, lower=1) for v, k in ((n, "n"), (s, "s"), (d, "d")))
+    check_memory(2.0 * n * s * d, "`n`, `s`, `d`", what="the task's tokens")
     check_choice(labels, "labels", ("random", "bilinear"))
     g = as_generator(rng)
     X = g.standard_normal((n, s, d))
@@ -160,6 +168,8 @@ def anchor_task(n: int, *, s: int = 10, n_keys: int = 20, d: int = 16, rng=None)
     s = check_int(s, "s", lower=2)
     n_keys = check_int(n_keys, "n_keys", lower=1)
     d = check_int(d, "d", lower=1)
+    check_memory(2.0 * (n * s * d + (5 + n_keys) * d), "`n`, `s`, `n_keys`, `d`",
+                 what="the embedded tokens")
     g = as_generator(rng)
     vocab = 5 + n_keys
     tokens = g.integers(5, vocab, size=(n, s))

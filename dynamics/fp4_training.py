@@ -41,7 +41,14 @@ from tqdm.auto import tqdm
 
 import nn
 from nn.quant import QuantMatmul
-from theory._validation import batch_source, check_transform
+from theory._validation import (
+    as_array,
+    batch_source,
+    check_choice,
+    check_int,
+    check_scalar,
+    check_transform,
+)
 from theory.fp4 import SQRT3
 
 __all__ = ["MODES", "FP4TrainResult", "detect_crossing", "gradient_pair", "train_fp4"]
@@ -61,20 +68,15 @@ def _configs(mode, fmt):
 
 
 def _check(mode, threshold, window):
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
-    if not (isinstance(threshold, int | float) and threshold > 0):
-        raise ValueError(f"threshold must be a positive number, got {threshold!r}")
-    if not isinstance(window, int) or window < 1:
-        raise ValueError(f"window must be a positive int, got {window!r}")
+    check_choice(mode, "mode", tuple(MODES))
+    check_scalar(threshold, "threshold", lower=0.0, upper=1e100, closed="right")
+    check_int(window, "window", lower=1, upper=10**9)
 
 
 def detect_crossing(ratios, threshold=SQRT3, window=10):
     """First index ``t`` with ``mean(ratios[t - window + 1 : t + 1]) < threshold``, or None."""
     _check("none", threshold, window)
-    r = np.asarray(ratios, float)
-    if r.ndim != 1:
-        raise ValueError(f"ratios must be 1-d, got shape {r.shape}")
+    r = as_array(ratios, "ratios", ndim=1, finite="nan")
     if len(r) < window:
         return None
     m = np.convolve(r, np.ones(window) / window, mode="valid")

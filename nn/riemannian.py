@@ -263,8 +263,8 @@ def random_stiefel(p: int, r: int, *, key, dtype=None):
 
     (Mezzadri 2007, Notices AMS 54, Sec. 5.)
     """
-    r = check_int(r, "r", lower=1)
-    p = check_int(p, "p", lower=r, upper=10**8)
+    p = check_int(p, "p", lower=1, upper=10**8)
+    r = check_int(r, "r", lower=1, upper=p)
     key = check_key(key)
     q, rr = jnp.linalg.qr(jax.random.normal(key, (p, r), dtype=dtype))
     return q * jnp.where(jnp.diagonal(rr) < 0, -1.0, 1.0).astype(q.dtype)

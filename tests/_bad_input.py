@@ -208,7 +208,7 @@ def _alarm(seconds):
 
 
 def nonfinite_leaves(out, depth=0):
-    """Paths of NaN (or infinite) numeric leaves in a result (dataclasses, tuples, dicts, arrays)."""
+    """Paths of NaN (or infinite) leaves in a result (dataclasses, tuples, dicts, arrays)."""
     if depth > 6 or out is None or isinstance(out, str | bytes | bool):
         return []
     if isinstance(out, numbers.Number):

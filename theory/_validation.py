@@ -157,7 +157,8 @@ def check_array(x, name, *, ndim=None, min_ndim=None, finite=True, max_abs=None)
                          f"{tuple(x.shape)}.")
     if finite and not _is_tracer(x) and kind == "f" and not np.all(np.isfinite(np.asarray(x))):
         raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
-    if max_abs is not None and not _is_tracer(x) and x.size and np.abs(np.asarray(x)).max() > max_abs:
+    big = max_abs is not None and not _is_tracer(x) and x.size
+    if big and np.abs(np.asarray(x)).max() > max_abs:
         raise ValueError(f"`{name}` must have entries of magnitude <= {max_abs:g}; got "
                          f"{float(np.abs(np.asarray(x)).max()):.3g}.")
     return x
@@ -273,9 +274,10 @@ def as_generator(rng, name="rng") -> np.random.Generator:
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool | np.bool_):
         check_int(rng, name, lower=0)
         return np.random.default_rng(int(rng))
+    seq = rng.ravel().tolist() if isinstance(rng, np.ndarray) else rng
     if isinstance(rng, list | tuple | np.ndarray) and len(rng) and all(
-            isinstance(s, numbers.Integral) and not isinstance(s, bool | np.bool_) and 0 <= s < 2**63
-            for s in (rng.tolist() if isinstance(rng, np.ndarray) else rng)):
+            isinstance(s, numbers.Integral) and not isinstance(s, bool | np.bool_)
+            and 0 <= s < 2**63 for s in seq):
         return np.random.default_rng([int(s) for s in np.ravel(rng)])
     raise TypeError(f"`{name}` must be None, a non-negative int seed (or a sequence of them), a "
                     f"numpy.random.Generator or a SeedSequence; got {_show(rng)} of type "
@@ -306,9 +308,10 @@ def check_key(key, name="key", *, optional=False):
 
 
 def check_instance(value, name, cls, what=None):
-    """Return ``value`` if it is an instance of ``cls`` (a class or tuple); ``what`` describes it."""
+    """Return ``value`` if it is an instance of ``cls`` (class or tuple); ``what`` describes it."""
     if not isinstance(value, cls):
-        what = what or (cls.__name__ if isinstance(cls, type) else " or ".join(c.__name__ for c in cls))
+        names = [cls] if isinstance(cls, type) else cls
+        what = what or " or ".join(c.__name__ for c in names)
         raise TypeError(f"`{name}` must be {what}; got {_show(value)} of type "
                         f"{type(value).__name__}.")
     return value
@@ -385,7 +388,7 @@ def _memory_bytes() -> int:
 
 def check_memory(n_elements, names, *, itemsize=8, what="the arrays", fraction=0.5):
     """Raise ``ValueError`` before allocating ``n_elements`` items of ``itemsize`` bytes when that
-    exceeds ``fraction`` of this machine's physical memory; ``names`` are the arguments to reduce."""
+    exceeds ``fraction`` of this machine's physical memory; ``names``: the arguments to reduce."""
     need = float(n_elements) * itemsize
     have = _memory_bytes()
     if need > fraction * have:

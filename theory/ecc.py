@@ -53,7 +53,7 @@ def _check_kind(estimator, split):
 
 
 def _check_constants(c):
-    """``c`` from :func:`bias_constants`: the five keys, finite, ``s_a s_y > 0`` and ``Gamma > 0``."""
+    """``c`` from :func:`bias_constants`: five finite keys, ``s_a s_y > 0`` and ``Gamma > 0``."""
     if not isinstance(c, dict) or any(k not in c for k in _CONSTANTS):
         raise TypeError(f"`c` must be the dict of bias_constants with keys {_CONSTANTS}; got "
                         f"{type(c).__name__}.")
@@ -180,7 +180,8 @@ def naive_limit(estimator, split, c: dict, theta, psi):
     """
     estimator, split = _check_kind(estimator, split)
     c = _check_constants(c)
-    theta, psi = as_array(theta, "theta"), as_array(psi, "psi")
+    theta = as_array(theta, "theta", lower=-1e100, upper=1e100)
+    psi = as_array(psi, "psi", lower=-1e100, upper=1e100)
     if split == 3:
         if estimator == "int":
             return theta + psi - c["s_a"] * c["s_y"] * theta
@@ -225,7 +226,8 @@ def debias(estimator, split, naive, theta_hat, c: dict):
     ``theta_tilde = theta_hat/(s_a s_y)`` (three splits) or ``(theta_hat - zeta psi_tilde)/Gamma``
     (two splits), the authors' ``theta_bc_hat``.
     """
-    naive, theta_hat = as_array(naive, "naive"), as_array(theta_hat, "theta_hat")
+    naive = as_array(naive, "naive", lower=-1e100, upper=1e100)
+    theta_hat = as_array(theta_hat, "theta_hat", lower=-1e100, upper=1e100)
     k, M = debias_factors(estimator, split, c)
     c = _check_constants(c)
     if np.any(M == 0):

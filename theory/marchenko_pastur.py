@@ -178,7 +178,8 @@ def resolvent_moment(gamma, lams, power: int = 0):
     g = _gamma(gamma)
     j = check_int(power, "power", lower=0, upper=64)
     if not isinstance(lams, list | tuple):
-        raise TypeError(f"`lams` must be a list or tuple of ridge parameters; got {type(lams).__name__}.")
+        raise TypeError(f"`lams` must be a list or tuple of ridge parameters; got "
+                        f"{type(lams).__name__}.")
     nodes = [_lams(t, "lams") for t in lams]
     k = len(nodes)
     if k == 0:
@@ -250,7 +251,8 @@ def empirical_resolvent_moment(eigenvalues, lams, power: int = 0):
     x = as_array(eigenvalues, "eigenvalues", ndim=1, min_size=1, lower=0.0, upper=1e50)
     power = check_int(power, "power", lower=0, upper=64)
     if not isinstance(lams, list | tuple):
-        raise TypeError(f"`lams` must be a list or tuple of ridge parameters; got {type(lams).__name__}.")
+        raise TypeError(f"`lams` must be a list or tuple of ridge parameters; got "
+                        f"{type(lams).__name__}.")
     nodes = np.broadcast_arrays(*[_lams(t, "lams") for t in lams])
     shape = nodes[0].shape if nodes else ()
     out = np.broadcast_to(x**power, shape + x.shape).copy()

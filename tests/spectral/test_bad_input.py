@@ -1,16 +1,27 @@
 """Generated bad input over every public callable of ``spectral`` (see ``tests/_bad_input.py``)."""
 
+import importlib.util
 import sys
 from pathlib import Path
 
 import jax
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _bad_input import Case, make_tests  # noqa: E402
+import spectral as S
+from spectral import sigmas
 
-import spectral as S  # noqa: E402
-from spectral import sigmas  # noqa: E402
+
+def _load(path):  # the shared harness, by file: adding tests/ to sys.path would shadow packages
+    spec = importlib.util.spec_from_file_location("_bad_input", path)
+    module = sys.modules.setdefault("_bad_input", importlib.util.module_from_spec(spec))
+    if not hasattr(module, "Case"):
+        spec.loader.exec_module(module)
+    return module
+
+
+_bad_input = _load(Path(__file__).resolve().parents[1] / "_bad_input.py")
+Case, make_tests = _bad_input.Case, _bad_input.make_tests
+
 
 SIG = sigmas.tanh(1.0, 1.0)
 INST = S.planted_submatrix(12, 2.0, rng=0)
@@ -49,8 +60,8 @@ CASES = {
         fam="tanh", axes={"a": np.array([0.5, 1.0]), "b": np.array([1.0, 2.0])}, fixed={})),
     "spectral.optimize_threshold": Case(S.optimize_threshold, heavy=True, kwargs=dict(
         fam="tanh", x0=np.array([1.0, 1.0]), maxiter=3)),
-    "spectral.learn_sigma": Case(S.learn_sigma, heavy=True, kwargs=dict(train=DATA, test=DATA, units=2, epochs=2,
-                                                     batch=4, key=jax.random.key(0))),
+    "spectral.learn_sigma": Case(S.learn_sigma, heavy=True, kwargs=dict(
+        train=DATA, test=DATA, units=2, epochs=2, batch=4, key=jax.random.key(0))),
     "spectral.make_dataset": Case(S.make_dataset, dict(count=4, n=8, beta=2.5, rng=0)),
 }
 
