@@ -167,8 +167,10 @@ def _ellipses(ellipses):
     if arr.ndim < 2 or arr.shape[-1] != 6:
         raise ValueError(f"`ellipses` must have shape (..., E, 6); got {tuple(arr.shape)}.")
     if not isinstance(arr, jax.core.Tracer) and (
-            not np.all(np.isfinite(arr)) or np.any(arr[..., 1:3] < 0)):
-        raise ValueError("`ellipses` must be finite with non-negative semi-axes.")
+            not np.all(np.isfinite(arr)) or np.any(arr[..., 1:3] < 0)
+            or np.any(np.abs(arr) > 1e3)):
+        raise ValueError("`ellipses` must be finite, of magnitude <= 1e3 (the field of view is "
+                         "[-1, 1)^2), with non-negative semi-axes.")
     return jnp.asarray(arr, dtype=jnp.result_type(float))
 
 

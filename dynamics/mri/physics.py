@@ -241,7 +241,8 @@ def _lam(lam):
 def _dc(k, y, m, lam):
     if lam is None:
         return (1 - m) * k + m * y
-    return (1 - m) * k + m * (k + lam * y) / (1 + lam)
+    t = lam / (1 + lam)  # (k + lam y)/(1 + lam) written without overflow for large lam
+    return (1 - m) * k + m * ((1 - t) * k + t * y)
 
 
 def kspace_consistency(k, y, mask, lam=None):
