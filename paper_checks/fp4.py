@@ -41,7 +41,7 @@ PAPER = "Chmiel, Fishman, Banner & Soudry 2025 (NeurIPS; arXiv 2505.19115)"
 
 THRESHOLD_SIZES = sizes(
     smoke=dict(n=512, d=32, draws=100, seeds=3, steps=45),
-    quick=dict(n=2048, d=64, draws=1000, seeds=8, steps=45),
+    quick=dict(n=2048, d=128, draws=1000, seeds=8, steps=45),
     full=dict(n=8192, d=128, draws=4000, seeds=20, steps=45),
 )
 KS = (0.5, 1.0, 2.0)          # sigma = k sigma_crit (paper Fig. 4)
