@@ -42,6 +42,7 @@ X = jax.random.normal(jax.random.key(7), (5, 8))
 fwd = eqx.filter_jit(lambda m, x: m(x))  # one compile per model structure, not per op
 
 
+@pytest.mark.slow  # the default run checks every method on every target kind in test_models.py
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_merge_equals_unmerged_float64(name):
     y0 = fwd(_base(), X)
@@ -54,6 +55,7 @@ def test_merge_equals_unmerged_float64(name):
         np.testing.assert_allclose(ym, y, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(y))))
 
 
+@pytest.mark.slow  # test_models.py saves and loads every method in the default run
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_save_load_round_trip_regenerates_frozen(name, tmp_path):
     a = _perturbed(name, 3)
