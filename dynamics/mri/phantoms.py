@@ -143,8 +143,12 @@ def slice_ellipses(patient, z):
     """The 2-D ellipses ``(..., E, 6)`` = (rho, a s, b s, x0, y0, phi) cut by the planes ``z``
     (scalar or array), ``s = sqrt(max(0, 1 - ((z - z0)/c)^2))`` (the section of a z-aligned
     ellipsoid; derived here)."""
-    e = _check_patient(patient).ellipsoids
-    z = jnp.asarray(_check_z(z))[..., None]
+    return _slice(_check_patient(patient).ellipsoids, jnp.asarray(_check_z(z)))
+
+
+@jax.jit
+def _slice(e, z):
+    z = z[..., None]
     s = jnp.sqrt(jnp.clip(1 - ((z - e[:, 6]) / e[:, 3]) ** 2, 0.0, None))
     rho = jnp.broadcast_to(e[:, 0], s.shape)
     x0, y0, phi = (jnp.broadcast_to(e[:, i], s.shape) for i in (4, 5, 7))
@@ -212,7 +216,11 @@ def _j1_over_x(x):
 def j1(x):
     """Bessel function ``J1`` (Abramowitz & Stegun 9.4.4 and 9.4.6 polynomial approximations,
     absolute error below 1e-7; odd in ``x``)."""
-    x = jnp.asarray(_check_real(x, "x"), dtype=jnp.result_type(float))
+    return _j1(jnp.asarray(_check_real(x, "x"), dtype=jnp.result_type(float)))
+
+
+@jax.jit
+def _j1(x):
     return x * _j1_over_x(jnp.abs(x))
 
 
@@ -317,13 +325,16 @@ def simulate(patient, z, shape, *, n_coils=1, bias=None, phase=None, oversample=
     ``oversample`` times finer, transformed, and its central ``H x W`` frequencies kept, scaled by
     ``1/oversample`` (the ``sqrt(HW)`` factor of ``fft2c``; derived here): the data do not come
     from the reconstruction grid (no inverse crime; Guerquin-Kern et al. 2012, Sec. I).
-    ``noise_std`` adds circular complex Gaussian noise of that standard deviation per entry.
+    ``noise_std`` adds circular complex Gaussian noise of that standard deviation per entry
+    (drawn from ``key``).
     """
     patient = _check_patient(patient)
     h, w = _shape(shape)
     n_coils = check_int(n_coils, "n_coils", lower=1, upper=64)
     oversample = check_int(oversample, "oversample", lower=1, upper=16)
-    noise_std = check_scalar(noise_std, "noise_std", lower=0.0)
+    noise_std = check_scalar(noise_std, "noise_std", lower=0.0, upper=1e6)
+    if noise_std > 0 and key is None:
+        raise ValueError("`key` is required when `noise_std` > 0; got key=None.")
     z = jnp.atleast_1d(jnp.asarray(_check_z(z), dtype=jnp.result_type(float)))
     if z.ndim != 1:
         raise ValueError(f"`z` must be a scalar or 1-D; got shape {tuple(z.shape)}.")
@@ -332,22 +343,33 @@ def simulate(patient, z, shape, *, n_coils=1, bias=None, phase=None, oversample=
     if n_coils == 1 and bias is None and phase is None:
         k = ellipse_kspace(el, (h, w))
     else:
-        img = rasterize(el, (h * oversample, w * oversample)).astype(jnp.result_type(complex))
-        if bias is not None:
-            img = img * polynomial_field(bias, (h, w), oversample=oversample)
-        if phase is not None:
-            img = img * jnp.exp(1j * polynomial_field(phase, (h, w), oversample=oversample))
+        def fine(c):
+            return None if c is None else polynomial_field(c, (h, w), oversample=oversample)
+
+        maps = None
         if n_coils > 1:
-            img = img[:, None] * coil_maps(n_coils, (h, w), oversample=oversample)
+            maps = coil_maps(n_coils, (h, w), oversample=oversample)
             coils = coil_maps(n_coils, (h, w))
-        kf = _fft2c(img)
-        r0, c0 = (h * oversample) // 2 - h // 2, (w * oversample) // 2 - w // 2
-        k = kf[..., r0:r0 + h, c0:c0 + w] / oversample
+        k = _fine_kspace(el, fine(bias), fine(phase), maps, (h, w), oversample)
     if noise_std > 0:
         rng = _rng(key)
         k = k + noise_std / np.sqrt(2) * jnp.asarray(rng.standard_normal(k.shape)
                                                      + 1j * rng.standard_normal(k.shape))
     return k, coils
+
+
+@partial(jax.jit, static_argnums=(4, 5))
+def _fine_kspace(el, bias, phase, maps, shape, oversample):
+    h, w = shape
+    img = _rasterize(el, (h * oversample, w * oversample)).astype(jnp.result_type(complex))
+    if bias is not None:
+        img = img * bias
+    if phase is not None:
+        img = img * jnp.exp(1j * phase)
+    if maps is not None:
+        img = img[:, None] * maps
+    r0, c0 = (h * oversample) // 2 - h // 2, (w * oversample) // 2 - w // 2
+    return _fft2c(img)[..., r0:r0 + h, c0:c0 + w] / oversample
 
 
 def shift_setting(shift):

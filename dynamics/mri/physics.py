@@ -82,8 +82,9 @@ def _mask(mask, name, shape=None):
     kind = np.dtype(arr.dtype).kind
     if kind not in "biuf":
         raise TypeError(f"`{name}` must hold real 0/1 values; got dtype {arr.dtype}.")
-    if arr.ndim != 2:
-        raise ValueError(f"`{name}` must be 2-D (H, W); got shape {tuple(arr.shape)}.")
+    if arr.ndim != 2 or min(arr.shape) < 2:
+        raise ValueError(f"`{name}` must be 2-D (H, W) with H, W >= 2; got shape "
+                         f"{tuple(arr.shape)}.")
     if shape is not None and tuple(arr.shape) != tuple(shape):
         raise ValueError(f"`{name}` must have shape {tuple(shape)} (the image's last two axes); "
                          f"got shape {tuple(arr.shape)}.")

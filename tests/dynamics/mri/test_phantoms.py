@@ -152,3 +152,17 @@ def test_bad_input_names_the_argument():
         mri.polynomial_field(np.ones(5), (N, N))
     with pytest.raises(ValueError, match="`family`"):
         mri.random_patient(jax.random.key(0), family="liver")
+
+
+def test_noise_has_the_stated_variance():
+    """E|n|^2 = noise_std^2 per entry; |n|^2 is exponential, so its mean over n entries has
+    relative standard error 1/sqrt(n): within 4 SE."""
+    patient, z = mri.shepp_logan_3d(), np.array([0.0])
+    clean, _ = mri.simulate(patient, z, (N, N))
+    noisy, _ = mri.simulate(patient, z, (N, N), noise_std=0.1, key=jax.random.key(4))
+    again, _ = mri.simulate(patient, z, (N, N), noise_std=0.1, key=jax.random.key(4))
+    np.testing.assert_array_equal(noisy, again)
+    power = np.mean(np.abs(np.asarray(noisy - clean)) ** 2) / 0.01
+    assert abs(power - 1) < 4 / math.sqrt(N * N)
+    with pytest.raises(ValueError, match="`key`"):
+        mri.simulate(patient, z, (N, N), noise_std=0.1)
