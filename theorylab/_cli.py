@@ -98,8 +98,16 @@ def _validate(args, registry, properties) -> None:
     if getattr(args, "scale", "quick") not in SCALES:
         raise _UsageError(f"unknown scale {args.scale!r}; choose one of {', '.join(SCALES)}")
     out = getattr(args, "out", None)
-    if out is not None and Path(out).exists() and not Path(out).is_dir():
-        raise _UsageError(f"--out must be a folder; {out!r} is a file")
+    if out is not None:
+        if Path(out).exists() and not Path(out).is_dir():
+            raise _UsageError(f"--out must be a folder; {out!r} is a file")
+        try:  # fail now, not after an hour of claims
+            Path(out).mkdir(parents=True, exist_ok=True)
+            (Path(out) / ".write-test").touch()
+            (Path(out) / ".write-test").unlink()
+        except OSError as err:
+            raise _UsageError(f"--out must be a folder that can be written; {out!r}: "
+                              f"{err.strerror or err}") from None
     if args.command == "check":
         if args.id not in registry:
             raise _UsageError(f"unknown claim id {args.id!r}; `theorylab list` lists them")

@@ -101,6 +101,7 @@ def test_check_one_claim(registry, capsys):
                                   ["check", "demo.true", "--seed", "-1"],
                                   ["reproduce", "--seed", "x"],
                                   ["check", "demo.true", "--out", __file__],
+                                  ["check", "demo.true", "--out", "/proc/no/such/folder"],
                                   ["verify", "--examples", "0"],
                                   ["verify", "--mutant", "half"],
                                   ["verify", "--only", "demo.square", "--mutant", "nope"],
