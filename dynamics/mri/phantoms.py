@@ -239,8 +239,8 @@ def ellipse_kspace(ellipses, shape):
     cycles per unit length, where the transform of the ellipse ``rho 1{|D^-1 R (r - r0)| <= 1}``
     (``D = diag(a, b)``, ``R`` the rotation by ``phi``) is
     ``F(nu) = rho a b J1(2 pi q)/q exp(-2 pi i nu.r0)``, ``q = |D R nu|`` (the disc's jinc,
-    Bracewell, *The Fourier Transform and its Applications*, 3rd ed., Sec. 13 (jinc), mapped by
-    the affine change of variables; as in Guerquin-Kern et al., IEEE TMI 31:626, 2012, Sec. III).
+    Bracewell, *The Fourier Transform and its Applications*, 3rd ed., the jinc function, mapped
+    by the affine change of variables; as in Guerquin-Kern et al., IEEE TMI 31:626, 2012).
     The factor ``sqrt(HW)/4`` is the Riemann sum of the orthonormal DFT over pixels of area
     ``(2/H)(2/W)`` (derived here). Being the continuous transform sampled, it has no inverse crime.
     """
@@ -324,7 +324,7 @@ def simulate(patient, z, shape, *, n_coils=1, bias=None, phase=None, oversample=
     vectors of :func:`polynomial_field`) times the continuous coil maps is sampled on a grid
     ``oversample`` times finer, transformed, and its central ``H x W`` frequencies kept, scaled by
     ``1/oversample`` (the ``sqrt(HW)`` factor of ``fft2c``; derived here): the data do not come
-    from the reconstruction grid (no inverse crime; Guerquin-Kern et al. 2012, Sec. I).
+    from the reconstruction grid (no inverse crime; Guerquin-Kern et al. 2012).
     ``noise_std`` adds circular complex Gaussian noise of that standard deviation per entry
     (drawn from ``key``).
     """

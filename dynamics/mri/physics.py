@@ -135,8 +135,9 @@ def coil_maps(n_coils, shape, *, width=1.0, radius=1.2, oversample=1):
     Coil ``c`` sits at angle ``2 pi c / C`` on a circle of ``radius`` (field of view [-1, 1)^2)
     with Gaussian magnitude ``exp(-|r - r_c|^2 / (2 width^2))`` and phase equal to that angle
     plus ``pi |r - r_c|/4`` (a smooth spatial phase); the root-sum-of-squares normalisation makes
-    the coil combination ``S^H`` a left inverse of ``S`` (the SENSE normalisation, Pruessmann et
-    al., MRM 42:952, 1999, Eq. 9 with an identity noise covariance). Profile derived here.
+    the coil combination ``S^H`` a left inverse of ``S`` (so ``S^H S = I``; the normalisation of
+    SENSE maps, Pruessmann et al., MRM 42:952, 1999, with identity noise covariance). Profile
+    derived here.
     ``oversample`` evaluates the same continuous maps on a grid ``oversample`` times finer (for
     simulation without the inverse crime). One coil gives ``S = 1``.
     """
@@ -209,7 +210,7 @@ def _apply_h(y, m, s):
 def forward(x, mask, coils=None):
     """``A x = M F (S x)``: k-space ``(..., H, W)`` (single coil) or ``(..., C, H, W)``.
 
-    Cartesian SENSE model (Pruessmann et al. 1999, Eq. 1; the D2SA forward model
+    Cartesian SENSE encoding model (Pruessmann et al. 1999; the D2SA forward model
     ``y_c = M F(S_c x)``). ``x`` complex ``(..., H, W)``; ``mask`` 0/1 ``(H, W)``; ``coils``
     ``(C, H, W)`` or None for a single coil with ``S = 1``.
     """
@@ -249,7 +250,7 @@ def _dc(k, y, m, lam):
 def kspace_consistency(k, y, mask, lam=None):
     """Data consistency in k-space: acquired entries replaced by ``y`` (``lam=None``, hard) or by
     ``(k + lam y)/(1 + lam)`` (soft, the minimiser of ``|k' - k|^2 + lam |M k' - y|^2`` entrywise;
-    Schlemper et al., IEEE TMI 37:491, 2018, Sec. II-C, data-consistency layer; ``lam -> inf``
+    Schlemper et al., IEEE TMI 37:491, 2018, the data-consistency layer; ``lam -> inf``
     recovers the hard step); entries outside the mask are kept. ``k``, ``y`` complex, same shape.
     """
     k = _complex(k, "k")
@@ -333,7 +334,7 @@ def cartesian_mask(shape, R, center_fraction, key, *, kind="random"):
 
 
 def ssdu_split(mask, rho, key, *, kind="gaussian", acs=(4, 4), std_scale=4.0):
-    """SSDU split (Yaman et al., MRM 84:3172, 2020, Sec. 2.2) of the acquired set ``Omega`` into
+    """SSDU split (Yaman et al., MRM 84:3172, 2020) of the acquired set ``Omega`` into
     ``(theta, lam)``: disjoint 0/1 masks with ``theta + lam = mask``.
 
     ``|Lambda| = floor(rho |Omega minus ACS|)`` points (D2SA ``data/masking.py``) drawn point-wise
@@ -412,7 +413,7 @@ def _relative_l1(yp, y, m):
 
 
 def normalized_l1_l2(y_pred, y, mask):
-    """SSDU loss on the points of ``mask`` (Yaman et al. 2020, Sec. 2.2, normalised l1-l2):
+    """SSDU loss on the points of ``mask`` (Yaman et al. 2020, the normalised l1-l2 loss):
     ``|M(y - y_pred)|_2/|M y|_2 + |M(y - y_pred)|_1/|M y|_1``, the l1 norm taken over the real
     and imaginary parts. Invariant to a common real scale ``c != 0`` of ``y`` and ``y_pred``
     (each term is a ratio of norms homogeneous of degree 1)."""
