@@ -115,6 +115,11 @@ def _rate3(t, E, k):
     return d, hp * hm
 
 
+#: bound on the relative error of the finite-difference energy rate (measured <= 3e-5 over
+#: seeds 0-2 on the solver's steps up to ||theta|| = 1e3, ~7e-7 typical)
+FD_TOL = 1e-4
+
+
 def _rate_fd(t, E):
     """dE/dt at points 2..N-3 from the samples alone: the three-point formula at offsets 1 and 2,
     whose leading errors are proportional to h+ h- (times E'''/6), combined to cancel that term
@@ -323,8 +328,11 @@ def _blowup(size, seed) -> Measurement:
         holds(all(r["reached"] for r in rows), name="blow-up",
               rule="||theta|| reaches 1e6 at finite tbar for every init",
               measured=[r["stop"] for r in rows]),
-        at_most(fd_err, 1e-4, name="max |FD dE/dt / Eq. 16 - 1|"),
-        at_least(min(r["fd_ineq"] for r in rows), 1.0, name="min FD dE/dt / (3 E^4/3)"),
+        at_most(fd_err, FD_TOL, name="max |FD dE/dt / Eq. 16 - 1|"),
+        # the bound is approached as the neurons condense (AM-GM near equality): the measured
+        # rate is known to FD_TOL relative, so the inequality is checked to that precision
+        at_least(min(r["fd_ineq"] for r in rows), 1.0, tol=FD_TOL,
+                 name="min FD dE/dt / (3 E^4/3)"),
         at_least(min(r["bound"] - r["upper"] for r in pos), 0.0, tol=1e-9,
                  name="min E(0)^-1/3 - T*_upper"),
         detail=f"{len(rows)} inits ({len(pos)} with E(0) > 0); dE/dt by three-point finite "
