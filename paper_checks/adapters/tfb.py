@@ -129,9 +129,9 @@ def tfb_runs(seeds: int, n_train: int, n_val: int, n_test: int, steps: int, seed
        statement="Training-free Bayesianization of a trained LoRA lowers test NLL and ECE "
                  "without retraining.",
        where="Tables 2-3 (ECE, NLL against MLE/MAP LoRA)", sizes=SIZES,
-       mutants=[wrap("nn.adapters.tfb_search_sigma",
-                     lambda f: lambda metric, **kw: f(metric, **{**kw, "tol": 1.0}),
-                     "search tolerance ignored: sigma = sigma_max", name="no_search")])
+       mutants=[wrap("nn.adapters.tfb_bayesianize", lambda f: lambda a, sigma: f(a, 0.0 * sigma),
+                     "posterior std lost on the way to the layers (every sample is the mean)",
+                     name="zero_noise")])
 def _check_tfb(size, seed) -> Measurement:
     r = tfb_runs(size.seeds, size.n_train, size.n_val, size.n_test, size.steps, seed)
     ece_gap_ts = r["ece_ts"] - r["ece_tfb"]
