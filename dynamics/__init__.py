@@ -3,12 +3,13 @@
 Public submodules, loaded on first access: ``dynamics.sgd`` (last-iterate SGD: exact recursion,
 JAX Monte Carlo, PEP worst cases), ``dynamics.koopman`` (top-k Koopman singular functions by
 low-rank approximation), ``dynamics.fp4_training`` (gradient-to-noise ratio in FP4 training),
-``dynamics.transformer`` (small-initialisation Transformer gradient flow).
+``dynamics.transformer`` (small-initialisation Transformer gradient flow), ``dynamics.mri``
+(Cartesian MRI physics and ellipsoid phantoms with the shifts of D2SA's kind).
 """
 
 import importlib
 
-_SUBMODULES = ("fp4_training", "koopman", "sgd", "transformer")
+_SUBMODULES = ("fp4_training", "koopman", "mri", "sgd", "transformer")
 __all__ = list(_SUBMODULES)
 
 
