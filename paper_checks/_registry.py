@@ -186,9 +186,17 @@ def memo(f):
 
 
 def clear_caches() -> None:
-    """Clear every :func:`memo` cache and JAX's compilation caches."""
+    """Clear every :func:`memo` cache, every ``functools`` cache of this package's modules (the
+    library's own memoised thresholds too, so a result computed under a mutant never outlives
+    it) and JAX's compilation caches."""
     for m in _MEMOS:
         m.cache_clear()
+    for name, mod in list(sys.modules.items()):
+        if mod is None or name.split(".")[0] not in _OWN:
+            continue
+        for val in list(vars(mod).values()):
+            if callable(getattr(val, "cache_clear", None)) and hasattr(val, "cache_info"):
+                val.cache_clear()
     if "jax" in sys.modules:
         sys.modules["jax"].clear_caches()
 
