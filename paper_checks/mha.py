@@ -175,11 +175,7 @@ def collapse_stats(r: dict) -> dict:
                      "hidden state not carried (h_n = S_n at every layer)", name="no_state"),
                 wrap("nn.hopfield.hidden_update",
                      lambda f: lambda h, s, a: a**2 * h + (1 - a**2) * s,
-                     "state weight alpha'^2 instead of alpha'", name="alpha_squared"),
-                wrap("nn.hopfield.hidden_update",
-                     lambda f: lambda h, s, a: a * h + s,
-                     "history added without the (1 - alpha') weight (RealFormer-like)",
-                     name="no_convex_weight")])
+                     "state weight alpha'^2 instead of alpha'", name="alpha_squared")])
 def _collapse(size, seed) -> Measurement:
     r = rank_collapse(size.seeds, size.depth, seed)
     st = collapse_stats(r)

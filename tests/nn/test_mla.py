@@ -50,6 +50,8 @@ def test_absorbed_and_decode_equal_naive(G, g, nope, rope_half, r, T, q_rank):
         nope = 1
     d = 8
     r = min(r, d, G * (nope + 3))
+    if q_rank is not None:
+        q_rank = min(q_rank, G * g * (nope + 2 * rope_half))
     m = MLA(d, G * g, G, kv_rank=r, nope_dim=nope, v_dim=3, rope_dim=2 * rope_half,
             q_rank=q_rank, key=jax.random.PRNGKey(G + 7 * r + 13 * T))
     x = jax.random.normal(KEY, (2, T, d))
