@@ -144,8 +144,8 @@ def test_bad_input():
         rm.landing(-1.0)
     with pytest.raises(ValueError, match="params"):
         rm.stiefel_retraction().init(jnp.zeros((2, 5)))
-    with pytest.raises(ValueError, match="p"):
-        rm.random_stiefel(2, 5, key=jax.random.key(0))
+    with pytest.raises(ValueError, match="`r` must be an integer in \\[1, 2\\]"):
+        rm.random_stiefel(2, 5, key=jax.random.key(0))   # r > p
 
 
 @given(shapes, st.integers(0, 2**16), st.floats(1e-3, 10.0))
