@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ._registry import Mutant, Registry
+from ._registry import Mutant, Registry, find_mutant
 
 __all__ = ["Property", "PROPERTIES", "prop", "verify", "replay", "encode", "decode"]
 
@@ -42,11 +42,7 @@ class Property:
     mutants: tuple[Mutant, ...] = ()
 
     def mutant(self, name: str) -> Mutant:
-        for m in self.mutants:
-            if m.name == name:
-                return m
-        known = ", ".join(m.name for m in self.mutants) or "none"
-        raise ValueError(f"property {self.id!r} has no mutant {name!r}; declared: {known}.")
+        return find_mutant(self, name)
 
 
 def _broken(name: str, err: Exception) -> Property:

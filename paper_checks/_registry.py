@@ -173,6 +173,15 @@ def scaled(factor: float) -> Callable[[Callable], Callable]:
     return wrapper
 
 
+def find_mutant(owner, name: str) -> Mutant:
+    """The mutant called ``name`` of a claim or property; ``ValueError`` listing the declared."""
+    for m in owner.mutants:
+        if m.name == name:
+            return m
+    known = ", ".join(m.name for m in owner.mutants) or "none"
+    raise ValueError(f"{owner.id!r} has no mutant {name!r}; declared: {known}.")
+
+
 # ------------------------------------------------------------------------------------ caches
 _MEMOS: list = []
 
@@ -216,11 +225,7 @@ class Claim:
     mutants: tuple[Mutant, ...] = ()
 
     def mutant(self, name: str) -> Mutant:
-        for m in self.mutants:
-            if m.name == name:
-                return m
-        known = ", ".join(m.name for m in self.mutants) or "none"
-        raise ValueError(f"claim {self.id!r} has no mutant {name!r}; declared: {known}.")
+        return find_mutant(self, name)
 
 
 def run_claim(c: Claim, scale: str, seed: int = 0, mutant: str | None = None) -> Measurement:
