@@ -1,6 +1,9 @@
 """Test-wide settings: float64 JAX, and Hypothesis profiles (``HYPOTHESIS_PROFILE=ci|dev``)."""
 
+import importlib.util
 import os
+import sys
+from pathlib import Path
 
 import jax
 
@@ -16,3 +19,11 @@ settings.register_profile(
 settings.register_profile("dev", deadline=None, max_examples=30,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# The bad-input harness, shared by every tests/<area>/test_bad_input.py, loaded once by file:
+# adding tests/ to sys.path would shadow the real packages (tests/spectral, tests/nn, ...).
+_spec = importlib.util.spec_from_file_location("_bad_input",
+                                               Path(__file__).with_name("_bad_input.py"))
+sys.modules["_bad_input"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sys.modules["_bad_input"])

@@ -1,13 +1,11 @@
 """Generated bad input over every public callable of ``dynamics`` (see ``tests/_bad_input.py``)."""
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from _bad_input import Case, make_tests  # loaded once by tests/conftest.py
 
 import nn
 from dynamics import fp4_training as F
@@ -15,19 +13,6 @@ from dynamics import koopman as K
 from dynamics import mri as MR
 from dynamics import sgd as S
 from dynamics import transformer as T
-
-
-def _load(path):  # the shared harness, by file: adding tests/ to sys.path would shadow packages
-    spec = importlib.util.spec_from_file_location("_bad_input", path)
-    module = sys.modules.setdefault("_bad_input", importlib.util.module_from_spec(spec))
-    if not hasattr(module, "Case"):
-        spec.loader.exec_module(module)
-    return module
-
-
-_bad_input = _load(Path(__file__).resolve().parents[1] / "_bad_input.py")
-Case, make_tests = _bad_input.Case, _bad_input.make_tests
-
 
 _g = np.random.default_rng(0)
 KEY = jax.random.key(0)

@@ -6,32 +6,17 @@ with their owner: the coverage test names every callable there that still lacks 
 call, so the gap is visible rather than silent.
 """
 
-import importlib.util
-import sys
-from pathlib import Path
 
+import _bad_input as bi  # loaded once by tests/conftest.py
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from _bad_input import Case, make_tests
 
 import nn
 from nn import quant as Q
 from nn import riemannian as R
-
-
-def _load(path):  # the shared harness, by file: adding tests/ to sys.path would shadow packages
-    spec = importlib.util.spec_from_file_location("_bad_input", path)
-    module = sys.modules.setdefault("_bad_input", importlib.util.module_from_spec(spec))
-    if not hasattr(module, "Case"):
-        spec.loader.exec_module(module)
-    return module
-
-
-_bad_input = _load(Path(__file__).resolve().parents[1] / "_bad_input.py")
-bi = _bad_input
-Case, make_tests = _bad_input.Case, _bad_input.make_tests
-
 
 KEY = jax.random.key(0)
 _g = np.random.default_rng(0)

@@ -1,27 +1,12 @@
 """Generated bad input over every public callable of ``spectral`` (see ``tests/_bad_input.py``)."""
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import jax
 import numpy as np
+from _bad_input import Case, make_tests  # loaded once by tests/conftest.py
 
 import spectral as S
 from spectral import sigmas
-
-
-def _load(path):  # the shared harness, by file: adding tests/ to sys.path would shadow packages
-    spec = importlib.util.spec_from_file_location("_bad_input", path)
-    module = sys.modules.setdefault("_bad_input", importlib.util.module_from_spec(spec))
-    if not hasattr(module, "Case"):
-        spec.loader.exec_module(module)
-    return module
-
-
-_bad_input = _load(Path(__file__).resolve().parents[1] / "_bad_input.py")
-Case, make_tests = _bad_input.Case, _bad_input.make_tests
-
 
 SIG = sigmas.tanh(1.0, 1.0)
 INST = S.planted_submatrix(12, 2.0, rng=0)

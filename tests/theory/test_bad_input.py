@@ -1,10 +1,8 @@
 """Generated bad input over every public callable of ``theory`` (see ``tests/_bad_input.py``)."""
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
+from _bad_input import Case, make_tests  # loaded once by tests/conftest.py
 
 import spectral.sigmas as sig
 import theory as T
@@ -13,19 +11,6 @@ from theory import free_convolution as fc
 from theory import marchenko_pastur as mp
 from theory import nonlinear_laplacian as nl
 from theory import transformer as tr
-
-
-def _load(path):  # the shared harness, by file: adding tests/ to sys.path would shadow packages
-    spec = importlib.util.spec_from_file_location("_bad_input", path)
-    module = sys.modules.setdefault("_bad_input", importlib.util.module_from_spec(spec))
-    if not hasattr(module, "Case"):
-        spec.loader.exec_module(module)
-    return module
-
-
-_bad_input = _load(Path(__file__).resolve().parents[1] / "_bad_input.py")
-Case, make_tests = _bad_input.Case, _bad_input.make_tests
-
 
 _g = np.random.default_rng(0)
 X3 = _g.standard_normal((4, 3, 2))
