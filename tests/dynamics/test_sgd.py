@@ -114,22 +114,6 @@ def test_scalar_families_closed_forms():
     assert np.all(_z(mc, ts.rare_curvature_risk(np.array([10, 100]), 0.7, 2.0, 0.05, 1.5)) < 3)
 
 
-@settings(max_examples=30)
-@given(be=st.floats(0.05, 1.95), K=st.integers(1, 30), seed=st.integers(0, 10 ** 6))
-def test_commuting_family_below_bound_with_derived_constant(be, K, seed):
-    # derived here: p(1-pc)^T <= 1/(e c T), so the commuting risk is at most
-    # D^2 / (2e eta (2 - beta eta) T) <= bias_term(c_bias = 1/(2e)) for every T
-    gen = np.random.default_rng(seed)
-    p = gen.dirichlet(np.ones(K) * 0.3)
-    w0 = gen.standard_normal(K)
-    T = np.unique(np.geomspace(1, 1e6, 40).astype(int))
-    beta = 2.0
-    eta = be / beta
-    r = ts.commuting_risk(T, eta, beta, p, w0)
-    assert np.all(r <= ts.bias_term(T, eta, beta, np.sum(w0 ** 2), c_bias=1 / (2 * np.e))
-                  * (1 + 1e-12))
-
-
 # ------------------------------------------------------------------------------------------------
 # Thm 1 properties over instances
 # ------------------------------------------------------------------------------------------------
@@ -156,17 +140,6 @@ def test_fejer_monotone(seed, be):
         d2 = np.sum((W - minimisers[0]) ** 2, axis=-1)
         tol = 1e-10 * (1 + d2[:, :-1])
         assert np.all(d2[:, 1:] <= d2[:, :-1] - ts.fejer_decrease(eta, case.beta, g) + tol)
-
-
-@settings(max_examples=15)
-@given(seed=st.integers(0, 10 ** 6), n_tasks=st.integers(2, 12), rank=st.integers(1, 4))
-def test_continual_loss_below_13_over_sqrt_k(seed, n_tasks, rank):
-    # the one explicit constant: E L(w_k) <= 13 / sqrt(k) (Attia et al. via Tsipory et al.),
-    # with replacement, exactly from the second-moment recursion
-    tasks = S.random_continual_tasks(n_tasks, 6, rank, rng=seed)
-    k = np.array([1, 2, 5, 10, 30, 100])
-    loss = S.continual_learning(tasks, k, method="exact").loss
-    assert np.all(loss <= ts.continual_loss_bound(k))
 
 
 def test_continual_loss_below_13_over_sqrt_k_without_replacement():
