@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import as_array, check_scalar
+from theory._validation import as_array, check_finite_result, check_scalar
 
 _BIG = 1e30  # weight and data entries beyond this overflow the cubic products and exp below
 
@@ -98,7 +98,8 @@ def time_rescaling(X, y, eps) -> float:
     X, y = _check_data(X, y)
     eps = check_scalar(eps, "eps", lower=0.0, closed="neither")
     n, s, _ = X.shape
-    return eps * float(np.linalg.norm(_label_sum(X, y))) / (n * s)
+    ratio = eps * float(np.linalg.norm(_label_sum(X, y))) / (n * s)
+    return check_finite_result(ratio, "the time rescaling tbar/t", eps=eps)
 
 
 # --------------------------------------------------------------------------------------------
