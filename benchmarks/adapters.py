@@ -65,8 +65,11 @@ def bench_steps(repeat, d_model, batch, seq):
     }
     runs = {}
     for name, (meth, cfg, opt) in setups.items():
-        model = lm if meth is None else ad.inject(lm, meth, targets=targets,
-                                                  key=jax.random.key(2), **cfg)
+        model = (
+            lm
+            if meth is None
+            else ad.inject(lm, meth, targets=targets, key=jax.random.key(2), **cfg)
+        )
         tr, fr = nn.split(model)
         st = opt.init(tr)
 
@@ -85,15 +88,26 @@ def bench_steps(repeat, d_model, batch, seq):
             jax.block_until_ready(step(tr, st))
             times[name].append(time.perf_counter() - t)
     med = {k: float(np.median(v)) for k, v in times.items()}
-    rows = [dict(method=k, trainable=runs[k][3], ms=1e3 * med[k],
-                 vs_lora=med[k] / med["lora r=8"], vs_dense=med[k] / med["dense fine-tuning"])
-            for k in runs]
-    print(f"\n1. One AdamW step, TransformerLM d={d_model} x 12 layers, batch {batch} x {seq} "
-          f"tokens (float32), median of {repeat} rounds")
+    rows = [
+        dict(
+            method=k,
+            trainable=runs[k][3],
+            ms=1e3 * med[k],
+            vs_lora=med[k] / med["lora r=8"],
+            vs_dense=med[k] / med["dense fine-tuning"],
+        )
+        for k in runs
+    ]
+    print(
+        f"\n1. One AdamW step, TransformerLM d={d_model} x 12 layers, batch {batch} x {seq} "
+        f"tokens (float32), median of {repeat} rounds"
+    )
     print(f"{'method':<22}{'trainable':>12}{'time (ms)':>12}{'vs LoRA':>10}{'vs dense':>10}")
     for r in rows:
-        print(f"{r['method']:<22}{r['trainable']:>12d}{r['ms']:>12.3f}{r['vs_lora']:>10.2f}"
-              f"{r['vs_dense']:>10.2f}")
+        print(
+            f"{r['method']:<22}{r['trainable']:>12d}{r['ms']:>12.3f}{r['vs_lora']:>10.2f}"
+            f"{r['vs_dense']:>10.2f}"
+        )
     return dict(d_model=d_model, layers=12, batch=batch, seq=seq, repeat=repeat, rows=rows)
 
 
@@ -108,17 +122,26 @@ def bench_projection(repeat, D=100_000, d=1_000):
     mv = jax.jit(lambda th: dense @ th)
     mtv = jax.jit(lambda gg: dense.T @ gg)
     err = float(jnp.max(jnp.abs(gather(theta) - mv(theta))))
-    t = [timeit(f, x, repeat=repeat) for f, x in ((gather, theta), (mv, theta), (seg, g),
-                                                  (mtv, g))]
-    print(f"\n2. Uni-LoRA projection, D = {D:g}, d = {d:g} (float32; "
-          f"max |gather - dense| = {err:.1e})")
+    t = [timeit(f, x, repeat=repeat) for f, x in ((gather, theta), (mv, theta), (seg, g), (mtv, g))]
+    print(
+        f"\n2. Uni-LoRA projection, D = {D:g}, d = {d:g} (float32; "
+        f"max |gather - dense| = {err:.1e})"
+    )
     print(f"{'operation':<28}{'gather (ms)':>12}{'dense (ms)':>12}{'dense/gather':>14}")
     print(f"{'P theta':<28}{1e3 * t[0]:>12.3f}{1e3 * t[1]:>12.3f}{t[1] / t[0]:>14.1f}")
     print(f"{'P^T g (segment sum)':<28}{1e3 * t[2]:>12.3f}{1e3 * t[3]:>12.3f}{t[3] / t[2]:>14.1f}")
-    print(f"{'memory (MB)':<28}{(idx.nbytes + val_j.nbytes) / 1e6:>12.2f}"
-          f"{dense.nbytes / 1e6:>12.1f}")
-    return dict(D=D, d=d, max_abs_diff=err, gather_ms=1e3 * t[0], dense_ms=1e3 * t[1],
-                segment_sum_ms=1e3 * t[2], dense_transpose_ms=1e3 * t[3])
+    print(
+        f"{'memory (MB)':<28}{(idx.nbytes + val_j.nbytes) / 1e6:>12.2f}{dense.nbytes / 1e6:>12.1f}"
+    )
+    return dict(
+        D=D,
+        d=d,
+        max_abs_diff=err,
+        gather_ms=1e3 * t[0],
+        dense_ms=1e3 * t[1],
+        segment_sum_ms=1e3 * t[2],
+        dense_transpose_ms=1e3 * t[3],
+    )
 
 
 def bench_stiefel(repeat, p=4096, r=32):
@@ -143,8 +166,12 @@ def bench_stiefel(repeat, p=4096, r=32):
     print(f"{'step':<26}{'time (ms)':>12}{'vs landing':>12}")
     for k, v in t.items():
         print(f"{k:<26}{1e3 * v:>12.3f}{v / t['landing field']:>12.2f}")
-    return dict(p=p, r=r, ms={k: 1e3 * v for k, v in t.items()},
-                vs_landing={k: v / t["landing field"] for k, v in t.items()})
+    return dict(
+        p=p,
+        r=r,
+        ms={k: 1e3 * v for k, v in t.items()},
+        vs_landing={k: v / t["landing field"] for k, v in t.items()},
+    )
 
 
 def main():
@@ -155,13 +182,19 @@ def main():
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     a = ap.parse_args()
     if a.full:
-        out = {"scale": "full", "steps": bench_steps(20, 256, 16, 128),
-               "projection": bench_projection(20, D=100_000),
-               "stiefel": bench_stiefel(20)}
+        out = {
+            "scale": "full",
+            "steps": bench_steps(20, 256, 16, 128),
+            "projection": bench_projection(20, D=100_000),
+            "stiefel": bench_stiefel(20),
+        }
     else:
-        out = {"scale": "quick", "steps": bench_steps(5, 64, 8, 32),
-               "projection": bench_projection(5, D=20_000),
-               "stiefel": bench_stiefel(5, p=1024, r=16)}
+        out = {
+            "scale": "quick",
+            "steps": bench_steps(5, 64, 8, 32),
+            "projection": bench_projection(5, D=20_000),
+            "stiefel": bench_stiefel(5, p=1024, r=16),
+        }
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -54,8 +54,10 @@ def speed(n, p, repeat):
         for lam in ("auto", 0.5):
             t = best_of(lambda s=split, lm=lam: ecc(y, a, X, split=s, lam=lm, rng=1), repeat)
             rows.append((f"ecc(split={split}, lam={lam!r})", t, t / t_cv))
-    print(f"\nSpeed, n={n}, p={p} (best of {repeat}); baseline sklearn RidgeCV().fit(X, a): "
-          f"{t_cv:.2f} s")
+    print(
+        f"\nSpeed, n={n}, p={p} (best of {repeat}); baseline sklearn RidgeCV().fit(X, a): "
+        f"{t_cv:.2f} s"
+    )
     print(f"{'call':<32}{'seconds':>10}{'ratio to RidgeCV':>20}")
     for name, t, r in rows:
         print(f"{name:<32}{t:>10.2f}{r:>20.3f}")
@@ -67,9 +69,13 @@ def doubleml_ecc(y, a, X):
     from sklearn.linear_model import RidgeCV
 
     data = dml.DoubleMLData.from_arrays(X, y, a)
-    model = dml.DoubleMLPLR(data, ml_l=RidgeCV(alphas=np.geomspace(1e-2, 1e4, 25)),
-                            ml_m=RidgeCV(alphas=np.geomspace(1e-2, 1e4, 25)), n_folds=5,
-                            score="partialling out")
+    model = dml.DoubleMLPLR(
+        data,
+        ml_l=RidgeCV(alphas=np.geomspace(1e-2, 1e4, 25)),
+        ml_m=RidgeCV(alphas=np.geomspace(1e-2, 1e4, 25)),
+        n_folds=5,
+        score="partialling out",
+    )
     model.fit(store_predictions=True)
     u = y - model.predictions["ml_l"][:, 0, 0]
     v = a - model.predictions["ml_m"][:, 0, 0]
@@ -79,8 +85,10 @@ def doubleml_ecc(y, a, X):
 
 def statistics(n, ratios, reps):
     print(f"\nECC estimation, n={n}, psi={PSI}, {reps} replicates per row (95% intervals)")
-    head = (f"{'p/n':>5}  {'method':<36}{'bias':>9}{'MC se':>8}{'coverage':>10}"
-            f"{'sec/fit':>9}{'time ratio':>12}")
+    head = (
+        f"{'p/n':>5}  {'method':<36}{'bias':>9}{'MC se':>8}{'coverage':>10}"
+        f"{'sec/fit':>9}{'time ratio':>12}"
+    )
     print(head)
     for c in ratios:
         p = int(c * n)
@@ -96,14 +104,18 @@ def statistics(n, ratios, reps):
             t = time.perf_counter()
             res["dml"].append(doubleml_ecc(y, a, X))
             times["dml"] += time.perf_counter() - t
-        for key, name in (("ours", "estimators.ecc (DR, 2-split, auto)"),
-                          ("dml", "DoubleML PLR residual product")):
+        for key, name in (
+            ("ours", "estimators.ecc (DR, 2-split, auto)"),
+            ("dml", "DoubleML PLR residual product"),
+        ):
             est, se = np.array(res[key]).T
             cover = np.mean(np.abs(est - PSI) <= 1.959963984540054 * se)
             bias = est.mean() - PSI
-            print(f"{c:>5}  {name:<36}{bias:>+9.4f}{est.std(ddof=1) / np.sqrt(reps):>8.4f}"
-                  f"{cover:>10.3f}{times[key] / reps:>9.3f}"
-                  f"{times[key] / times['dml']:>12.3f}")
+            print(
+                f"{c:>5}  {name:<36}{bias:>+9.4f}{est.std(ddof=1) / np.sqrt(reps):>8.4f}"
+                f"{cover:>10.3f}{times[key] / reps:>9.3f}"
+                f"{times[key] / times['dml']:>12.3f}"
+            )
 
 
 def main(argv=None):

@@ -42,7 +42,7 @@ from dynamics.koopman import (  # noqa: E402
 def _kooplearn():
     try:
         import kooplearn
-    except ImportError as err:                               # pragma: no cover
+    except ImportError as err:  # pragma: no cover
         return None, f"kooplearn not importable: {err}"
     if "kooplearn.jax" not in sys.modules:
         shim = types.ModuleType("kooplearn.jax")
@@ -50,6 +50,7 @@ def _kooplearn():
         sys.modules["kooplearn.jax"] = shim
     from kooplearn.datasets import compute_logistic_map_eig
     from kooplearn.jax.nn import spectral_contrastive_loss, vamp_loss
+
     return (spectral_contrastive_loss, vamp_loss, compute_logistic_map_eig), kooplearn.__version__
 
 
@@ -75,8 +76,10 @@ def main(steps_per_run=1950, k=5):
     theirs_v = -float(KL[1](f[:, 1:], g[:, 1:], schatten_norm=2, center_covariances=True))
     print("\n1. losses on identical features (B = 512, k = 5)")
     print(f"   |LoRA-U - spectral_contrastive_loss| = {d1:.2e}")
-    print(f"   VAMP-2 score: ours {ours_v:.10f}, kooplearn {theirs_v:.10f} "
-          f"(ours counts the constant mode: difference {ours_v - theirs_v:+.6f})")
+    print(
+        f"   VAMP-2 score: ours {ours_v:.10f}, kooplearn {theirs_v:.10f} "
+        f"(ours counts the constant mode: difference {ours_v - theirs_v:+.6f})"
+    )
 
     L = NoisyLogisticMap(N=20)
     ev = np.asarray(KL[2](M=10))
@@ -91,16 +94,30 @@ def main(steps_per_run=1950, k=5):
     te = L.trajectory(100_000, rng=1)
     s_true = L.singular_values(k)
     epoch = 50_000 // 256
-    runs = [("LoRA jnt, U-stat (ours)", "lora", "jnt"), ("LoRA plain, U-stat (ours)", "lora", None),
-            ("spectral contrastive (kooplearn)", kl_spectral_contrastive, None),
-            ("VAMP-2 (kooplearn)", kl_vamp2, None), ("DPNet (ours)", "dpnet", None)]
-    print(f"\n3. training: same encoder/data/optimiser, {steps_per_run} steps of B = 256 "
-          f"({steps_per_run / epoch:.0f} epochs of {epoch} steps); k = {k} incl. the constant")
+    runs = [
+        ("LoRA jnt, U-stat (ours)", "lora", "jnt"),
+        ("LoRA plain, U-stat (ours)", "lora", None),
+        ("spectral contrastive (kooplearn)", kl_spectral_contrastive, None),
+        ("VAMP-2 (kooplearn)", kl_vamp2, None),
+        ("DPNet (ours)", "dpnet", None),
+    ]
+    print(
+        f"\n3. training: same encoder/data/optimiser, {steps_per_run} steps of B = 256 "
+        f"({steps_per_run / epoch:.0f} epochs of {epoch} steps); k = {k} incl. the constant"
+    )
     print(f"   {'loss':<34}{'s/epoch':>9}{'ratio':>8}   relative errors s_1..s_{k - 1}")
     kws = {}
     for name, loss, nest in runs:
-        kws[name] = dict(loss=loss, nesting=nest, embedding="fourier", width=64, depth=2,
-                         batch_size=256, lr=2e-3, progress=False)
+        kws[name] = dict(
+            loss=loss,
+            nesting=nest,
+            embedding="fourier",
+            width=64,
+            depth=2,
+            batch_size=256,
+            lr=2e-3,
+            progress=False,
+        )
         fit_koopman(tr[:-1], tr[1:], k, steps=2 * epoch, key=jax.random.key(0), **kws[name])
     # wall time per epoch: minimum over 3 interleaved 2-epoch runs (the machine is shared)
     best = dict.fromkeys(kws, np.inf)
@@ -111,19 +128,34 @@ def main(steps_per_run=1950, k=5):
             best[name] = min(best[name], (time.perf_counter() - t0) / 2)
     base = best[runs[0][0]]
     for name in kws:
-        m = fit_koopman(tr[:-1], tr[1:], k, steps=steps_per_run, key=jax.random.key(0),
-                        **kws[name])
+        m = fit_koopman(tr[:-1], tr[1:], k, steps=steps_per_run, key=jax.random.key(0), **kws[name])
         err = relative_singular_value_errors(m.readout(te[:-1], te[1:]).singular_values, s_true)
-        print(f"   {name:<34}{best[name]:>9.3f}{best[name] / base:>8.2f}   "
-              f"{np.round(err[1:], 4).tolist()}")
+        print(
+            f"   {name:<34}{best[name]:>9.3f}{best[name] / base:>8.2f}   "
+            f"{np.round(err[1:], 4).tolist()}"
+        )
 
     t0 = time.perf_counter()
-    m = fit_koopman(tr[:-1], tr[1:], k, nesting="jnt", embedding="fourier", width=64, depth=2,
-                    batch_size=256, steps=2500, lr=2e-3, key=jax.random.key(0), progress=False)
+    m = fit_koopman(
+        tr[:-1],
+        tr[1:],
+        k,
+        nesting="jnt",
+        embedding="fourier",
+        width=64,
+        depth=2,
+        batch_size=256,
+        steps=2500,
+        lr=2e-3,
+        key=jax.random.key(0),
+        progress=False,
+    )
     t_fit = time.perf_counter() - t0
     err = relative_singular_value_errors(m.readout(te[:-1], te[1:]).singular_values, s_true)
-    print(f"\n4. logistic model of the claim (2500 steps, including compilation): {t_fit:.1f} s; "
-          f"relative errors {np.round(err[1:], 4).tolist()} (claim: <= 1.1%, 1.2%, 1.3%, 8%)")
+    print(
+        f"\n4. logistic model of the claim (2500 steps, including compilation): {t_fit:.1f} s; "
+        f"relative errors {np.round(err[1:], 4).tolist()} (claim: <= 1.1%, 1.2%, 1.3%, 8%)"
+    )
 
 
 KL = None

@@ -48,13 +48,27 @@ def main(argv=None):
     eta = 1.0 / inst.beta
     rows = []
 
-    t0 = time.perf_counter()     # compile once (same shapes as the timed run)
-    S.expected_excess_risk(inst, eta, 32, method="monte_carlo", key=jax.random.key(1),
-                           n_paths=args.paths, chunk=args.paths)
+    t0 = time.perf_counter()  # compile once (same shapes as the timed run)
+    S.expected_excess_risk(
+        inst,
+        eta,
+        32,
+        method="monte_carlo",
+        key=jax.random.key(1),
+        n_paths=args.paths,
+        chunk=args.paths,
+    )
     t_compile = time.perf_counter() - t0
     t0 = time.perf_counter()
-    mc = S.expected_excess_risk(inst, eta, args.steps, method="monte_carlo",
-                                key=jax.random.key(0), n_paths=args.paths, chunk=args.paths)
+    mc = S.expected_excess_risk(
+        inst,
+        eta,
+        args.steps,
+        method="monte_carlo",
+        key=jax.random.key(0),
+        n_paths=args.paths,
+        chunk=args.paths,
+    )
     t_jax = time.perf_counter() - t0
     t0 = time.perf_counter()
     r_np = numpy_loop(inst, eta, args.steps, args.paths, 0)
@@ -77,8 +91,10 @@ def main(argv=None):
     print(f"{'task':<62}{'seconds':>10}{'speed-up':>10}")
     for name, t, r in rows:
         print(f"{name:<62}{t:>10.2f}{r:>10.1f}")
-    print(f"\nMC relative SE at T={args.steps}: {rel_se:.2e} (exact: round-off only); "
-          f"|MC - exact| = {zex:.2f} SE; |NumPy - JAX| = {z:.2f} SE")
+    print(
+        f"\nMC relative SE at T={args.steps}: {rel_se:.2e} (exact: round-off only); "
+        f"|MC - exact| = {zex:.2f} SE; |NumPy - JAX| = {z:.2f} SE"
+    )
 
 
 if __name__ == "__main__":

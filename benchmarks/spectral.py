@@ -78,14 +78,18 @@ def main():
     t_full, (w, _) = timeit(lambda: scipy.linalg.eigh(L), repeat=1)
     t_top, _ = timeit(lambda: scipy.linalg.eigh(L, subset_by_index=[n - 1, n - 1]), repeat=1)
     assert abs(w[-1] - det.eigenvalue) < 1e-8
-    rows += [("detector n=4000: eigsh (ours)", t_ours, 1.0),
-             ("  dense eigh, all pairs", t_full, t_full / t_ours),
-             ("  dense eigh, top pair only", t_top, t_top / t_ours)]
+    rows += [
+        ("detector n=4000: eigsh (ours)", t_ours, 1.0),
+        ("  dense eigh, all pairs", t_full, t_full / t_ours),
+        ("  dense eigh, top pair only", t_top, t_top / t_ours),
+    ]
 
     t_ours, b_ours = timeit(lambda: spectral.critical_threshold(s), repeat=5)
     t_quad, (b_quad, calls) = timeit(quad_nested_threshold, repeat=1)
-    rows += [("beta* tanh, planted submatrix (ours)", t_ours, 1.0),
-             (f"  nested brentq + quad ({calls} quads)", t_quad, t_quad / t_ours)]
+    rows += [
+        ("beta* tanh, planted submatrix (ours)", t_ours, 1.0),
+        (f"  nested brentq + quad ({calls} quads)", t_quad, t_quad / t_ours),
+    ]
 
     eta = EtaLaw.half_normal()
     beta, th = 0.7, A + 0.3
@@ -93,24 +97,37 @@ def main():
     sq = np.sqrt(2 / np.pi)
 
     def dbl():
-        f = lambda g, h: (h * h / (th - A * np.tanh(B * (beta * sq * h + g)))  # noqa: E731
-                          * 2 * np.exp(-(h * h + g * g) / 2) / (2 * np.pi))
+        def f(g, h):
+            return (
+                h
+                * h
+                / (th - A * np.tanh(B * (beta * sq * h + g)))
+                * 2
+                * np.exp(-(h * h + g * g) / 2)
+                / (2 * np.pi)
+            )
+
         return dblquad(f, 0, np.inf, -np.inf, np.inf, epsabs=1e-11, epsrel=1e-11)[0]
 
     t_dbl, dval = timeit(dbl, repeat=1)
-    t_nn, r_nn = timeit(lambda: spectral.threshold(sigmas.tanh(2.17506053, 0.57475203),
-                                                   "sparse_nnpca"), repeat=2)
-    rows += [("S_beta(theta) NNPCA, one evaluation (ours)", t_s, 1.0),
-             ("  scipy dblquad", t_dbl, t_dbl / t_s),
-             ("beta* NNPCA (ours, single root)", t_nn, 1.0),
-             (f"  nested dblquad (est. {calls} evals)", t_dbl * calls, t_dbl * calls / t_nn)]
+    t_nn, r_nn = timeit(
+        lambda: spectral.threshold(sigmas.tanh(2.17506053, 0.57475203), "sparse_nnpca"), repeat=2
+    )
+    rows += [
+        ("S_beta(theta) NNPCA, one evaluation (ours)", t_s, 1.0),
+        ("  scipy dblquad", t_dbl, t_dbl / t_s),
+        ("beta* NNPCA (ours, single root)", t_nn, 1.0),
+        (f"  nested dblquad (est. {calls} evals)", t_dbl * calls, t_dbl * calls / t_nn),
+    ]
 
     print(f"{'case':<46}{'seconds':>12}{'ratio':>10}")
     for name, t, r in rows:
         print(f"{name:<46}{t:>12.4f}{r:>10.1f}")
-    print(f"\nagreement: beta* ours {b_ours:.12f} vs quad {b_quad:.12f} "
-          f"(diff {abs(b_ours - b_quad):.1e}); S ours {sval:.12f} vs dblquad {dval:.12f} "
-          f"(diff {abs(sval - dval):.1e})")
+    print(
+        f"\nagreement: beta* ours {b_ours:.12f} vs quad {b_quad:.12f} "
+        f"(diff {abs(b_ours - b_quad):.1e}); S ours {sval:.12f} vs dblquad {dval:.12f} "
+        f"(diff {abs(sval - dval):.1e})"
+    )
 
 
 if __name__ == "__main__":

@@ -54,9 +54,10 @@ def main(eps: float = 1e-2, targets=(1e-2, 1e-3)) -> None:
         m = 2**j
         steps = 200 * m
         lr = T / steps
-        dt.gradient_descent(m0, X, y, lr, steps, save_every=m)        # compile / warm
-        wall, p = _best_time(lambda lr=lr, steps=steps, m=m: dt.gradient_descent(
-            m0, X, y, lr, steps, save_every=m))
+        dt.gradient_descent(m0, X, y, lr, steps, save_every=m)  # compile / warm
+        wall, p = _best_time(
+            lambda lr=lr, steps=steps, m=m: dt.gradient_descent(m0, X, y, lr, steps, save_every=m)
+        )
         e = err(p) if np.all(np.isfinite(p.loss)) else np.inf
         gd.append((steps, wall, e))
         if e <= min(targets):
@@ -64,25 +65,33 @@ def main(eps: float = 1e-2, targets=(1e-2, 1e-3)) -> None:
     ode = []
     for rtol in (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10):
         dt.gradient_flow(m0, X, y, T, ts=ts, rtol=rtol, atol=rtol * 1e-3)
-        wall, p = _best_time(lambda rtol=rtol: dt.gradient_flow(m0, X, y, T, ts=ts, rtol=rtol,
-                                                                 atol=rtol * 1e-3))
+        wall, p = _best_time(
+            lambda rtol=rtol: dt.gradient_flow(m0, X, y, T, ts=ts, rtol=rtol, atol=rtol * 1e-3)
+        )
         ode.append((p.num_steps, wall, err(p), rtol))
-    print(f"small-init Transformer, eps = {eps:g}, horizon T = {T:.4g} "
-          f"(escape predicted at {esc.t_predicted:.4g})")
-    print(f"{'target err':>10} | {'GD steps':>9} {'GD s':>8} | {'ODE steps':>9} {'ODE s':>8} "
-          f"{'rtol':>7} | {'steps GD/ODE':>12} {'time GD/ODE':>11}")
+    print(
+        f"small-init Transformer, eps = {eps:g}, horizon T = {T:.4g} "
+        f"(escape predicted at {esc.t_predicted:.4g})"
+    )
+    print(
+        f"{'target err':>10} | {'GD steps':>9} {'GD s':>8} | {'ODE steps':>9} {'ODE s':>8} "
+        f"{'rtol':>7} | {'steps GD/ODE':>12} {'time GD/ODE':>11}"
+    )
     for tgt in targets:
         g = next((r for r in gd if r[2] <= tgt), None)
         o = next((r for r in ode if r[2] <= tgt), None)
         if g is None or o is None:
-            print(f"{tgt:10.0e} | not reached within the search (GD best "
-                  f"{min(r[2] for r in gd):.2e}, ODE best {min(r[2] for r in ode):.2e})")
+            print(
+                f"{tgt:10.0e} | not reached within the search (GD best "
+                f"{min(r[2] for r in gd):.2e}, ODE best {min(r[2] for r in ode):.2e})"
+            )
             continue
-        print(f"{tgt:10.0e} | {g[0]:9d} {g[1]:8.3f} | {o[0]:9d} {o[1]:8.3f} {o[3]:7.0e} | "
-              f"{g[0] / o[0]:12.1f} {g[1] / o[1]:11.1f}")
+        print(
+            f"{tgt:10.0e} | {g[0]:9d} {g[1]:8.3f} | {o[0]:9d} {o[1]:8.3f} {o[3]:7.0e} | "
+            f"{g[0] / o[0]:12.1f} {g[1] / o[1]:11.1f}"
+        )
     print("GD errors by steps:  " + ", ".join(f"{s}:{e:.1e}" for s, _, e in gd))
-    print("ODE errors by rtol:  " + ", ".join(f"{r:.0e}:{e:.1e} ({s} steps)"
-                                              for s, _, e, r in ode))
+    print("ODE errors by rtol:  " + ", ".join(f"{r:.0e}:{e:.1e} ({s} steps)" for s, _, e, r in ode))
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def _geom_sum(lam, T):
     lam = lam[None, :]
     near1 = np.abs(1.0 - lam) < 1e-12
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = (1.0 - lam ** T) / (1.0 - lam)
+        out = (1.0 - lam**T) / (1.0 - lam)
     return np.where(near1, T + 0.0 * lam, out)
 
 
@@ -63,7 +63,7 @@ def _div_diff(lam, mu, T):
     diff = L - M
     close = np.abs(diff) <= 1e-7 * np.maximum(np.maximum(np.abs(L), np.abs(M)), 1e-300)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = (L ** Tt - M ** Tt) / diff
+        out = (L**Tt - M**Tt) / diff
     mid = 0.5 * (L + M)
     approx = Tt * np.where(Tt >= 1, mid ** np.maximum(Tt - 1, 0), 0.0)
     return np.where(close, approx, out)
@@ -81,16 +81,16 @@ class QuadraticSpectral:
         _, _, a, b, w = idx
         # full operator L[(i,k),(j,l)] = sum_n p_n A_n[i,j] A_n[k,l]
         Af = A.reshape(len(p), d * d)
-        P = (Af.T * p) @ Af                                    # [(i,j),(k,l)]
+        P = (Af.T * p) @ Af  # [(i,j),(k,l)]
         Lfull = P.reshape(d, d, d, d).transpose(0, 2, 1, 3).reshape(d * d, d * d)
-        LS = w * (Lfull[:, a] + Lfull[:, b])                  # L @ S
-        Lsym = w[:, None] * (LS[a] + LS[b])                    # S^T L S
+        LS = w * (Lfull[:, a] + Lfull[:, b])  # L @ S
+        Lsym = w[:, None] * (LS[a] + LS[b])  # S^T L S
         Lsym = 0.5 * (Lsym + Lsym.T)
         self.lam, self.U = np.linalg.eigh(Lsym)
         self.mu, self.V = np.linalg.eigh(np.eye(d) - eta * inst.H)
         m0 = inst.w0 - inst.w_star
         g = inst.grad_star
-        u = eta ** 2 * (np.einsum("n,ni,nj->ij", p, g, g) + inst.noise_var * inst.H)
+        u = eta**2 * (np.einsum("n,ni,nj->ij", p, g, g) + inst.noise_var * inst.H)
         self.M0t = self.U.T @ _hv(np.outer(m0, m0), d, idx)
         self.ut = self.U.T @ _hv(u, d, idx)
         self.mt = self.V.T @ m0
@@ -98,10 +98,10 @@ class QuadraticSpectral:
         self.realizable = bool(inst.realizable and inst.noise_var == 0.0)
         if self.has_cross:
             # C v_b = -eta * (X_b + X_b^T), X_b = sum_n p_n A_n v_b g_n^T
-            Av = np.einsum("nij,jb->nbi", A, self.V)              # A_n v_b
+            Av = np.einsum("nij,jb->nbi", A, self.V)  # A_n v_b
             Xb = np.einsum("n,nbi,nj->bij", p, Av, g)
             Cv = -eta * (Xb + Xb.transpose(0, 2, 1))
-            self.K = self.U.T @ _hv(Cv, d, idx).T                # (D, d)
+            self.K = self.U.T @ _hv(Cv, d, idx).T  # (D, d)
         self.d = d
         self.idx = idx
 
@@ -112,7 +112,7 @@ class QuadraticSpectral:
         lamT = self.lam[None, :] ** T[:, None]
         out = lamT @ (wt * self.M0t) + _geom_sum(self.lam, T) @ (wt * self.ut)
         if self.has_cross:
-            DD = _div_diff(self.lam, self.mu, T)                  # (G, D, d)
+            DD = _div_diff(self.lam, self.mu, T)  # (G, D, d)
             out = out + np.einsum("a,ab,b,gab->g", wt, self.K, self.mt, DD)
         return out
 
@@ -126,8 +126,10 @@ class QuadraticSpectral:
         ``tests/dynamics/test_sgd.py::test_worst_start_is_attained``.
         """
         if not self.realizable:
-            raise ValueError("the worst start is defined here for realizable, noiseless "
-                             "instances only (no gradient noise at the optimum).")
+            raise ValueError(
+                "the worst start is defined here for realizable, noiseless "
+                "instances only (no gradient noise at the optimum)."
+            )
         iu, ju, _, _, w = self.idx
         wt = self.U.T @ _hv(0.5 * (W + W.T), self.d, self.idx)
         coords = (self.lam[None, :] ** np.asarray(T, dtype=float)[:, None] * wt) @ self.U.T

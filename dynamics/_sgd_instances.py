@@ -40,8 +40,9 @@ def _probs(probs, n):
         return np.full(n, 1.0 / n)
     p = as_array(probs, "probs", shape=(n,))
     if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-9:
-        raise ValueError(f"`probs` must be >= 0 and sum to 1; got sum {p.sum():g}, "
-                         f"min {p.min():g}.")
+        raise ValueError(
+            f"`probs` must be >= 0 and sum to 1; got sum {p.sum():g}, min {p.min():g}."
+        )
     return p / p.sum()
 
 
@@ -98,11 +99,22 @@ class QuadraticSum:
         w_star = w0 + V[:, keep] @ ((V[:, keep].T @ r) / lam[keep])
         resid = np.einsum("nki,i->nk", B, w_star) - c
         grad_star = np.einsum("nki,nk->ni", B, resid)
-        sigma2 = float(p @ np.sum(grad_star ** 2, axis=1)) + s2 * float(p @ np.sum(B ** 2, (1, 2)))
-        f_star = float(0.5 * p @ np.sum(resid ** 2, axis=1) + 0.5 * s2 * k)
-        for name, val in dict(B=B, c=c, probs=p, w0=w0, noise_var=s2, H=H, beta=beta,
-                              w_star=w_star, f_star=f_star, sigma2_star=sigma2,
-                              dist2=float(np.sum((w0 - w_star) ** 2)), grad_star=grad_star).items():
+        sigma2 = float(p @ np.sum(grad_star**2, axis=1)) + s2 * float(p @ np.sum(B**2, (1, 2)))
+        f_star = float(0.5 * p @ np.sum(resid**2, axis=1) + 0.5 * s2 * k)
+        for name, val in dict(
+            B=B,
+            c=c,
+            probs=p,
+            w0=w0,
+            noise_var=s2,
+            H=H,
+            beta=beta,
+            w_star=w_star,
+            f_star=f_star,
+            sigma2_star=sigma2,
+            dist2=float(np.sum((w0 - w_star) ** 2)),
+            grad_star=grad_star,
+        ).items():
             object.__setattr__(self, name, val)
 
     @property
@@ -135,14 +147,21 @@ class QuadraticSum:
         return self.B[i].T @ r
 
     def summary(self) -> str:
-        rows = [("instance", self.name), ("dim d", self.dim), ("samples n", self.n_samples),
-                ("beta", f"{self.beta:.6g}"), ("dist2", f"{self.dist2:.6g}"),
-                ("sigma2_star", f"{self.sigma2_star:.6g}"), ("f_star", f"{self.f_star:.6g}")]
+        rows = [
+            ("instance", self.name),
+            ("dim d", self.dim),
+            ("samples n", self.n_samples),
+            ("beta", f"{self.beta:.6g}"),
+            ("dist2", f"{self.dist2:.6g}"),
+            ("sigma2_star", f"{self.sigma2_star:.6g}"),
+            ("f_star", f"{self.f_star:.6g}"),
+        ]
         return "\n".join(f"{a:<14}{b:>20}" for a, b in rows)
 
 
-def least_squares(A, b=None, *, w_star=None, probs=None, noise_var=0.0, w0=None,
-                  name="least_squares") -> QuadraticSum:
+def least_squares(
+    A, b=None, *, w_star=None, probs=None, noise_var=0.0, w0=None, name="least_squares"
+) -> QuadraticSum:
     r"""Data set :math:`\{(a_i, b_i)\}`, per-sample loss :math:`\tfrac12(a_i^\top w - b_i)^2`.
 
     Give ``b`` (fixed labels, possibly inconsistent: then :math:`\sigma_\star > 0`) or ``w_star``
@@ -160,8 +179,9 @@ def least_squares(A, b=None, *, w_star=None, probs=None, noise_var=0.0, w0=None,
     return QuadraticSum(A[:, None, :], b[:, None], _probs(probs, n), w0, noise_var, name)
 
 
-def gaussian_design(n, spectrum, *, w_star=None, noise_var=0.0, label_noise=0.0, rng=None,
-                    name="gaussian_design") -> QuadraticSum:
+def gaussian_design(
+    n, spectrum, *, w_star=None, noise_var=0.0, label_noise=0.0, rng=None, name="gaussian_design"
+) -> QuadraticSum:
     r"""Finite Gaussian design: ``n`` rows :math:`a_i \sim N(0, \mathrm{diag}(\text{spectrum}))`.
 
     ``w_star`` defaults to a standard Gaussian vector; ``label_noise`` adds fixed noise
@@ -198,7 +218,7 @@ def kaczmarz(A, b, *, sampling="norm", w0=None) -> QuadraticSum:
     norms = np.linalg.norm(A, axis=1)
     if np.any(norms == 0):
         raise ValueError("`A` must have no zero rows.")
-    p = norms ** 2 / np.sum(norms ** 2) if sampling == "norm" else None
+    p = norms**2 / np.sum(norms**2) if sampling == "norm" else None
     return least_squares(A / norms[:, None], b / norms, probs=p, w0=w0, name="kaczmarz")
 
 
@@ -210,8 +230,14 @@ def rare_curvature(beta, p, w0=1.0) -> QuadraticSum:
     beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
     p = check_scalar(p, "p", lower=0.0, upper=1.0, closed="right")
     B = np.array([[[np.sqrt(beta)]], [[0.0]]])
-    return QuadraticSum(B, np.zeros((2, 1)), np.array([p, 1.0 - p]),
-                        np.array([check_scalar(w0, "w0")]), 0.0, "rare_curvature")
+    return QuadraticSum(
+        B,
+        np.zeros((2, 1)),
+        np.array([p, 1.0 - p]),
+        np.array([check_scalar(w0, "w0")]),
+        0.0,
+        "rare_curvature",
+    )
 
 
 def ar1(beta, s2, w0=1.0) -> QuadraticSum:
@@ -221,8 +247,14 @@ def ar1(beta, s2, w0=1.0) -> QuadraticSum:
     """
     beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
     s2 = check_scalar(s2, "s2", lower=0.0)
-    return QuadraticSum(np.array([[[np.sqrt(beta)]]]), np.zeros((1, 1)), np.ones(1),
-                        np.array([check_scalar(w0, "w0")]), beta * s2, "ar1")
+    return QuadraticSum(
+        np.array([[[np.sqrt(beta)]]]),
+        np.zeros((1, 1)),
+        np.ones(1),
+        np.array([check_scalar(w0, "w0")]),
+        beta * s2,
+        "ar1",
+    )
 
 
 def commuting(beta, p, w0) -> QuadraticSum:
@@ -233,8 +265,9 @@ def commuting(beta, p, w0) -> QuadraticSum:
     beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
     p = _probs(as_array(p, "p", ndim=1), np.size(p))
     w0 = as_array(w0, "w0", shape=(p.size,))
-    return least_squares(np.sqrt(beta) * np.eye(p.size), w_star=np.zeros(p.size), probs=p,
-                         w0=w0, name="commuting")
+    return least_squares(
+        np.sqrt(beta) * np.eye(p.size), w_star=np.zeros(p.size), probs=p, w0=w0, name="commuting"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -259,26 +292,32 @@ class ContinualTasks:
     w_star: np.ndarray = field(init=False, repr=False)
     R: float = field(init=False)
     norm: float = field(init=False)
-    Xs: np.ndarray = field(init=False, repr=False)   # (T, rmax, d) zero-padded
-    ys: np.ndarray = field(init=False, repr=False)   # (T, rmax)
+    Xs: np.ndarray = field(init=False, repr=False)  # (T, rmax, d) zero-padded
+    ys: np.ndarray = field(init=False, repr=False)  # (T, rmax)
 
     def __post_init__(self):
         if len(self.X) != len(self.y) or len(self.X) < 1:
-            raise ValueError("`X` and `y` must be non-empty sequences of equal length; got "
-                             f"{len(self.X)} and {len(self.y)}.")
+            raise ValueError(
+                "`X` and `y` must be non-empty sequences of equal length; got "
+                f"{len(self.X)} and {len(self.y)}."
+            )
         X = [as_array(x, f"X[{m}]", ndim=2) for m, x in enumerate(self.X)]
         d = X[0].shape[1]
-        y = [as_array(v, f"y[{m}]", shape=(x.shape[0],)) for m, (x, v) in enumerate(
-            zip(X, self.y, strict=True))]
+        y = [
+            as_array(v, f"y[{m}]", shape=(x.shape[0],))
+            for m, (x, v) in enumerate(zip(X, self.y, strict=True))
+        ]
         if any(x.shape[1] != d for x in X):
             raise ValueError("every `X[m]` must have the same number of columns d.")
         Xall, yall = np.vstack(X), np.concatenate(y)
         w_star = np.linalg.lstsq(Xall, yall, rcond=None)[0]
         scale = max(1.0, np.linalg.norm(yall))
         if np.linalg.norm(Xall @ w_star - yall) > 1e-8 * scale:
-            raise ValueError("the tasks must be jointly realizable (some w solves every "
-                             "X_m w = y_m); the least-squares residual is "
-                             f"{np.linalg.norm(Xall @ w_star - yall):.3g}.")
+            raise ValueError(
+                "the tasks must be jointly realizable (some w solves every "
+                "X_m w = y_m); the least-squares residual is "
+                f"{np.linalg.norm(Xall @ w_star - yall):.3g}."
+            )
         bases = []
         for x in X:
             _, s, Vt = np.linalg.svd(x, full_matrices=False)
@@ -288,20 +327,29 @@ class ContinualTasks:
         T = len(X)
         B = np.zeros((T, k, d))
         for m, U in enumerate(bases):
-            B[m, :U.shape[0]] = U
+            B[m, : U.shape[0]] = U
         c = np.einsum("mki,i->mk", B, w_star)
         inst = QuadraticSum(B, c, np.full(T, 1.0 / T), np.zeros(d), 0.0, "continual")
         rmax = max(x.shape[0] for x in X)
         Xs, ys = np.zeros((T, rmax, d)), np.zeros((T, rmax))
         for m, (x, v) in enumerate(zip(X, y, strict=True)):
-            Xs[m, :x.shape[0]], ys[m, :x.shape[0]] = x, v
+            Xs[m, : x.shape[0]], ys[m, : x.shape[0]] = x, v
         R = max(np.linalg.norm(x, 2) for x in X)
-        norm = float(np.sum(w_star ** 2) * R ** 2)
+        norm = float(np.sum(w_star**2) * R**2)
         if norm == 0:
-            raise ValueError("the joint solution is 0 (all y_m = 0): the normalised loss is "
-                             "undefined.")
-        for name, val in dict(X=tuple(X), y=tuple(y), instance=inst, w_star=w_star, R=float(R),
-                              norm=norm, Xs=Xs, ys=ys).items():
+            raise ValueError(
+                "the joint solution is 0 (all y_m = 0): the normalised loss is undefined."
+            )
+        for name, val in dict(
+            X=tuple(X),
+            y=tuple(y),
+            instance=inst,
+            w_star=w_star,
+            R=float(R),
+            norm=norm,
+            Xs=Xs,
+            ys=ys,
+        ).items():
             object.__setattr__(self, name, val)
 
     @property
@@ -312,7 +360,7 @@ class ContinualTasks:
         """:math:`\\|X_m w - y_m\\|^2` for every task, shape ``(..., T)``."""
         w = np.asarray(w, dtype=float)
         r = np.einsum("mki,...i->...mk", self.Xs, w) - self.ys
-        return np.sum(r ** 2, axis=-1)
+        return np.sum(r**2, axis=-1)
 
     def loss(self, w):
         """Normalised average loss over all tasks."""
@@ -378,7 +426,7 @@ class FiniteSum:
             sig, dist2 = 0.0, float("inf")
         else:
             g = self.per_sample_gradients(ws)
-            sig, dist2 = float(p @ np.sum(g ** 2, axis=1)), float(np.sum((w0 - ws) ** 2))
+            sig, dist2 = float(p @ np.sum(g**2, axis=1)), float(np.sum((w0 - ws) ** 2))
         object.__setattr__(self, "sigma2_star", sig)
         object.__setattr__(self, "dist2", dist2)
         object.__setattr__(self, "realizable", sig <= 1e-14)
@@ -393,10 +441,12 @@ class FiniteSum:
 
     def _jax_losses(self):
         import jax
+
         return jax.vmap(self.loss, in_axes=(None, 0, 0))
 
     def per_sample_gradients(self, w):
         import jax
+
         with jax.enable_x64(True):
             g = jax.vmap(jax.grad(self.loss), in_axes=(None, 0, 0))(np.asarray(w), self.X, self.y)
             return np.asarray(g)
@@ -404,6 +454,7 @@ class FiniteSum:
     def risk(self, w):
         """Population risk at ``(d,)`` or a batch ``(..., d)``."""
         import jax
+
         w = as_array(w, "w")
         if w.shape[-1] != self.dim:
             raise ValueError(f"`w` must have last axis {self.dim}; got shape {w.shape}.")
@@ -436,11 +487,13 @@ def separable_data(n, dim, *, margin=0.1, rng=None):
 
 def _logistic(w, x, y):
     import jax.numpy as jnp
+
     return jnp.logaddexp(0.0, -y * jnp.dot(x, w))
 
 
 def _squared_hinge(w, x, y):
     import jax.numpy as jnp
+
     return 0.5 * jnp.maximum(0.0, 1.0 - y * jnp.dot(x, w)) ** 2
 
 
@@ -457,7 +510,7 @@ def logistic_separable(X, y, *, probs=None, w0=None) -> FiniteSum:
         raise ValueError("`y` must hold labels +-1.")
     if _hard_margin_point(X, y, np.zeros(X.shape[1])) is None:
         raise ValueError("`X`, `y` must be linearly separable for logistic_separable.")
-    beta = float(np.max(np.sum(X ** 2, axis=1)) / 4.0)
+    beta = float(np.max(np.sum(X**2, axis=1)) / 4.0)
     w0 = np.zeros(X.shape[1]) if w0 is None else w0
     return FiniteSum(_logistic, X, y, probs, w0, beta, None, 0.0, "logistic_separable")
 
@@ -478,13 +531,14 @@ def squared_hinge(X, y, *, probs=None, w0=None) -> FiniteSum:
     ws = _hard_margin_point(X, y, w0)
     if ws is None:
         raise ValueError("`X`, `y` must be linearly separable for squared_hinge.")
-    beta = float(np.max(np.sum(X ** 2, axis=1)))
+    beta = float(np.max(np.sum(X**2, axis=1)))
     return FiniteSum(_squared_hinge, X, y, probs, w0, beta, ws, 0.0, "squared_hinge")
 
 
 def _hard_margin_point(X, y, w0):
     """The point of {w : y_i x_i^T w >= 1} closest to w0, or None if empty."""
     import cvxpy as cp
+
     w = cp.Variable(X.shape[1])
     prob = cp.Problem(cp.Minimize(cp.sum_squares(w - w0)), [cp.multiply(y, X @ w) >= 1])
     prob.solve(solver=cp.CLARABEL)

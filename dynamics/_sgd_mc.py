@@ -25,8 +25,27 @@ _BLOCK = 32
 
 
 @partial(jax.jit, static_argnames=("loss", "L", "order", "track_counts", "noisy", "uniform"))
-def _advance(W, cnt, path_keys, t0, t1, eta, cdf, B, c, noise_sd, X, y, *, loss, L, order,
-             track_counts, noisy, uniform):
+def _advance(
+    W,
+    cnt,
+    path_keys,
+    t0,
+    t1,
+    eta,
+    cdf,
+    B,
+    c,
+    noise_sd,
+    X,
+    y,
+    *,
+    loss,
+    L,
+    order,
+    track_counts,
+    noisy,
+    uniform,
+):
     n = cdf.shape[0]
     k = c.shape[-1]
 
@@ -34,23 +53,28 @@ def _advance(W, cnt, path_keys, t0, t1, eta, cdf, B, c, noise_sd, X, y, *, loss,
         bkeys = jax.vmap(lambda pk: jax.random.fold_in(pk, b))(path_keys)
         steps = b * L + jnp.arange(L)
         if order == "reshuffle":
+
             def one(pk):
                 pk = jax.random.fold_in(pk, _PERM_SALT)
-                return jax.vmap(lambda t: jax.random.permutation(
-                    jax.random.fold_in(pk, t // n), n)[t % n])(steps)
+                return jax.vmap(
+                    lambda t: jax.random.permutation(jax.random.fold_in(pk, t // n), n)[t % n]
+                )(steps)
+
             idx = jax.vmap(one)(path_keys)
         elif n == 1:
             idx = jnp.zeros((path_keys.shape[0], L), dtype=jnp.int32)
         else:
-            u = jax.vmap(lambda bk: jax.random.uniform(jax.random.fold_in(bk, 1), (L,),
-                                                       dtype=cdf.dtype))(bkeys)
+            u = jax.vmap(
+                lambda bk: jax.random.uniform(jax.random.fold_in(bk, 1), (L,), dtype=cdf.dtype)
+            )(bkeys)
             if uniform:
                 idx = jnp.minimum((u * n).astype(jnp.int32), n - 1)
             else:
                 idx = jnp.minimum(jnp.searchsorted(cdf, u, side="right", method="sort"), n - 1)
         if noisy:
-            eps = jax.vmap(lambda bk: jax.random.normal(jax.random.fold_in(bk, 2), (L, k),
-                                                        dtype=W.dtype))(bkeys)
+            eps = jax.vmap(
+                lambda bk: jax.random.normal(jax.random.fold_in(bk, 2), (L, k), dtype=W.dtype)
+            )(bkeys)
             eps = jnp.swapaxes(eps, 0, 1)
         else:
             eps = jnp.zeros((L, 1, 1), dtype=W.dtype)
@@ -59,7 +83,7 @@ def _advance(W, cnt, path_keys, t0, t1, eta, cdf, B, c, noise_sd, X, y, *, loss,
             Wc, cc = carry
             t, i, e = xs
             if loss is None:
-                Bi = B[i]                                    # elementwise forms fuse
+                Bi = B[i]  # elementwise forms fuse
                 r = jnp.sum(Bi * Wc[:, None, :], axis=-1) - c[i]
                 if noisy:
                     r = r - noise_sd * e
@@ -78,8 +102,9 @@ def _advance(W, cnt, path_keys, t0, t1, eta, cdf, B, c, noise_sd, X, y, *, loss,
     return jax.lax.fori_loop(t0 // L, (t1 + L - 1) // L, block, (W, cnt))
 
 
-def simulate_recorded(inst, eta, grid, *, key, n_paths, chunk=4096, order="iid",
-                      track_counts=False):
+def simulate_recorded(
+    inst, eta, grid, *, key, n_paths, chunk=4096, order="iid", track_counts=False
+):
     """Iterates at horizons ``grid`` (sorted unique ints >= 0): ``(n_paths, G, d)``.
 
     With ``track_counts`` also returns how often each sample was drawn up to each horizon,
@@ -113,10 +138,26 @@ def simulate_recorded(inst, eta, grid, *, key, n_paths, chunk=4096, order="iid",
             rec, crec, t_prev = [], [], 0
             for g in grid:
                 if g > t_prev:
-                    W, cnt = _advance(W, cnt, keys, jnp.int64(t_prev), jnp.int64(g),
-                                      jnp.asarray(float(eta)), cdf, B, c, noise_sd, X, y,
-                                      loss=loss, L=L, order=order, track_counts=track_counts,
-                                      noisy=noisy, uniform=uniform)
+                    W, cnt = _advance(
+                        W,
+                        cnt,
+                        keys,
+                        jnp.int64(t_prev),
+                        jnp.int64(g),
+                        jnp.asarray(float(eta)),
+                        cdf,
+                        B,
+                        c,
+                        noise_sd,
+                        X,
+                        y,
+                        loss=loss,
+                        L=L,
+                        order=order,
+                        track_counts=track_counts,
+                        noisy=noisy,
+                        uniform=uniform,
+                    )
                     t_prev = int(g)
                 rec.append(np.asarray(W))
                 crec.append(np.asarray(cnt))

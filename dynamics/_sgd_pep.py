@@ -44,11 +44,17 @@ class PEPResult:
     n_constraints: int
 
     def summary(self) -> str:
-        rows = [("worst-case E[F(w_T)]-F*", f"{self.value:.8g}"), ("T", self.T),
-                ("n functions", self.n), ("eta", f"{self.eta:.6g}"), ("beta", f"{self.beta:.6g}"),
-                ("dist2", f"{self.dist2:.6g}"),
-                ("solver / status", f"{self.solver} / {self.status}"),
-                ("Gram size", self.gram_size), ("constraints", self.n_constraints)]
+        rows = [
+            ("worst-case E[F(w_T)]-F*", f"{self.value:.8g}"),
+            ("T", self.T),
+            ("n functions", self.n),
+            ("eta", f"{self.eta:.6g}"),
+            ("beta", f"{self.beta:.6g}"),
+            ("dist2", f"{self.dist2:.6g}"),
+            ("solver / status", f"{self.solver} / {self.status}"),
+            ("Gram size", self.gram_size),
+            ("constraints", self.n_constraints),
+        ]
         return "\n".join(f"{a:<26}{b!s:>22}" for a, b in rows)
 
 
@@ -60,10 +66,12 @@ def _check(T, n, eta, beta, dist2):
     if not eta * beta < 2.0:
         raise ValueError(f"`eta` must satisfy 0 < eta < 2/beta = {2 / beta:g}; got {eta:g}.")
     dist2 = check_scalar(dist2, "dist2", lower=0.0, closed="neither")
-    nodes = sum(n ** t for t in range(T + 1))
+    nodes = sum(n**t for t in range(T + 1))
     if nodes > 400:
-        raise ValueError(f"the iterate tree has {nodes} nodes for `T`={T}, `n`={n} (limit 400): "
-                         "choose smaller T or n.")
+        raise ValueError(
+            f"the iterate tree has {nodes} nodes for `T`={T}, `n`={n} (limit 400): "
+            "choose smaller T or n."
+        )
     return T, n, eta, beta, dist2
 
 
@@ -165,7 +173,7 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
     sizes = [bl * (bl + 1) // 2 for bl in blocks]
     offsets = np.cumsum([0] + sizes)
     S = offsets[-1]
-    funcs = 1 if len(blocks) == 2 else n        # n = 2: f_1(x_s) = f_0(x_sigma(s)) (symmetry)
+    funcs = 1 if len(blocks) == 2 else n  # n = 2: f_1(x_s) = f_0(x_sigma(s)) (symmetry)
     # points 0..P-1 are the nodes, P is x_star (x = 0, g = 0, f = 0)
     xc = np.vstack([xc, np.zeros((1, T + 1), np.int64)])
     xv = np.vstack([xv, np.zeros((1, T + 1))])
@@ -173,18 +181,19 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
     m = a.size
     rows, cols, vals = [], [], []
 
-    def add(r, i, j, v):                        # the term v G[i, j] through G = Q diag(B) Q^T
+    def add(r, i, j, v):  # the term v G[i, j] through G = Q diag(B) Q^T
         for blk, idx, coef in ((0, sym_idx, sym_c), (1, anti_idx, anti_c)):
             keep = (v != 0) & (idx[i] >= 0) & (idx[j] >= 0)
-            k, f = _svec_index(idx[i][keep], idx[j][keep], blocks[min(blk, len(blocks) - 1)],
-                               solver)
+            k, f = _svec_index(
+                idx[i][keep], idx[j][keep], blocks[min(blk, len(blocks) - 1)], solver
+            )
             rows.append(r[keep]), cols.append(offsets[blk] + k)
             vals.append(v[keep] * coef[i][keep] * coef[j][keep] * f)
 
     r_all = np.arange(funcs * m)
     for j in range(funcs):
-        r = r_all[j * m:(j + 1) * m]
-        gb = 1 + b * n + j                      # column of g_j(x_b) (unused for star)
+        r = r_all[j * m : (j + 1) * m]
+        gb = 1 + b * n + j  # column of g_j(x_b) (unused for star)
         ga = 1 + a * n + j
         has_a, has_b = a < P, b < P
         # <g_b, x_a - x_b>
@@ -204,8 +213,10 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
         vals += [np.ones(has_b.sum()), -np.ones(has_a.sum())]
     n_con = funcs * m
     rows.append(np.array([n_con])), cols.append(np.array([0])), vals.append(np.array([1.0]))
-    Acon = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                         shape=(n_con + 1, S + funcs * P))
+    Acon = sp.csc_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(n_con + 1, S + funcs * P),
+    )
     Apsd = sp.hstack([-sp.identity(S), sp.csc_matrix((S, funcs * P))])
     A = sp.vstack([Acon, Apsd]).tocsc()
     bvec = np.zeros(n_con + 1 + S)
@@ -217,23 +228,44 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
     if solver == "CLARABEL":
         settings = clarabel.DefaultSettings()
         settings.verbose = False
-        settings.direct_solve_method = "faer"         # supernodal LDL: the PSD block is dense
+        settings.direct_solve_method = "faer"  # supernodal LDL: the PSD block is dense
         settings.chordal_decomposition_enable = False  # the Gram matrix has no chordal sparsity
-        sol = clarabel.DefaultSolver(sp.csc_matrix((q.size, q.size)), q, A, bvec,
-                                     [clarabel.NonnegativeConeT(n_con + 1)]
-                                     + [clarabel.PSDTriangleConeT(bl) for bl in blocks],
-                                     settings).solve()
+        sol = clarabel.DefaultSolver(
+            sp.csc_matrix((q.size, q.size)),
+            q,
+            A,
+            bvec,
+            [clarabel.NonnegativeConeT(n_con + 1)]
+            + [clarabel.PSDTriangleConeT(bl) for bl in blocks],
+            settings,
+        ).solve()
         status, value = str(sol.status), -sol.obj_val
         ok, inaccurate = status in ("Solved", "AlmostSolved"), status == "AlmostSolved"
     else:
-        out = scs.SCS(dict(A=A, b=bvec, c=q), dict(l=n_con + 1, s=list(blocks)), verbose=False,
-                      eps_abs=eps, eps_rel=eps, max_iters=200_000).solve()
+        out = scs.SCS(
+            dict(A=A, b=bvec, c=q),
+            dict(l=n_con + 1, s=list(blocks)),
+            verbose=False,
+            eps_abs=eps,
+            eps_rel=eps,
+            max_iters=200_000,
+        ).solve()
         status, value = out["info"]["status"], -out["info"]["pobj"]
         ok, inaccurate = status in ("solved", "solved_inaccurate"), status != "solved"
     if not ok:
         raise RuntimeError(f"the PEP SDP did not solve: {solver} status {status!r}.")
-    return PEPResult(float(value), T, n, eta, beta, dist2,
-                     "optimal_inaccurate" if inaccurate else "optimal", solver, N, n_con)
+    return PEPResult(
+        float(value),
+        T,
+        n,
+        eta,
+        beta,
+        dist2,
+        "optimal_inaccurate" if inaccurate else "optimal",
+        solver,
+        N,
+        n_con,
+    )
 
 
 def pepit_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL") -> float:
@@ -242,8 +274,9 @@ def pepit_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL") -> fl
         from PEPit import PEP
         from PEPit.functions import SmoothConvexFunction
     except ImportError as err:  # pragma: no cover - optional dependency
-        raise ImportError("pepit_worst_case needs the optional package PEPit "
-                          "(pip install pepit).") from err
+        raise ImportError(
+            "pepit_worst_case needs the optional package PEPit (pip install pepit)."
+        ) from err
     T, n, eta, beta, dist2 = _check(T, n, eta, beta, dist2)
     problem = PEP()
     fs = [problem.declare_function(SmoothConvexFunction, L=beta) for _ in range(n)]

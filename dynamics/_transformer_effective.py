@@ -52,10 +52,13 @@ class EffectiveFlow:
         return float(self.stop_time + E ** (-1.0 / 3.0)) if E > 0 else float("inf")
 
     def summary(self) -> str:
-        rows = [("steps", f"{self.num_steps}"), ("stopped", f"{self.reached}"),
-                ("stop time tbar", f"{self.stop_time:.10g}"),
-                ("T* upper bound", f"{self.blowup_upper:.10g}"),
-                ("E(0) / E(stop)", f"{self.E[0]:.6g} / {self.E[-1]:.6g}")]
+        rows = [
+            ("steps", f"{self.num_steps}"),
+            ("stopped", f"{self.reached}"),
+            ("stop time tbar", f"{self.stop_time:.10g}"),
+            ("T* upper bound", f"{self.blowup_upper:.10g}"),
+            ("E(0) / E(stop)", f"{self.E[0]:.6g} / {self.E[-1]:.6g}"),
+        ]
         w = max(len(r[0]) for r in rows)
         return "\n".join(f"{a:<{w}}  {b}" for a, b in rows)
 
@@ -68,7 +71,7 @@ def _effective_rhs(s, state, v):
     WV, W1, W2, _ = state
     u = v @ WV
     nrm = jnp.sqrt(jnp.sum(WV**2) + jnp.sum(W1**2) + jnp.sum(W2**2))
-    c = 1.0 / (1.0 + nrm)            # time change dtbar = ds / (1 + ||theta||)
+    c = 1.0 / (1.0 + nrm)  # time change dtbar = ds / (1 + ||theta||)
     return (c * jnp.outer(v, W1 @ W2), c * jnp.outer(u, W2), c * (W1.T @ u), c)
 
 
@@ -84,17 +87,35 @@ def _solve_effective(WV, W1, W2, v, stop_norm, stop_wv, s1, rtol, atol, max_step
     term = diffrax.ODETerm(lambda s, y, a: _effective_rhs(s, y, a[0]))
     y0 = (WV, W1, W2, jnp.zeros((), WV.dtype))
     sol = diffrax.diffeqsolve(
-        term, diffrax.Tsit5(), 0.0, s1, None, y0, args=(v, stop_norm, stop_wv),
+        term,
+        diffrax.Tsit5(),
+        0.0,
+        s1,
+        None,
+        y0,
+        args=(v, stop_norm, stop_wv),
         saveat=diffrax.SaveAt(t0=True, steps=True),
         stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
         event=diffrax.Event(_effective_stop, root_finder=optx.Newton(rtol=1e-13, atol=1e-13)),
-        max_steps=max_steps, throw=False)
+        max_steps=max_steps,
+        throw=False,
+    )
     return sol.ys, sol.stats["num_steps"], sol.event_mask
 
 
-def effective_flow(W_V, W1, W2, v, *, stop_norm: float = 1e4, stop_wv: float | None = None,
-                   rtol: float = 1e-12, atol: float = 1e-13, max_steps: int = 4096,
-                   s_max: float = 1e4) -> EffectiveFlow:
+def effective_flow(
+    W_V,
+    W1,
+    W2,
+    v,
+    *,
+    stop_norm: float = 1e4,
+    stop_wv: float | None = None,
+    rtol: float = 1e-12,
+    atol: float = 1e-13,
+    max_steps: int = 4096,
+    s_max: float = 1e4,
+) -> EffectiveFlow:
     """Solve the stage-1 effective dynamics (Chen & Luo 2025, Eq. 7) up to its blow-up.
 
     ``dW_V/dtbar = v^T (W1 W2)^T``, ``dW1/dtbar = u^T W2^T``, ``dW2/dtbar = (u W1)^T``,
@@ -124,34 +145,61 @@ def effective_flow(W_V, W1, W2, v, *, stop_norm: float = 1e4, stop_wv: float | N
     if stop_wv is None:
         stop_wv = np.inf
     else:
-        stop_wv = check_scalar(stop_wv, "stop_wv", lower=float(np.linalg.norm(W_V)),
-                               closed="neither")
+        stop_wv = check_scalar(
+            stop_wv, "stop_wv", lower=float(np.linalg.norm(W_V)), closed="neither"
+        )
     check_scalar(rtol, "rtol", lower=0.0, closed="neither")
     check_scalar(atol, "atol", lower=0.0, closed="neither")
     max_steps = check_int(max_steps, "max_steps", lower=1)
     s_max = check_scalar(s_max, "s_max", lower=0.0, closed="neither")
     with jax.enable_x64(True):
-        ys, nsteps, fired = _solve_effective(f64(W_V), f64(W1), f64(W2), f64(v), f64(stop_norm),
-                                             f64(stop_wv), f64(s_max), f64(rtol), f64(atol),
-                                             max_steps)
+        ys, nsteps, fired = _solve_effective(
+            f64(W_V),
+            f64(W1),
+            f64(W2),
+            f64(v),
+            f64(stop_norm),
+            f64(stop_wv),
+            f64(s_max),
+            f64(rtol),
+            f64(atol),
+            max_steps,
+        )
     WV_t, W1_t, W2_t, t = (np.asarray(a) for a in ys)
     keep = np.isfinite(t)
-    return EffectiveFlow(t=t[keep], W_V=WV_t[keep], W1=W1_t[keep], W2=W2_t[keep], v=v,
-                         num_steps=int(nsteps), reached=bool(fired), stop_time=float(t[keep][-1]))
+    return EffectiveFlow(
+        t=t[keep],
+        W_V=WV_t[keep],
+        W1=W1_t[keep],
+        W2=W2_t[keep],
+        v=v,
+        num_steps=int(nsteps),
+        reached=bool(fired),
+        stop_time=float(t[keep][-1]),
+    )
 
 
 @eqx.filter_jit
 def _solve_kq(F, WQ0, WK0, ts, rtol, atol, max_steps):
     term = diffrax.ODETerm(lambda t, y, F: (F @ y[1], F.T @ y[0]))
     sol = diffrax.diffeqsolve(
-        term, diffrax.Tsit5(), ts[0], ts[-1], None, (WQ0, WK0), args=F,
+        term,
+        diffrax.Tsit5(),
+        ts[0],
+        ts[-1],
+        None,
+        (WQ0, WK0),
+        args=F,
         saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol), max_steps=max_steps)
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        max_steps=max_steps,
+    )
     return sol.ys, sol.stats["num_steps"]
 
 
-def key_query_flow(F, W_Q0, W_K0, ts, *, rtol: float = 1e-13, atol: float = 1e-15,
-                   max_steps: int = 100_000):
+def key_query_flow(
+    F, W_Q0, W_K0, ts, *, rtol: float = 1e-13, atol: float = 1e-15, max_steps: int = 100_000
+):
     """Numerical solution of the stage-2 key-query flow ``dW_Q/dt = F W_K``, ``dW_K/dt = F^T W_Q``
     (Chen & Luo 2025, Prop. 3), diffrax Dopri8 with a PID controller, float64.
 
@@ -166,6 +214,7 @@ def key_query_flow(F, W_Q0, W_K0, ts, *, rtol: float = 1e-13, atol: float = 1e-1
         return W_Q0[None].copy(), W_K0[None].copy()
     max_steps = check_int(max_steps, "max_steps", lower=1)
     with jax.enable_x64(True):
-        (WQ, WK), _ = _solve_kq(f64(F), f64(W_Q0), f64(W_K0), f64(ts), f64(rtol), f64(atol),
-                                max_steps)
+        (WQ, WK), _ = _solve_kq(
+            f64(F), f64(W_Q0), f64(W_K0), f64(ts), f64(rtol), f64(atol), max_steps
+        )
     return np.asarray(WQ), np.asarray(WK)

@@ -47,19 +47,26 @@ class EscapeResult:
         return self.t_escape / self.t_predicted
 
     def summary(self) -> str:
-        return _table([("eps", f"{self.eps:.4g}"), ("t_escape", f"{self.t_escape:.8g}"),
-                       ("t_predicted", f"{self.t_predicted:.8g}"), ("ratio", f"{self.ratio:.8f}"),
-                       ("tbar_escape", f"{self.tbar_escape:.8g}"),
-                       ("W_Q rel. change", f"{self.wq_rel_change:.3e}"),
-                       ("W_V rel. change", f"{self.wv_rel_change:.3e}")])
+        return _table(
+            [
+                ("eps", f"{self.eps:.4g}"),
+                ("t_escape", f"{self.t_escape:.8g}"),
+                ("t_predicted", f"{self.t_predicted:.8g}"),
+                ("ratio", f"{self.ratio:.8f}"),
+                ("tbar_escape", f"{self.tbar_escape:.8g}"),
+                ("W_Q rel. change", f"{self.wq_rel_change:.3e}"),
+                ("W_V rel. change", f"{self.wv_rel_change:.3e}"),
+            ]
+        )
 
 
 def _model(d, eps, key, activation):
     return SmallInitTransformer.init(d, eps, key=key, activation=activation)
 
 
-def escape_time(X, y, eps, *, key, factor: float = 10.0, activation: str = "tanh",
-                rtol: float = 1e-10) -> EscapeResult:
+def escape_time(
+    X, y, eps, *, key, factor: float = 10.0, activation: str = "tanh", rtol: float = 1e-10
+) -> EscapeResult:
     """Measure the stage-1 escape time of the full model and predict it from the theory.
 
     The model is :meth:`SmallInitTransformer.init` ``(d, eps, key=key)``, so the normalised
@@ -75,23 +82,44 @@ def escape_time(X, y, eps, *, key, factor: float = 10.0, activation: str = "tanh
     w = m.numpy()
     v = th.condensation_direction(X, y)
     bar = {k: a / eps for k, a in w.items()}
-    eff = effective_flow(bar["W_V"], bar["W1"], bar["W2"], v,
-                         stop_norm=1e6 * (1.0 + np.linalg.norm(bar["W_V"])),
-                         stop_wv=factor * np.linalg.norm(bar["W_V"]))
+    eff = effective_flow(
+        bar["W_V"],
+        bar["W1"],
+        bar["W2"],
+        v,
+        stop_norm=1e6 * (1.0 + np.linalg.norm(bar["W_V"])),
+        stop_wv=factor * np.linalg.norm(bar["W_V"]),
+    )
     if not eff.reached:
-        raise RuntimeError("the effective dynamics did not reach the escape norm; "
-                           "raise `max_steps`.")
+        raise RuntimeError(
+            "the effective dynamics did not reach the escape norm; raise `max_steps`."
+        )
     t_pred = eff.stop_time / th.time_rescaling(X, y, eps)
-    path = gradient_flow(m, X, y, 4.0 * t_pred, ts=np.linspace(0.0, 4.0 * t_pred, 201), rtol=rtol,
-                         stop_factor=factor, stop_weight="W_V")
+    path = gradient_flow(
+        m,
+        X,
+        y,
+        4.0 * t_pred,
+        ts=np.linspace(0.0, 4.0 * t_pred, 201),
+        rtol=rtol,
+        stop_factor=factor,
+        stop_weight="W_V",
+    )
     if path.stop_time is None:
-        raise RuntimeError(f"the full model did not escape by t = {4 * t_pred:.4g} "
-                           f"(4 x the predicted time).")
+        raise RuntimeError(
+            f"the full model did not escape by t = {4 * t_pred:.4g} (4 x the predicted time)."
+        )
     end = path.model(-1).numpy()
     rel = {k: np.linalg.norm(end[k] - w[k]) / np.linalg.norm(w[k]) for k in ("W_Q", "W_V")}
-    return EscapeResult(eps=eps, t_escape=path.stop_time, t_predicted=t_pred,
-                        tbar_escape=eff.stop_time, wq_rel_change=float(rel["W_Q"]),
-                        wv_rel_change=float(rel["W_V"]), num_steps=path.num_steps)
+    return EscapeResult(
+        eps=eps,
+        t_escape=path.stop_time,
+        t_predicted=t_pred,
+        tbar_escape=eff.stop_time,
+        wq_rel_change=float(rel["W_Q"]),
+        wv_rel_change=float(rel["W_V"]),
+        num_steps=path.num_steps,
+    )
 
 
 @dataclass(frozen=True)
@@ -130,24 +158,39 @@ class RankCollapseResult:
 
     def summary(self) -> str:
         s = self.F_singular_values
-        return _table([("eps", f"{self.eps:.4g}"),
-                       ("window", f"[{self.t_start:.6g}, {self.t_end:.6g}]"),
-                       ("sigma_1, sigma_2 of F", f"{s[0]:.4g}, {s[1]:.4g}"),
-                       ("multiplicity", f"{self.multiplicity}"),
-                       ("stable rank W_Q start/end", f"{self.stable_rank_Q_start:.4f} / "
-                                                     f"{self.stable_rank_Q:.4f}"),
-                       ("stable rank W_K end", f"{self.stable_rank_K:.4f}"),
-                       ("stable rank closed form", f"{self.stable_rank_closed_form:.4f}"),
-                       ("|<u1(W_Q), u1(F)>|", f"{self.align_Q:.6f}"),
-                       ("|<u1(W_K), v1(F)>|", f"{self.align_K:.6f}"),
-                       ("closed-form error", f"{self.closed_form_error:.3e}"),
-                       ("outer rel. change", f"{self.outer_rel_change:.3e}"),
-                       ("loss start/end", f"{self.loss_start:.6f} / {self.loss_end:.6f}")])
+        return _table(
+            [
+                ("eps", f"{self.eps:.4g}"),
+                ("window", f"[{self.t_start:.6g}, {self.t_end:.6g}]"),
+                ("sigma_1, sigma_2 of F", f"{s[0]:.4g}, {s[1]:.4g}"),
+                ("multiplicity", f"{self.multiplicity}"),
+                (
+                    "stable rank W_Q start/end",
+                    f"{self.stable_rank_Q_start:.4f} / {self.stable_rank_Q:.4f}",
+                ),
+                ("stable rank W_K end", f"{self.stable_rank_K:.4f}"),
+                ("stable rank closed form", f"{self.stable_rank_closed_form:.4f}"),
+                ("|<u1(W_Q), u1(F)>|", f"{self.align_Q:.6f}"),
+                ("|<u1(W_K), v1(F)>|", f"{self.align_K:.6f}"),
+                ("closed-form error", f"{self.closed_form_error:.3e}"),
+                ("outer rel. change", f"{self.outer_rel_change:.3e}"),
+                ("loss start/end", f"{self.loss_start:.6f} / {self.loss_end:.6f}"),
+            ]
+        )
 
 
-def rank_collapse(X, y, eps, *, key, start_factor: float = 2.0, end_factor: float = 30.0,
-                  activation: str = "linear", t_max: float | None = None,
-                  rtol: float = 1e-10) -> RankCollapseResult:
+def rank_collapse(
+    X,
+    y,
+    eps,
+    *,
+    key,
+    start_factor: float = 2.0,
+    end_factor: float = 30.0,
+    activation: str = "linear",
+    t_max: float | None = None,
+    rtol: float = 1e-10,
+) -> RankCollapseResult:
     """Follow the full model into stage 2; compare ``W_Q``, ``W_K`` with Thm 3 of Chen & Luo 2025.
 
     The stage-2 theory drops the activation (Sec. 4.2), hence ``activation="linear"`` by default.
@@ -157,20 +200,30 @@ def rank_collapse(X, y, eps, *, key, start_factor: float = 2.0, end_factor: floa
     eps = check_scalar(eps, "eps", lower=0.0, closed="neither")
     start_factor = check_scalar(start_factor, "start_factor", lower=1.0, closed="neither")
     end_factor = check_scalar(end_factor, "end_factor", lower=start_factor, closed="neither")
-    t_max = 50.0 / eps if t_max is None else check_scalar(t_max, "t_max", lower=0.0,
-                                                          closed="neither")
+    t_max = (
+        50.0 / eps if t_max is None else check_scalar(t_max, "t_max", lower=0.0, closed="neither")
+    )
     d = X.shape[2]
     m0 = _model(d, eps, key, activation)
-    grid = np.linspace(0.0, t_max, 201)    # 201 saves: the shape every other run compiles for
-    a = gradient_flow(m0, X, y, t_max, ts=grid, rtol=rtol, stop_factor=start_factor,
-                      stop_weight="W_Q")
+    grid = np.linspace(0.0, t_max, 201)  # 201 saves: the shape every other run compiles for
+    a = gradient_flow(
+        m0, X, y, t_max, ts=grid, rtol=rtol, stop_factor=start_factor, stop_weight="W_Q"
+    )
     if a.stop_time is None:
         raise RuntimeError(f"||W_Q|| did not grow by {start_factor:g} before t_max = {t_max:g}.")
     ma = a.model(-1)
     wa = ma.numpy()
     F = th.key_query_matrix(X, y, wa["W_V"], wa["W1"], wa["W2"])
-    b = gradient_flow(ma, X, y, t_max, ts=grid, rtol=rtol,
-                      stop_factor=end_factor / start_factor, stop_weight="W_Q")
+    b = gradient_flow(
+        ma,
+        X,
+        y,
+        t_max,
+        ts=grid,
+        rtol=rtol,
+        stop_factor=end_factor / start_factor,
+        stop_weight="W_Q",
+    )
     if b.stop_time is None:
         raise RuntimeError(f"||W_Q|| did not grow by {end_factor:g} before t_max = {t_max:g}.")
     wb = b.model(-1).numpy()
@@ -183,11 +236,21 @@ def rank_collapse(X, y, eps, *, key, start_factor: float = 2.0, end_factor: floa
     oa = wa["W_V"] @ wa["W1"] @ wa["W2"]
     ob = wb["W_V"] @ wb["W1"] @ wb["W2"]
     return RankCollapseResult(
-        eps=eps, t_start=a.stop_time, t_end=a.stop_time + b.stop_time, F=F,
-        F_singular_values=sig, multiplicity=th.top_multiplicity(F, rtol=1e-6),
-        stable_rank_Q_start=th.stable_rank(wa["W_Q"]), stable_rank_Q=th.stable_rank(wb["W_Q"]),
-        stable_rank_K=th.stable_rank(wb["W_K"]), stable_rank_closed_form=th.stable_rank(P),
+        eps=eps,
+        t_start=a.stop_time,
+        t_end=a.stop_time + b.stop_time,
+        F=F,
+        F_singular_values=sig,
+        multiplicity=th.top_multiplicity(F, rtol=1e-6),
+        stable_rank_Q_start=th.stable_rank(wa["W_Q"]),
+        stable_rank_Q=th.stable_rank(wb["W_Q"]),
+        stable_rank_K=th.stable_rank(wb["W_K"]),
+        stable_rank_closed_form=th.stable_rank(P),
         align_Q=float(abs(uq @ U[:, 0])),
-        align_K=float(abs(uk @ Vt[0])), closed_form_error=float(err),
+        align_K=float(abs(uk @ Vt[0])),
+        closed_form_error=float(err),
         outer_rel_change=float(np.linalg.norm(ob - oa) / np.linalg.norm(oa)),
-        loss_start=float(a.loss[-1]), loss_end=float(b.loss[-1]), start=wa)
+        loss_start=float(a.loss[-1]),
+        loss_end=float(b.loss[-1]),
+        start=wa,
+    )

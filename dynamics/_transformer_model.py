@@ -66,8 +66,10 @@ class SmallInitTransformer(eqx.Module):
         check_choice(activation, "activation", ("tanh", "linear"))
         with jax.enable_x64(True):
             shapes = [(d, d)] * 4 + [(d,)]
-            ws = [eps * jax.random.normal(jax.random.fold_in(key, i), sh, jnp.float64)
-                  for i, sh in enumerate(shapes)]
+            ws = [
+                eps * jax.random.normal(jax.random.fold_in(key, i), sh, jnp.float64)
+                for i, sh in enumerate(shapes)
+            ]
             return cls(*ws, activation=activation)
 
     @classmethod
@@ -75,8 +77,10 @@ class SmallInitTransformer(eqx.Module):
         """Build the model from given weights (validated, cast to float64)."""
         W1 = as_array(W1, "W1", ndim=2)
         d = W1.shape[0]
-        ws = [as_array(w, n, shape=(d, d)) for w, n in
-              ((W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V"), (W1, "W1"))]
+        ws = [
+            as_array(w, n, shape=(d, d))
+            for w, n in ((W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V"), (W1, "W1"))
+        ]
         ws.append(as_array(W2, "W2", shape=(d,)))
         check_choice(activation, "activation", ("tanh", "linear"))
         with jax.enable_x64(True):
@@ -88,9 +92,9 @@ class SmallInitTransformer(eqx.Module):
 
     def __call__(self, X):
         d = X.shape[-1]
-        q = X[..., -1:, :] @ self.W_Q                              # (..., 1, d)
-        logits = (q @ self.W_K.T) @ jnp.swapaxes(X, -1, -2) / math.sqrt(d)   # (..., 1, s)
-        attn = jax.nn.softmax(logits, axis=-1) @ X @ self.W_V     # (..., 1, d)
+        q = X[..., -1:, :] @ self.W_Q  # (..., 1, d)
+        logits = (q @ self.W_K.T) @ jnp.swapaxes(X, -1, -2) / math.sqrt(d)  # (..., 1, s)
+        attn = jax.nn.softmax(logits, axis=-1) @ X @ self.W_V  # (..., 1, d)
         h = attn @ self.W1
         if self.activation == "tanh":
             h = jnp.tanh(h)
@@ -168,8 +172,9 @@ def anchor_task(n: int, *, s: int = 10, n_keys: int = 20, d: int = 16, rng=None)
     s = check_int(s, "s", lower=2)
     n_keys = check_int(n_keys, "n_keys", lower=1)
     d = check_int(d, "d", lower=1)
-    check_memory(2.0 * (n * s * d + (5 + n_keys) * d), "`n`, `s`, `n_keys`, `d`",
-                 what="the embedded tokens")
+    check_memory(
+        2.0 * (n * s * d + (5 + n_keys) * d), "`n`, `s`, `n_keys`, `d`", what="the embedded tokens"
+    )
     g = as_generator(rng)
     vocab = 5 + n_keys
     tokens = g.integers(5, vocab, size=(n, s))
@@ -207,15 +212,19 @@ class FlowPath:
 
     def model(self, i: int = -1) -> SmallInitTransformer:
         """The model at sample ``i``."""
-        return SmallInitTransformer.from_arrays(*(self.weights[k][i] for k in PARAMS),
-                                                activation=self.activation)
+        return SmallInitTransformer.from_arrays(
+            *(self.weights[k][i] for k in PARAMS), activation=self.activation
+        )
 
     def summary(self) -> str:
-        rows = [("method", self.method), ("samples", f"{self.t.size}"),
-                ("t range", f"[{self.t[0]:.4g}, {self.t[-1]:.4g}]"),
-                ("steps", f"{self.num_steps}"),
-                ("stop time", "-" if self.stop_time is None else f"{self.stop_time:.6g}"),
-                ("loss first/last", f"{self.loss[0]:.6g} / {self.loss[-1]:.6g}")]
+        rows = [
+            ("method", self.method),
+            ("samples", f"{self.t.size}"),
+            ("t range", f"[{self.t[0]:.4g}, {self.t[-1]:.4g}]"),
+            ("steps", f"{self.num_steps}"),
+            ("stop time", "-" if self.stop_time is None else f"{self.stop_time:.6g}"),
+            ("loss first/last", f"{self.loss[0]:.6g} / {self.loss[-1]:.6g}"),
+        ]
         w = max(len(r[0]) for r in rows)
         return "\n".join(f"{a:<{w}}  {b}" for a, b in rows)
 
@@ -243,13 +252,22 @@ def _norm_event(t, y, args, **kwargs):
 def _solve_flow(model, X, y, ts, rtol, atol, max_steps, factor, index):
     term = diffrax.ODETerm(lambda t, m, a: _field(t, m, a[:2]))
     # always the same event (level +inf when no stop is asked): one compiled solver per shape
-    level = factor * _norms(model)[index]          # factor = +inf: no stop
+    level = factor * _norms(model)[index]  # factor = +inf: no stop
     event = diffrax.Event(_norm_event, root_finder=optx.Newton(rtol=1e-12, atol=1e-14))
     sol = diffrax.diffeqsolve(
-        term, diffrax.Tsit5(), ts[0], ts[-1], None, model, args=(X, y, level, index),
+        term,
+        diffrax.Tsit5(),
+        ts[0],
+        ts[-1],
+        None,
+        model,
+        args=(X, y, level, index),
         saveat=diffrax.SaveAt(ts=ts, t1=True),
         stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        max_steps=max_steps, event=event, throw=False)
+        max_steps=max_steps,
+        event=event,
+        throw=False,
+    )
     ok = sol.result == diffrax.RESULTS.successful
     fired = sol.event_mask
     return sol.ys, sol.ts, sol.stats["num_steps"], ok, fired
@@ -262,18 +280,35 @@ def _losses(ys, X, y):
 
 def _path(ys, t, X, y, num_steps, stop_time, method, activation):
     with jax.enable_x64(True):
-        loss = np.asarray(_losses(ys, f64(X), f64(y)))     # on the untrimmed stack: one shape
+        loss = np.asarray(_losses(ys, f64(X), f64(y)))  # on the untrimmed stack: one shape
     weights = {k: np.asarray(getattr(ys, k)) for k in PARAMS}
     keep = np.isfinite(t) & np.all(np.isfinite(weights["W_V"]).reshape(t.size, -1), axis=1)
     weights = {k: v[keep] for k, v in weights.items()}
-    return FlowPath(t=np.asarray(t)[keep], weights=weights, loss=loss[keep],
-                    num_steps=int(num_steps), stop_time=stop_time, method=method,
-                    activation=activation)
+    return FlowPath(
+        t=np.asarray(t)[keep],
+        weights=weights,
+        loss=loss[keep],
+        num_steps=int(num_steps),
+        stop_time=stop_time,
+        method=method,
+        activation=activation,
+    )
 
 
-def gradient_flow(model, X, y, t1, *, ts=None, n_save: int = 201, rtol: float = 1e-10,
-                  atol: float = 1e-12, max_steps: int = 1_000_000,
-                  stop_factor: float | None = None, stop_weight: str = "W_V") -> FlowPath:
+def gradient_flow(
+    model,
+    X,
+    y,
+    t1,
+    *,
+    ts=None,
+    n_save: int = 201,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    max_steps: int = 1_000_000,
+    stop_factor: float | None = None,
+    stop_weight: str = "W_V",
+) -> FlowPath:
     """Gradient flow ``dtheta/dt = -grad L(theta)`` of the exponential loss (Chen & Luo 2025,
     Sec. 3), solved adaptively (diffrax ``Tsit5`` with a PID step-size controller, float64).
 
@@ -312,24 +347,31 @@ def gradient_flow(model, X, y, t1, *, ts=None, n_save: int = 201, rtol: float = 
         if ts.size < 2 or np.any(np.diff(ts) <= 0) or ts[0] < 0 or ts[-1] > t1 * (1 + 1e-12):
             raise ValueError("`ts` must be strictly increasing, at least 2 times, within [0, t1].")
     with jax.enable_x64(True):
-        ys, t_out, nsteps, ok, fired = _solve_flow(model, f64(X), f64(y), f64(ts), f64(rtol),
-                                                   f64(atol), max_steps,
-                                                   f64(np.inf if stop_factor is None
-                                                       else stop_factor),
-                                                   jnp.asarray(PARAMS.index(stop_weight)))
+        ys, t_out, nsteps, ok, fired = _solve_flow(
+            model,
+            f64(X),
+            f64(y),
+            f64(ts),
+            f64(rtol),
+            f64(atol),
+            max_steps,
+            f64(np.inf if stop_factor is None else stop_factor),
+            jnp.asarray(PARAMS.index(stop_weight)),
+        )
     t_out = np.asarray(t_out)
     stop_time = None
     if bool(fired):
         # diffrax saves the event state in the first `ts` slot after it, and inf afterwards
         stop_time = float(np.max(t_out[np.isfinite(t_out)]))
     elif not bool(ok):
-        raise RuntimeError(f"gradient flow did not reach t1 = {t1:g} within max_steps = "
-                           f"{max_steps}; raise `max_steps` or lower `t1`.")
-    else:                                     # drop the duplicate t1 save
+        raise RuntimeError(
+            f"gradient flow did not reach t1 = {t1:g} within max_steps = "
+            f"{max_steps}; raise `max_steps` or lower `t1`."
+        )
+    else:  # drop the duplicate t1 save
         t_out = t_out.copy()
-        t_out[-1] = np.inf                    # trimmed in _path
-    return _path(ys, t_out, X, y, nsteps, stop_time, "gradient_flow (Tsit5, PID)",
-                 model.activation)
+        t_out[-1] = np.inf  # trimmed in _path
+    return _path(ys, t_out, X, y, nsteps, stop_time, "gradient_flow (Tsit5, PID)", model.activation)
 
 
 @eqx.filter_jit
@@ -373,7 +415,8 @@ def gradient_descent(model, X, y, lr: float, steps: int, *, save_every: int = 1)
     with jax.enable_x64(True):
         Xj, yj = jnp.asarray(X), jnp.asarray(y)
         saved = _gd_scan(model, Xj, yj, f64(lr), steps // save_every, jnp.asarray(save_every))
-        ys = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]) if eqx.is_array(a) else a,
-                          model, saved)
+        ys = jax.tree.map(
+            lambda a, b: jnp.concatenate([a[None], b]) if eqx.is_array(a) else a, model, saved
+        )
     t = lr * save_every * np.arange(steps // save_every + 1)
     return _path(ys, t, X, y, steps, None, f"gradient_descent (lr={lr:g})", model.activation)

@@ -65,8 +65,12 @@ class Order2Markov:
         V = self.P.shape[0]
         k0, ks = jax.random.split(key)
         pair = jax.random.choice(k0, V * V, (batch,), p=jnp.asarray(self.pair_stationary.ravel()))
-        return _sample2(jnp.asarray(np.log(self.P), jnp.float32), pair // V, pair % V,
-                        jax.random.split(ks, length - 2))
+        return _sample2(
+            jnp.asarray(np.log(self.P), jnp.float32),
+            pair // V,
+            pair % V,
+            jax.random.split(ks, length - 2),
+        )
 
 
 @jax.jit
@@ -121,8 +125,9 @@ def _mixer_mask(student):
     """Only the token mixers train (ILD): a filter spec over the student."""
     spec = jax.tree.map(lambda _: False, student)
     for i, layer in enumerate(student.layers):
-        spec = eqx.tree_at(lambda s, i=i: s.layers[i].mixer, spec,
-                           jax.tree.map(eqx.is_inexact_array, layer.mixer))
+        spec = eqx.tree_at(
+            lambda s, i=i: s.layers[i].mixer, spec, jax.tree.map(eqx.is_inexact_array, layer.mixer)
+        )
     return spec
 
 

@@ -104,16 +104,22 @@ class RiskCurve:
         return self.mean - z * self.se, self.mean + z * self.se
 
     def summary(self) -> str:
-        head = (f"SGD last-iterate excess risk: {self.instance}, eta = {self.eta:.6g}, "
-                f"method = {self.method}" + (f", {self.n_paths} paths" if self.n_paths else ""))
+        head = (
+            f"SGD last-iterate excess risk: {self.instance}, eta = {self.eta:.6g}, "
+            f"method = {self.method}" + (f", {self.n_paths} paths" if self.n_paths else "")
+        )
         lines = [head, f"{'T':>10} {'E[F(w_T)]-F*':>16} {'se':>12}"]
-        lines += [f"{int(t):>10d} {m:>16.6e} {s:>12.3e}"
-                  for t, m, s in zip(self.T, self.mean, self.se, strict=True)]
+        lines += [
+            f"{int(t):>10d} {m:>16.6e} {s:>12.3e}"
+            for t, m, s in zip(self.T, self.mean, self.se, strict=True)
+        ]
         return "\n".join(lines)
 
     def __repr__(self):
-        return (f"RiskCurve({self.instance}, eta={self.eta:.4g}, method={self.method!r}, "
-                f"{self.T.size} horizons, T<={int(self.T.max())})")
+        return (
+            f"RiskCurve({self.instance}, eta={self.eta:.4g}, method={self.method!r}, "
+            f"{self.T.size} horizons, T<={int(self.T.max())})"
+        )
 
 
 @dataclass(frozen=True)
@@ -131,18 +137,24 @@ class ContinualCurve:
     def conf_int(self, level=0.95, *, which="loss"):
         check_choice(which, "which", ("loss", "forgetting"))
         z = _z(level)
-        m, s = ((self.loss, self.loss_se) if which == "loss"
-                else (self.forgetting, self.forgetting_se))
+        m, s = (
+            (self.loss, self.loss_se) if which == "loss" else (self.forgetting, self.forgetting_se)
+        )
         return m - z * s, m + z * s
 
     def summary(self) -> str:
-        lines = [f"continual linear regression, random order "
-                 f"({'with' if self.replacement else 'without'} replacement), "
-                 f"{self.n_paths} orderings",
-                 f"{'k':>8} {'loss':>12} {'se':>10} {'forgetting':>12} {'se':>10}"]
-        lines += [f"{int(k):>8d} {a:>12.5e} {b:>10.2e} {c:>12.5e} {e:>10.2e}" for k, a, b, c, e
-                  in zip(self.k, self.loss, self.loss_se, self.forgetting, self.forgetting_se,
-                         strict=True)]
+        lines = [
+            f"continual linear regression, random order "
+            f"({'with' if self.replacement else 'without'} replacement), "
+            f"{self.n_paths} orderings",
+            f"{'k':>8} {'loss':>12} {'se':>10} {'forgetting':>12} {'se':>10}",
+        ]
+        lines += [
+            f"{int(k):>8d} {a:>12.5e} {b:>10.2e} {c:>12.5e} {e:>10.2e}"
+            for k, a, b, c, e in zip(
+                self.k, self.loss, self.loss_se, self.forgetting, self.forgetting_se, strict=True
+            )
+        ]
         return "\n".join(lines)
 
 
@@ -151,16 +163,19 @@ class ContinualCurve:
 # --------------------------------------------------------------------------------------------------
 def _check_instance(inst):
     if not isinstance(inst, QuadraticSum | FiniteSum):
-        raise TypeError("`instance` must be a QuadraticSum or FiniteSum (see dynamics.sgd); got "
-                        f"{type(inst).__name__}.")
+        raise TypeError(
+            "`instance` must be a QuadraticSum or FiniteSum (see dynamics.sgd); got "
+            f"{type(inst).__name__}."
+        )
     return inst
 
 
 def _horizons(T, name="T"):
     arr = np.atleast_1d(as_array(T, name))
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"`{name}` must be an integer or a 1-D grid of integers; got shape "
-                         f"{np.shape(T)}.")
+        raise ValueError(
+            f"`{name}` must be an integer or a 1-D grid of integers; got shape {np.shape(T)}."
+        )
     if np.any(arr != np.round(arr)) or np.any(arr < 1):
         raise ValueError(f"`{name}` must hold integers >= 1; got min {arr.min():g}.")
     return np.unique(arr.astype(np.int64))
@@ -180,8 +195,9 @@ def _mean_se(x):
 # --------------------------------------------------------------------------------------------------
 # public simulators
 # --------------------------------------------------------------------------------------------------
-def expected_excess_risk(instance, eta, T, *, method="exact", key=None, n_paths=10_000,
-                         chunk=4096) -> RiskCurve:
+def expected_excess_risk(
+    instance, eta, T, *, method="exact", key=None, n_paths=10_000, chunk=4096
+) -> RiskCurve:
     r"""Expected last-iterate excess risk :math:`E[F(w_T)] - F_\star` of constant-step SGD.
 
     Parameters
@@ -216,10 +232,12 @@ def expected_excess_risk(instance, eta, T, *, method="exact", key=None, n_paths=
     check_choice(method, "method", ("exact", "monte_carlo"))
     if method == "exact":
         if not isinstance(inst, QuadraticSum):
-            raise ValueError("`method`='exact' needs a quadratic instance (QuadraticSum); use "
-                             "method='monte_carlo' for " + inst.name + ".")
+            raise ValueError(
+                "`method`='exact' needs a quadratic instance (QuadraticSum); use "
+                "method='monte_carlo' for " + inst.name + "."
+            )
         mean = quadratic_spectral(inst, eta).quadratic_form(0.5 * inst.H, grid)
-        mean = np.maximum(mean, 0.0)   # round-off only: a PSD form
+        mean = np.maximum(mean, 0.0)  # round-off only: a PSD form
         return RiskCurve(grid, mean, np.zeros_like(mean), "exact", eta, 0, inst.name)
     n_paths = check_int(n_paths, "n_paths", lower=2)
     W = simulate_recorded(inst, eta, grid, key=_key(key), n_paths=n_paths, chunk=chunk)
@@ -265,8 +283,9 @@ def simulate_iterates(instance, eta, T, *, key, n_paths=16, order="iid"):
     T = check_int(T, "T", lower=1)
     n_paths = check_int(n_paths, "n_paths", lower=1)
     check_choice(order, "order", ("iid", "reshuffle"))
-    return simulate_recorded(inst, eta, np.arange(T + 1), key=_key(key), n_paths=n_paths,
-                             order=order)
+    return simulate_recorded(
+        inst, eta, np.arange(T + 1), key=_key(key), n_paths=n_paths, order=order
+    )
 
 
 def simulate_divergence(instance, eta, T, *, key, n_paths=64) -> RiskCurve:
@@ -287,8 +306,9 @@ def simulate_divergence(instance, eta, T, *, key, n_paths=64) -> RiskCurve:
     return RiskCurve(grid, m, s, "monte_carlo", eta, n_paths, inst.name + " (unchecked eta)")
 
 
-def continual_learning(tasks, k, *, replacement=True, key=None, n_paths=1000,
-                       method="monte_carlo") -> ContinualCurve:
+def continual_learning(
+    tasks, k, *, replacement=True, key=None, n_paths=1000, method="monte_carlo"
+) -> ContinualCurve:
     r"""Average loss and forgetting after learning ``k`` tasks in random order (to convergence).
 
     Each step projects onto the solution set of the current task (SGD with :math:`\eta = 1` on
@@ -313,9 +333,16 @@ def continual_learning(tasks, k, *, replacement=True, key=None, n_paths=1000,
         z = np.zeros(0)
         return ContinualCurve(grid, np.maximum(loss, 0.0), np.zeros_like(loss), z, z, True, 0)
     n_paths = check_int(n_paths, "n_paths", lower=2)
-    W, C = simulate_recorded(inst, 1.0, grid, key=_key(key), n_paths=n_paths,
-                             order="iid" if replacement else "reshuffle", track_counts=True)
-    per_task = tasks.task_losses(W) / tasks.norm                      # (N, G, T)
+    W, C = simulate_recorded(
+        inst,
+        1.0,
+        grid,
+        key=_key(key),
+        n_paths=n_paths,
+        order="iid" if replacement else "reshuffle",
+        track_counts=True,
+    )
+    per_task = tasks.task_losses(W) / tasks.norm  # (N, G, T)
     loss = per_task.mean(axis=-1)
     forget = np.sum(C * per_task, axis=-1) / grid[None, :]
     lm, ls = _mean_se(loss)

@@ -24,11 +24,16 @@ def _is_series(x) -> bool:
 def _numeric(x, name):
     """A pandas object as a float64 array; non-numeric columns raise naming them."""
     if _is_frame(x):
-        bad = [str(c) for c, kind in zip(x.columns, x.dtypes, strict=True)
-               if getattr(kind, "kind", "O") not in "biuf"]
+        bad = [
+            str(c)
+            for c, kind in zip(x.columns, x.dtypes, strict=True)
+            if getattr(kind, "kind", "O") not in "biuf"
+        ]
         if bad:
-            raise TypeError(f"`{name}` must have numeric columns; got non-numeric columns "
-                            f"{bad} (encode categories first, e.g. with pandas.get_dummies).")
+            raise TypeError(
+                f"`{name}` must have numeric columns; got non-numeric columns "
+                f"{bad} (encode categories first, e.g. with pandas.get_dummies)."
+            )
     elif getattr(x.dtype, "kind", "O") not in "biuf":
         raise TypeError(f"`{name}` must be numeric; got dtype {x.dtype}.")
     return x.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -39,14 +44,18 @@ def _check_missing(arr, name, columns=None):
     if not bad.any():
         return
     if arr.ndim == 1:
-        raise ValueError(f"`{name}` must have no missing values; got {int(bad.sum())} missing "
-                         f"(NaN) of {arr.size}.")
+        raise ValueError(
+            f"`{name}` must have no missing values; got {int(bad.sum())} missing "
+            f"(NaN) of {arr.size}."
+        )
     per = bad.sum(0)
     cols = columns if columns is not None else [str(j) for j in range(arr.shape[1])]
     where = ", ".join(f"{cols[j]!s}: {int(per[j])}" for j in np.flatnonzero(per))
-    raise ValueError(f"`{name}` must have no missing values; got {int(bad.sum())} missing (NaN) "
-                     f"in {int((per > 0).sum())} column(s) ({where}). Drop or impute those rows "
-                     f"first.")
+    raise ValueError(
+        f"`{name}` must have no missing values; got {int(bad.sum())} missing (NaN) "
+        f"in {int((per > 0).sum())} column(s) ({where}). Drop or impute those rows "
+        f"first."
+    )
 
 
 def as_numeric(v, name, ndim):
@@ -56,8 +65,9 @@ def as_numeric(v, name, ndim):
     if _is_frame(v) or _is_series(v):
         if ndim == 1 and _is_frame(v):
             if v.shape[1] != 1:
-                raise ValueError(f"`{name}` must be one column; got a DataFrame with "
-                                 f"{v.shape[1]} columns.")
+                raise ValueError(
+                    f"`{name}` must be one column; got a DataFrame with {v.shape[1]} columns."
+                )
             v = v.iloc[:, 0]
         v = _numeric(v, name)
     else:
@@ -66,11 +76,14 @@ def as_numeric(v, name, ndim):
         raise ValueError(f"`{name}` must be {ndim}-dimensional; got shape {v.shape}.")
     _check_missing(v, name, columns)
     if not np.all(np.isfinite(v)):
-        raise ValueError(f"`{name}` must be finite; got {int((~np.isfinite(v)).sum())} "
-                         f"infinite value(s).")
+        raise ValueError(
+            f"`{name}` must be finite; got {int((~np.isfinite(v)).sum())} infinite value(s)."
+        )
     if v.size and np.abs(v).max() > 1e100:  # its squares and cross-products would overflow
-        raise ValueError(f"`{name}` must have entries of magnitude <= 1e100; got "
-                         f"{np.abs(v).max():.3g}. Rescale it.")
+        raise ValueError(
+            f"`{name}` must have entries of magnitude <= 1e100; got "
+            f"{np.abs(v).max():.3g}. Rescale it."
+        )
     return v
 
 
@@ -83,16 +96,19 @@ def check_data(y, a, X):
     arrays = []
     for v, name, ndim in ((y, "y", 1), (a, "a", 1), (X, "X", 2)):
         if (_is_frame(v) or _is_series(v)) and index is not None and not v.index.equals(index):
-            raise ValueError(f"`{name}` must have the same index as `X` (rows are matched by "
-                             f"position); got a different index. Align them first, e.g. "
-                             f"`{name}.loc[X.index]`.")
+            raise ValueError(
+                f"`{name}` must have the same index as `X` (rows are matched by "
+                f"position); got a different index. Align them first, e.g. "
+                f"`{name}.loc[X.index]`."
+            )
         arrays.append(as_numeric(v, name, ndim))
     y, a, X = arrays
     n, p = X.shape
     for v, name in ((y, "y"), (a, "a")):
         if v.shape[0] != n:
-            raise ValueError(f"`{name}` must have one entry per row of X (length {n}); got "
-                             f"length {v.shape[0]}.")
+            raise ValueError(
+                f"`{name}` must have one entry per row of X (length {n}); got length {v.shape[0]}."
+            )
     if p < 1:
         raise ValueError(f"`X` must have at least one column; got shape {X.shape}.")
     for v, name in ((y, "y"), (a, "a")):

@@ -117,23 +117,32 @@ class ECCResult:
     def summary(self) -> str:
         lo, hi = self.ci
         if self.estimator == "hoif":
-            head = (f"ECC (U-statistic, covariance from {self.moments['N']} unlabeled rows)   "
-                    f"n={self.n}  p={self.p}  p/n={self.gamma:.3g}")
-            tail = (f"theta (alpha^T Sigma beta) {self.theta:.4f}   n*Var={self.variance:.4g} "
-                    f"(labeled {self.n * self.moments['var_labeled']:.4g}, unlabeled "
-                    f"{self.n * self.moments['var_unlabeled']:.4g})")
+            head = (
+                f"ECC (U-statistic, covariance from {self.moments['N']} unlabeled rows)   "
+                f"n={self.n}  p={self.p}  p/n={self.gamma:.3g}"
+            )
+            tail = (
+                f"theta (alpha^T Sigma beta) {self.theta:.4f}   n*Var={self.variance:.4g} "
+                f"(labeled {self.n * self.moments['var_labeled']:.4g}, unlabeled "
+                f"{self.n * self.moments['var_unlabeled']:.4g})"
+            )
         elif self.estimator.startswith("ols"):
             kind = "OLS residual" if self.estimator == "ols" else "OLS leave-one-out"
-            head = (f"ECC ({kind}, exact for any covariance)   n={self.n}  p={self.p}  "
-                    f"p/n={self.gamma:.3g}")
-            tail = (f"theta (alpha^T X^T X beta / n) {self.theta:.4f}   "
-                    f"n*Var={self.variance:.4g}")
+            head = (
+                f"ECC ({kind}, exact for any covariance)   n={self.n}  p={self.p}  "
+                f"p/n={self.gamma:.3g}"
+            )
+            tail = f"theta (alpha^T X^T X beta / n) {self.theta:.4f}   n*Var={self.variance:.4g}"
         else:
-            head = (f"ECC ({self.estimator.upper()}, {self.split} splits, debiased ridge)   "
-                    f"n={self.n}  p={self.p}  m={self.m}  gamma={self.gamma:.3g}")
-            tail = (f"naive {self.naive:.4f}   lam_a={self.lam[0]:.4g}  lam_y={self.lam[1]:.4g}"
-                    f"   prediction-optimal ({self.lam_prediction[0]:.4g}, "
-                    f"{self.lam_prediction[1]:.4g})   m*Var={self.variance:.4g}")
+            head = (
+                f"ECC ({self.estimator.upper()}, {self.split} splits, debiased ridge)   "
+                f"n={self.n}  p={self.p}  m={self.m}  gamma={self.gamma:.3g}"
+            )
+            tail = (
+                f"naive {self.naive:.4f}   lam_a={self.lam[0]:.4g}  lam_y={self.lam[1]:.4g}"
+                f"   prediction-optimal ({self.lam_prediction[0]:.4g}, "
+                f"{self.lam_prediction[1]:.4g})   m*Var={self.variance:.4g}"
+            )
         lines = [head]
         if self.names:
             cols_x = self.names.get("X")
@@ -142,17 +151,23 @@ class ECCResult:
                 shown = ", ".join(cols_x[:8]) + (", ..." if len(cols_x) > 8 else "")
                 desc.append(f"X: {len(cols_x)} columns ({shown})")
             lines.append("   ".join(desc))
-        cols = f"{'':>10}{'coef':>11}{'std err':>11}{'z':>9}{'P>|z|':>9}" \
-               f"{f'[{(1 - self.level) / 2:.3f}':>11}{f'{(1 + self.level) / 2:.3f}]':>11}"
-        row = (f"{'psi':>10}{self.estimate:>11.4f}{self.se:>11.4f}{self.zstat:>9.3f}"
-               f"{self.pvalue:>9.3f}{lo:>11.4f}{hi:>11.4f}")
+        cols = (
+            f"{'':>10}{'coef':>11}{'std err':>11}{'z':>9}{'P>|z|':>9}"
+            f"{f'[{(1 - self.level) / 2:.3f}':>11}{f'{(1 + self.level) / 2:.3f}]':>11}"
+        )
+        row = (
+            f"{'psi':>10}{self.estimate:>11.4f}{self.se:>11.4f}{self.zstat:>9.3f}"
+            f"{self.pvalue:>9.3f}{lo:>11.4f}{hi:>11.4f}"
+        )
         rule = "=" * max(len(head), len(cols))
         return "\n".join([*lines, rule, cols, "-" * len(rule), row, rule, tail])
 
     def __repr__(self):
-        return (f"ECCResult(estimate={self.estimate:.4g}, se={self.se:.3g}, "
-                f"estimator={self.estimator!r}, split={self.split}, lam=({self.lam[0]:.3g}, "
-                f"{self.lam[1]:.3g}))")
+        return (
+            f"ECCResult(estimate={self.estimate:.4g}, se={self.se:.3g}, "
+            f"estimator={self.estimator!r}, split={self.split}, lam=({self.lam[0]:.3g}, "
+            f"{self.lam[1]:.3g}))"
+        )
 
 
 @dataclass(frozen=True)
@@ -175,10 +190,12 @@ class VarianceCurve:
     gamma: float
 
     def summary(self) -> str:
-        return (f"{self.estimator.upper()} {self.split}-split, gamma={self.gamma:.3g}: "
-                f"variance-optimal lam={self.lam_opt:.4g} (m*Var={self.variance_opt:.4g}); "
-                f"prediction-optimal lam=({self.lam_prediction[0]:.4g}, "
-                f"{self.lam_prediction[1]:.4g}) (m*Var={self.variance_at_prediction:.4g})")
+        return (
+            f"{self.estimator.upper()} {self.split}-split, gamma={self.gamma:.3g}: "
+            f"variance-optimal lam={self.lam_opt:.4g} (m*Var={self.variance_opt:.4g}); "
+            f"prediction-optimal lam=({self.lam_prediction[0]:.4g}, "
+            f"{self.lam_prediction[1]:.4g}) (m*Var={self.variance_at_prediction:.4g})"
+        )
 
 
 @dataclass(frozen=True)
@@ -201,8 +218,10 @@ class CITestResult:
         return bool(self.pvalue < alpha)
 
     def summary(self) -> str:
-        return (f"CI test H0: ECC = 0   debiased DR z={self.statistic:.3f} p={self.pvalue:.4f}   "
-                f"naive GCM T={self.gcm_statistic:.3f} p={self.gcm_pvalue:.4f}")
+        return (
+            f"CI test H0: ECC = 0   debiased DR z={self.statistic:.3f} p={self.pvalue:.4f}   "
+            f"naive GCM T={self.gcm_statistic:.3f} p={self.gcm_pvalue:.4f}"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,8 +279,11 @@ class _RidgePath:
             if ck not in self._coefs:
                 Kl = self.K.copy()
                 Kl.flat[:: Kl.shape[0] + 1] += self.m * t
-                sol = linalg.cho_solve(linalg.cho_factor(Kl, lower=True, check_finite=False),
-                                       self.rhs[key], check_finite=False)
+                sol = linalg.cho_solve(
+                    linalg.cho_factor(Kl, lower=True, check_finite=False),
+                    self.rhs[key],
+                    check_finite=False,
+                )
                 self._coefs[ck] = sol if self.primal else self.X.T @ sol
             rows.append(self._coefs[ck])
         return np.array(rows)
@@ -270,8 +292,9 @@ class _RidgePath:
         """``coef(k1, lam1) . coef(k2, lam2)`` for coefficients of this one fold, shape ``(G,)``."""
         if not self.vectors:
             return (self.coef(k1, lam1) * self.coef(k2, lam2)).sum(-1)
-        return (self._shrink(lam1) * self._shrink(lam2) * self.h
-                * self.proj[k1] * self.proj[k2]).sum(-1)
+        return (
+            self._shrink(lam1) * self._shrink(lam2) * self.h * self.proj[k1] * self.proj[k2]
+        ).sum(-1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,8 +318,9 @@ def _whitener(cov, p):
 def _check_lam(lam):
     if isinstance(lam, str):
         if lam != "auto":
-            raise ValueError(f"`lam` must be a positive number, a pair (lam_a, lam_y) or 'auto'; "
-                             f"got {lam!r}.")
+            raise ValueError(
+                f"`lam` must be a positive number, a pair (lam_a, lam_y) or 'auto'; got {lam!r}."
+            )
         return "auto"
     if isinstance(lam, numbers.Real) and not isinstance(lam, bool):
         vals = (lam, lam)
@@ -304,8 +328,9 @@ def _check_lam(lam):
         try:
             vals = tuple(lam)
         except TypeError as err:
-            raise TypeError(f"`lam` must be a positive number, a pair (lam_a, lam_y) or 'auto'; "
-                            f"got {lam!r}.") from err
+            raise TypeError(
+                f"`lam` must be a positive number, a pair (lam_a, lam_y) or 'auto'; got {lam!r}."
+            ) from err
         if len(vals) != 2:
             raise ValueError(f"`lam` must be a pair (lam_a, lam_y); got {len(vals)} values.")
     return tuple(check_scalar(v, "lam", lower=0.0, upper=1e50, closed="right") for v in vals)
@@ -314,12 +339,14 @@ def _check_lam(lam):
 def _folds(n, split, rng):
     m = n // split
     if m < _MIN_FOLD:
-        raise ValueError(f"`X` must have at least {_MIN_FOLD * split} rows for split={split} "
-                         f"(folds of at least {_MIN_FOLD}); got {n} rows.")
+        raise ValueError(
+            f"`X` must have at least {_MIN_FOLD * split} rows for split={split} "
+            f"(folds of at least {_MIN_FOLD}); got {n} rows."
+        )
     perm = rng.permutation(n)
     if split == 2:
         return perm[:m], perm[m:]
-    return perm[:m], perm[m:2 * m], perm[2 * m:]
+    return perm[:m], perm[m : 2 * m], perm[2 * m :]
 
 
 _ISOTROPY_Z = 8.0
@@ -340,27 +367,33 @@ def _check_isotropic(ev, m, whitened, n, p_fit):
     z = (m * (t2 - 2 * t1 + 1 - g * t1**2 + g) - p - 1) / 2
     if abs(z) > _ISOTROPY_Z:
         what = "after whitening by `cov`" if whitened else "with `cov`=None (identity)"
-        head = (f"`cov` must be the covariance of the rows of X: {what} the rows must have "
-                f"covariance I for the Marchenko–Pastur corrections, but the Ledoit–Wolf "
-                f"sphericity statistic is z = {z:.1f} standard deviations from its null "
-                f"(|z| <= {_ISOTROPY_Z:g} required; (1/p) tr S = {t1:.3g}).")
+        head = (
+            f"`cov` must be the covariance of the rows of X: {what} the rows must have "
+            f"covariance I for the Marchenko–Pastur corrections, but the Ledoit–Wolf "
+            f"sphericity statistic is z = {z:.1f} standard deviations from its null "
+            f"(|z| <= {_ISOTROPY_Z:g} required; (1/p) tr S = {t1:.3g})."
+        )
         raise ValueError(head + " " + _guidance(n, p_fit))
 
 
 def _guidance(n, p_fit):
     """Which route applies to data whose covariance is unknown (research note §0)."""
     if p_fit < n:
-        return (f"With p < n (here {p_fit} fitted columns, {n} rows) use estimator='ols': the "
-                f"residual estimator is exactly unbiased for any covariance and row law, and "
-                f"more efficient than every ridge/split combination. Or pass the known "
-                f"covariance of X as `cov=`.")
-    return (f"With p >= n (here {p_fit} fitted columns, {n} rows) and an unknown covariance the "
-            f"ECC is not identified from (y, a, X) alone. It is identified with extra "
-            f"information: the known population covariance of the rows (`cov=`); independent "
-            f"unlabeled rows of X (N >= p + 3, N >= 2p recommended) to estimate it "
-            f"(estimator='hoif', X_unlabeled=...); or the assumption that the regression "
-            f"coefficients are generic relative to the covariance's eigenvectors (route b of "
-            f"the package's research note; not implemented).")
+        return (
+            f"With p < n (here {p_fit} fitted columns, {n} rows) use estimator='ols': the "
+            f"residual estimator is exactly unbiased for any covariance and row law, and "
+            f"more efficient than every ridge/split combination. Or pass the known "
+            f"covariance of X as `cov=`."
+        )
+    return (
+        f"With p >= n (here {p_fit} fitted columns, {n} rows) and an unknown covariance the "
+        f"ECC is not identified from (y, a, X) alone. It is identified with extra "
+        f"information: the known population covariance of the rows (`cov=`); independent "
+        f"unlabeled rows of X (N >= p + 3, N >= 2p recommended) to estimate it "
+        f"(estimator='hoif', X_unlabeled=...); or the assumption that the regression "
+        f"coefficients are generic relative to the covariance's eigenvectors (route b of "
+        f"the package's research note; not implemented)."
+    )
 
 
 def _center(*arrs):
@@ -400,8 +433,14 @@ def _moments(y, a, X, n):
     vd, ve = va - a2, vy - b2
     cb = np.sqrt(ve * vd)
     ced = float(np.clip(cay - theta, -cb, cb))
-    return {"a2": a2, "b2": b2, "theta": theta, "var_eps": float(ve), "var_delta": float(vd),
-            "cov_eps_delta": ced}
+    return {
+        "a2": a2,
+        "b2": b2,
+        "theta": theta,
+        "var_eps": float(ve),
+        "var_delta": float(vd),
+        "cov_eps_delta": ced,
+    }
 
 
 class _Prepared:
@@ -435,12 +474,15 @@ class _Prepared:
             ya_, aa, Xa = part(train[0])
             yy, ay_, Xy = part(train[1])
             self.m_train = len(train[0]) - dof
-            self.paths = {"a": _RidgePath(Xa, {"a": aa}, self.m_train, vectors),
-                          "y": _RidgePath(Xy, {"y": yy}, len(train[1]) - dof, vectors)}
+            self.paths = {
+                "a": _RidgePath(Xa, {"a": aa}, self.m_train, vectors),
+                "y": _RidgePath(Xy, {"y": yy}, len(train[1]) - dof, vectors),
+            }
         self.gamma = self.p / self.m_train
         for path in {id(v): v for v in self.paths.values()}.values() if check_isotropy else ():
-            _check_isotropic(path.eigenvalues, path.m, cov is not None, self.n,
-                             self.p + int(center))
+            _check_isotropic(
+                path.eigenvalues, path.m, cov is not None, self.n, self.p + int(center)
+            )
 
     # ---- estimates for arrays of penalties -------------------------------------------------
 
@@ -450,10 +492,16 @@ class _Prepared:
         if self.split == 2:
             integ = _th.SpectralIntegrator(self.gamma, lam_a, lam_y, self.paths["a"].eigenvalues)
             return _th.bias_constants(integ)
-        ca = _th.bias_constants(_th.SpectralIntegrator(
-            self.p / self.paths["a"].m, lam_a, lam_y, self.paths["a"].eigenvalues))
-        cy = _th.bias_constants(_th.SpectralIntegrator(
-            self.p / self.paths["y"].m, lam_a, lam_y, self.paths["y"].eigenvalues))
+        ca = _th.bias_constants(
+            _th.SpectralIntegrator(
+                self.p / self.paths["a"].m, lam_a, lam_y, self.paths["a"].eigenvalues
+            )
+        )
+        cy = _th.bias_constants(
+            _th.SpectralIntegrator(
+                self.p / self.paths["y"].m, lam_a, lam_y, self.paths["y"].eigenvalues
+            )
+        )
         return {**ca, "s_y": cy["s_y"]}  # three splits use s_a (fold a) and s_y (fold y) only
 
     def scores(self, estimator, lam_a, lam_y):
@@ -471,8 +519,11 @@ class _Prepared:
             v = np.broadcast_to(ae[:, None], u.shape)
         else:
             u = ye[:, None] - Xe @ cy.T
-            v = ae[:, None] - Xe @ ca.T if estimator == "dr" else \
-                np.broadcast_to(ae[:, None], u.shape)
+            v = (
+                ae[:, None] - Xe @ ca.T
+                if estimator == "dr"
+                else np.broadcast_to(ae[:, None], u.shape)
+            )
         if self.center:
             u = u - u.mean(0)
             v = v - v.mean(0)
@@ -523,8 +574,10 @@ def _auto_lambda(prep, estimator):
         V = np.where(np.isfinite(V) & (V > 0), V, np.inf)
         i = int(np.argmin(V))
         if not np.isfinite(V[i]):
-            raise ValueError("`lam`='auto' found no penalty with a finite plug-in variance; "
-                             "pass `lam` explicitly.")
+            raise ValueError(
+                "`lam`='auto' found no penalty with a finite plug-in variance; "
+                "pass `lam` explicitly."
+            )
         ca, cy = np.log(la.ravel()[i]), np.log(ly.ravel()[i])
         half = 2.0 * half / (k - 1)
     return float(np.exp(ca)), float(np.exp(cy))
@@ -545,8 +598,21 @@ def _lam_prediction(prep):
 _OLS = ("ols", "ols_loo")
 
 
-def ecc(y, a, X, *, estimator="dr", split=None, lam=None, cov=None, level=0.95, rng=None,
-        constants=None, center=True, X_unlabeled=None) -> ECCResult:
+def ecc(
+    y,
+    a,
+    X,
+    *,
+    estimator="dr",
+    split=None,
+    lam=None,
+    cov=None,
+    level=0.95,
+    rng=None,
+    constants=None,
+    center=True,
+    X_unlabeled=None,
+) -> ECCResult:
     r"""Estimate of the Expected Conditional Covariance ``E Cov(Y, A | X)``.
 
     ``estimator="ols"`` (or ``"ols_loo"``), for ``p < n`` and any covariance and row law of X:
@@ -646,28 +712,37 @@ def ecc(y, a, X, *, estimator="dr", split=None, lam=None, cov=None, level=0.95, 
     if estimator == "hoif":
         for arg, val in (("split", split), ("lam", lam), ("cov", cov), ("constants", constants)):
             if val is not None:
-                raise ValueError(f"`{arg}` does not apply to estimator='hoif' (no split, no "
-                                 f"penalty, covariance from `X_unlabeled`); got {arg}={val!r}.")
+                raise ValueError(
+                    f"`{arg}` does not apply to estimator='hoif' (no split, no "
+                    f"penalty, covariance from `X_unlabeled`); got {arg}={val!r}."
+                )
         if X_unlabeled is None:
-            raise ValueError("estimator='hoif' needs `X_unlabeled`, independent covariate rows "
-                             "without outcomes (N >= p + 3).")
+            raise ValueError(
+                "estimator='hoif' needs `X_unlabeled`, independent covariate rows "
+                "without outcomes (N >= p + 3)."
+            )
         return _hoif_result(y, a, X, X_unlabeled, level, bool(center), names)
     if X_unlabeled is not None:
-        raise ValueError(f"`X_unlabeled` is used by estimator='hoif' only; got estimator="
-                         f"{estimator!r}. (Whitening the ridge estimators by the unlabeled "
-                         f"covariance needs constants for an inverse Marchenko–Pastur population "
-                         f"spectrum, not implemented.)")
+        raise ValueError(
+            f"`X_unlabeled` is used by estimator='hoif' only; got estimator="
+            f"{estimator!r}. (Whitening the ridge estimators by the unlabeled "
+            f"covariance needs constants for an inverse Marchenko–Pastur population "
+            f"spectrum, not implemented.)"
+        )
     if estimator in _OLS:
         for arg, val in (("split", split), ("lam", lam), ("cov", cov), ("constants", constants)):
             if val is not None:
-                raise ValueError(f"`{arg}` does not apply to estimator={estimator!r} (no split, "
-                                 f"no penalty, exact for any covariance); got {arg}={val!r}. "
-                                 f"Leave it unset.")
+                raise ValueError(
+                    f"`{arg}` does not apply to estimator={estimator!r} (no split, "
+                    f"no penalty, exact for any covariance); got {arg}={val!r}. "
+                    f"Leave it unset."
+                )
         return _ols_result(y, a, X, estimator, level, bool(center), names)
     split = check_choice(2 if split is None else split, "split", _th.SPLITS)
     lam = _check_lam("auto" if lam is None else lam)
-    constants = check_choice("empirical" if constants is None else constants, "constants",
-                             ("empirical", "mp"))
+    constants = check_choice(
+        "empirical" if constants is None else constants, "constants", ("empirical", "mp")
+    )
     prep = _Prepared(y, a, X, split, cov, bool(center), rng, vectors=False)
     if lam == "auto":
         lam = _auto_lambda(prep, estimator)
@@ -689,10 +764,25 @@ def _ols_result(y, a, X, estimator, level, center, names):
     z = float(special.ndtri(0.5 + level / 2))
     n, p = X.shape
     return ECCResult(
-        estimate=est, se=se, ci=(est - z * se, est + z * se), variance=n * var, lam=(0.0, 0.0),
-        estimator=estimator, split=1, level=level, naive=est, theta=fit.theta(est), n=n, p=p,
-        m=n, gamma=p / n, lam_prediction=None, constants="exact",
-        moments={"var_eps": fit.s_e, "var_delta": fit.s_d, "dof": fit.k}, names=names)
+        estimate=est,
+        se=se,
+        ci=(est - z * se, est + z * se),
+        variance=n * var,
+        lam=(0.0, 0.0),
+        estimator=estimator,
+        split=1,
+        level=level,
+        naive=est,
+        theta=fit.theta(est),
+        n=n,
+        p=p,
+        m=n,
+        gamma=p / n,
+        lam_prediction=None,
+        constants="exact",
+        moments={"var_eps": fit.s_e, "var_delta": fit.s_d, "dof": fit.k},
+        names=names,
+    )
 
 
 def _hoif_result(y, a, X, XU, level, center, names):
@@ -703,8 +793,9 @@ def _hoif_result(y, a, X, XU, level, center, names):
     if XU.shape[1] != p:
         raise ValueError(f"`X_unlabeled` must have the {p} columns of X; got {XU.shape[1]}.")
     if N < p + 3:
-        raise ValueError(f"`X_unlabeled` must have at least p + 3 = {p + 3} rows (N >= 2p "
-                         f"recommended); got {N}.")
+        raise ValueError(
+            f"`X_unlabeled` must have at least p + 3 = {p + 3} rows (N >= 2p recommended); got {N}."
+        )
     if n < 3:
         raise ValueError(f"estimator='hoif' needs at least 3 labeled rows; got {n}.")
     if center:
@@ -714,10 +805,25 @@ def _hoif_result(y, a, X, XU, level, center, names):
     se = float(np.sqrt(var))
     z = float(special.ndtri(0.5 + level / 2))
     return ECCResult(
-        estimate=est, se=se, ci=(est - z * se, est + z * se), variance=n * var, lam=(0.0, 0.0),
-        estimator="hoif", split=1, level=level, naive=est, theta=theta, n=n, p=p, m=n,
-        gamma=p / n, lam_prediction=None, constants="unlabeled",
-        moments={"N": N, "var_labeled": var_lab, "var_unlabeled": var_unl}, names=names)
+        estimate=est,
+        se=se,
+        ci=(est - z * se, est + z * se),
+        variance=n * var,
+        lam=(0.0, 0.0),
+        estimator="hoif",
+        split=1,
+        level=level,
+        naive=est,
+        theta=theta,
+        n=n,
+        p=p,
+        m=n,
+        gamma=p / n,
+        lam_prediction=None,
+        constants="unlabeled",
+        moments={"N": N, "var_labeled": var_lab, "var_unlabeled": var_unl},
+        names=names,
+    )
 
 
 def _result(prep, estimator, lam, level, constants, names=None):
@@ -728,15 +834,30 @@ def _result(prep, estimator, lam, level, constants, names=None):
     est = float(psi[0])
     z = stats.norm.ppf(0.5 + level / 2)
     return ECCResult(
-        estimate=est, se=se, ci=(est - z * se, est + z * se), variance=prep.m * var,
-        lam=(float(la), float(ly)), estimator=estimator, split=prep.split, level=level,
-        naive=float(naive[0]), theta=float(theta[0]), n=prep.n, p=prep.p, m=prep.m,
-        gamma=prep.gamma, lam_prediction=_lam_prediction(prep), constants=constants,
-        moments=dict(prep.moments), names=names)
+        estimate=est,
+        se=se,
+        ci=(est - z * se, est + z * se),
+        variance=prep.m * var,
+        lam=(float(la), float(ly)),
+        estimator=estimator,
+        split=prep.split,
+        level=level,
+        naive=float(naive[0]),
+        theta=float(theta[0]),
+        n=prep.n,
+        p=prep.p,
+        m=prep.m,
+        gamma=prep.gamma,
+        lam_prediction=_lam_prediction(prep),
+        constants=constants,
+        moments=dict(prep.moments),
+        names=names,
+    )
 
 
-def ecc_path(y, a, X, lams, *, split=2, cov=None, rng=None, constants="empirical",
-             center=True) -> dict:
+def ecc_path(
+    y, a, X, lams, *, split=2, cov=None, rng=None, constants="empirical", center=True
+) -> dict:
     """Naive and debiased estimates of all three estimators over a common-penalty grid, one fit.
 
     Returns ``{"lams", "naive": {est: array}, "debiased": {est: array}, "se": {est: array}}``.
@@ -756,8 +877,9 @@ def ecc_path(y, a, X, lams, *, split=2, cov=None, rng=None, constants="empirical
     return out
 
 
-def asymptotic_variance(estimator, split, lam_a, lam_y, gamma, *, a2, b2, theta, var_eps,
-                        var_delta, cov_eps_delta) -> float:
+def asymptotic_variance(
+    estimator, split, lam_a, lam_y, gamma, *, a2, b2, theta, var_eps, var_delta, cov_eps_delta
+) -> float:
     r"""``lim m Var(psi_tilde)`` of a debiased ridge ECC estimator (fold size m, gamma = p/m).
 
     Linear-Gaussian model ``A = X^T alpha + delta``, ``Y = X^T beta + eps``, ``X ~ N(0, I)``;
@@ -778,15 +900,26 @@ def asymptotic_variance(estimator, split, lam_a, lam_y, gamma, *, a2, b2, theta,
     lam_a = check_scalar(lam_a, "lam_a", lower=0.0, closed="neither")
     lam_y = check_scalar(lam_y, "lam_y", lower=0.0, closed="neither")
     gamma = check_scalar(gamma, "gamma", lower=0.0, closed="neither")
-    a2, b2, theta, ve, vd, ced = _th._check_model(a2, b2, theta, var_eps, var_delta,
-                                                  cov_eps_delta)
-    v = _th.asymptotic_variance(estimator, split, lam_a, lam_y, gamma, a2=a2, b2=b2, theta=theta,
-                                var_eps=ve, var_delta=vd, cov_eps_delta=ced)
+    a2, b2, theta, ve, vd, ced = _th._check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
+    v = _th.asymptotic_variance(
+        estimator,
+        split,
+        lam_a,
+        lam_y,
+        gamma,
+        a2=a2,
+        b2=b2,
+        theta=theta,
+        var_eps=ve,
+        var_delta=vd,
+        cov_eps_delta=ced,
+    )
     return float(v)
 
 
-def variance_curve(y, a, X, *, estimator="dr", split=2, lams=None, cov=None, rng=None,
-                   center=True) -> VarianceCurve:
+def variance_curve(
+    y, a, X, *, estimator="dr", split=2, lams=None, cov=None, rng=None, center=True
+) -> VarianceCurve:
     """Plug-in asymptotic variance of a debiased estimator over a common penalty ``lam_a = lam_y``.
 
     ``lams`` defaults to the paper's 100-point grid (``seq(0.05, 2, 50)[-50] ∪ seq(2, 10, 51)``).
@@ -804,11 +937,22 @@ def variance_curve(y, a, X, *, estimator="dr", split=2, lams=None, cov=None, rng
     i = int(np.argmin(Vf))
     lp = _lam_prediction(prep)
     with np.errstate(all="ignore"):
-        vp = float(prep.m * prep.variance(estimator, lp[0], lp[1])[()]) if np.all(
-            np.isfinite(lp)) else np.inf
-    return VarianceCurve(lams=lams, variance=V, lam_opt=float(lams[i]), variance_opt=float(V[i]),
-                         lam_prediction=lp, variance_at_prediction=vp, estimator=estimator,
-                         split=split, gamma=prep.gamma)
+        vp = (
+            float(prep.m * prep.variance(estimator, lp[0], lp[1])[()])
+            if np.all(np.isfinite(lp))
+            else np.inf
+        )
+    return VarianceCurve(
+        lams=lams,
+        variance=V,
+        lam_opt=float(lams[i]),
+        variance_opt=float(V[i]),
+        lam_prediction=lp,
+        variance_at_prediction=vp,
+        estimator=estimator,
+        split=split,
+        gamma=prep.gamma,
+    )
 
 
 def paper_lambda_grid() -> np.ndarray:
@@ -838,5 +982,10 @@ def ecc_test(y, a, X, *, split=2, lam="auto", cov=None, rng=None, center=True) -
     ry = y - X @ path.coef("y", res.lam[1])[0]
     R = ra * ry
     T = float(np.sqrt(n) * R.mean() / R.std())
-    return CITestResult(statistic=res.zstat, pvalue=res.pvalue, gcm_statistic=T,
-                        gcm_pvalue=float(2 * stats.norm.sf(abs(T))), result=res)
+    return CITestResult(
+        statistic=res.zstat,
+        pvalue=res.pvalue,
+        gcm_statistic=T,
+        gcm_pvalue=float(2 * stats.norm.sf(abs(T))),
+        result=res,
+    )

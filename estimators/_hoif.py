@@ -34,8 +34,10 @@ def _whitener(XU, dof):
     try:
         L = linalg.cholesky(S, lower=True, check_finite=False)
     except linalg.LinAlgError as err:
-        raise ValueError(f"`X_unlabeled` must have full column rank (its covariance is singular); "
-                         f"got {N} rows for p={p} columns.") from err
+        raise ValueError(
+            f"`X_unlabeled` must have full column rank (its covariance is singular); "
+            f"got {N} rows for p={p} columns."
+        ) from err
     return L, (dof - p - 1) / dof
 
 

@@ -52,19 +52,22 @@ class OLSFit:
                 f"estimator='ols' needs fewer columns than rows (p{extra} < n); got n={n}, "
                 f"p={p}. With p >= n the ECC is not identified without more information: pass "
                 f"the known covariance of the rows as `cov=` (ridge estimators), or see the "
-                f"guidance of estimator='dr'.")
+                f"guidance of estimator='dr'."
+            )
         Q, R, piv = linalg.qr(Xd, mode="economic", pivoting=True, check_finite=False)
         diag = np.abs(np.diag(R))
         tol = diag[0] * max(Xd.shape) * np.finfo(float).eps
         rank = int((diag > tol).sum())
         if rank < r_needed:
             names = (["(intercept)"] if center else []) + (
-                list(column_names) if column_names is not None else [str(j) for j in range(p)])
+                list(column_names) if column_names is not None else [str(j) for j in range(p)]
+            )
             dropped = [names[j] for j in piv[rank:]]
             raise ValueError(
                 f"`X` must have full column rank for estimator='ols'; got rank {rank} of "
                 f"{r_needed} columns{' (intercept included)' if center else ''}: column(s) "
-                f"{dropped} are linear combinations of the others. Drop them.")
+                f"{dropped} are linear combinations of the others. Drop them."
+            )
         Q = Q[:, :rank]
         self.n, self.p, self.k = n, p, n - rank
         self.Q = Q
@@ -72,9 +75,11 @@ class OLSFit:
         self.d = 1.0 - self.h
         if self.d.min() <= 1e-10:
             i = int(np.argmin(self.d))
-            raise ValueError(f"`X` must give every row a leverage below 1 for estimator='ols'; "
-                             f"row {i} has leverage {self.h[i]:.12g} (a row that alone "
-                             f"determines a coefficient). Drop that row or column.")
+            raise ValueError(
+                f"`X` must give every row a leverage below 1 for estimator='ols'; "
+                f"row {i} has leverage {self.h[i]:.12g} (a row that alone "
+                f"determines a coefficient). Drop that row or column."
+            )
         self.rY = y - Q @ (Q.T @ y)
         self.rA = a - Q @ (Q.T @ a)
         self.a, self.y = a, y
@@ -127,8 +132,13 @@ class OLSFit:
         ``tr(W W) = sum 1/d_i^2 - 2 sum h_i/d_i^2 + |Q^T D^{-1} Q|_F^2``."""
         n, d, h = self.n, self.d, self.h
         trWW = float(np.sum(1.0 / d**2) - 2 * np.sum(h / d**2) + self._g2)
-        var_t = (s_e * c2 + 2 * kappa3 * csum + kappa * n + s_e * s_d * float(np.sum(1.0 / d))
-                 + psi**2 * trWW)
+        var_t = (
+            s_e * c2
+            + 2 * kappa3 * csum
+            + kappa * n
+            + s_e * s_d * float(np.sum(1.0 / d))
+            + psi**2 * trWW
+        )
         return float(max(var_t, 0.0) / n**2)
 
     @functools.cached_property
@@ -154,8 +164,9 @@ class OLSFit:
         noise = self.s_d * (float(np.sum(h / d**2)) - self._g2)
         c2 = max(float(c_hat @ c_hat) - noise, 0.0)
         k3 = 0.0 if self.center else float(np.sum(self.rA * self.rY**2) / np.sum(d**3))
-        return self.loo_variance(self.s_e, self.s_d, psi, self._kappa(psi), k3, c2,
-                                 float(c_hat.sum()))
+        return self.loo_variance(
+            self.s_e, self.s_d, psi, self._kappa(psi), k3, c2, float(c_hat.sum())
+        )
 
 
 def ols_fit(y, a, X, *, center: bool, column_names=None) -> OLSFit:

@@ -1,4 +1,4 @@
-"""One module per theorem plot, each with ``ID``, ``TITLE`` and ``make(scale, seed=0) -> Figure``."""
+"""One module per theorem plot: each has ``ID``, ``TITLE`` and ``make(scale, seed=0) -> Figure``."""
 
 from ._registry import figure_modules, save
 

@@ -20,8 +20,15 @@ def make(scale: str = "quick", seed: int = 0):
     k = len(r["val"])
     for key, mk in (("val", "o-"), ("test", "s-")):
         v = r[key] - r[key][:, -1:]  # gain over the probe, per task
-        a1.errorbar(r["betas"], v.mean(0), yerr=2 * v.std(0, ddof=1) / np.sqrt(k), fmt=mk, ms=3,
-                    capsize=2, label=f"{'validation' if key == 'val' else 'test'} (mean +- 2 SE)")
+        a1.errorbar(
+            r["betas"],
+            v.mean(0),
+            yerr=2 * v.std(0, ddof=1) / np.sqrt(k),
+            fmt=mk,
+            ms=3,
+            capsize=2,
+            label=f"{'validation' if key == 'val' else 'test'} (mean +- 2 SE)",
+        )
     a1.axhline(0.0, color="grey", ls="--", lw=1, label="linear probe (beta = 1)")
     for b in r["betas"][r["best"]]:
         a1.axvline(b, color="C3", lw=0.5, alpha=0.4)
@@ -35,8 +42,14 @@ def make(scale: str = "quick", seed: int = 0):
     for c, col in ((0.2, "C0"), (0.5, "C1"), (0.9, "C2")):
         gap = [float(jnp.max(jnp.abs(ad.ctu(x, b, c) - jax.nn.relu(x)))) for b in betas]
         a2.plot(betas, gap, "o", color=col, ms=3, label=f"measured sup gap, c = {c}")
-        a2.plot(betas, [ad.ct_gap_bound(b, c) for b in betas], "-", color=col, lw=1,
-                label=f"bound, c = {c}")
+        a2.plot(
+            betas,
+            [ad.ct_gap_bound(b, c) for b in betas],
+            "-",
+            color=col,
+            lw=1,
+            label=f"bound, c = {c}",
+        )
     a2.set_yscale("log")
     a2.set_xlabel("beta")
     a2.set_ylabel("sup |phi - ReLU|")

@@ -10,9 +10,11 @@ from paper_checks.adapters.polar import RATE_LEVEL, RATE_SIZES, polar_rate_runs
 
 ID = "adapters.polar_convergence"
 TITLE = "LoRA (GD) vs PoLAR (landing) on 1/2||dW - M||^2, rank M = 4, r = 8"
-STYLE = {"lora": ("C0", "-", "LoRA, GD from its init (B = 0)"),
-         "lora_small": ("C0", ":", "LoRA, GD from small random (B, A)"),
-         "polar": ("C3", "-", "PoLAR, landing iteration")}
+STYLE = {
+    "lora": ("C0", "-", "LoRA, GD from its init (B = 0)"),
+    "lora_small": ("C0", ":", "LoRA, GD from small random (B, A)"),
+    "polar": ("C3", "-", "PoLAR, landing iteration"),
+}
 
 
 def make(scale: str = "quick", seed: int = 0):
@@ -23,8 +25,14 @@ def make(scale: str = "quick", seed: int = 0):
     for k, (col, ls, lab) in STYLE.items():
         c = r[k]["curves"]
         for i, y in enumerate(c):
-            ax.semilogy(t, np.maximum(y, 1e-32), color=col, ls=ls, lw=0.7,
-                        label=f"{lab} (step {r[k]['eta']:g})" if i == 0 else None)
+            ax.semilogy(
+                t,
+                np.maximum(y, 1e-32),
+                color=col,
+                ls=ls,
+                lw=0.7,
+                label=f"{lab} (step {r[k]['eta']:g})" if i == 0 else None,
+            )
         y = c[0]
         sel = (y > 1e-26) & (y < 1e-3)
         if sel.sum() > 5:

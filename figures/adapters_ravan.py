@@ -20,9 +20,16 @@ def make(scale: str = "quick", seed: int = 0):
             acc = r[k]["acc"][:, j]
             x = 2 * j + i
             a1.scatter(np.full(len(acc), x), acc, color=col, s=10, alpha=0.5)
-            a1.errorbar(x + 0.15, acc.mean(), yerr=2 * acc.std(ddof=1) / np.sqrt(len(acc)),
-                        fmt="o", color=col, mec="k", capsize=3,
-                        label=f"{k} (lr {r[k]['lr']:g})" if j == 0 else None)
+            a1.errorbar(
+                x + 0.15,
+                acc.mean(),
+                yerr=2 * acc.std(ddof=1) / np.sqrt(len(acc)),
+                fmt="o",
+                color=col,
+                mec="k",
+                capsize=3,
+                label=f"{k} (lr {r[k]['lr']:g})" if j == 0 else None,
+            )
     a1.set_xticks([0.5, 2.5], ["Dirichlet(0.3) label skew", "IID"])
     a1.set_ylabel("test accuracy after the last round (mean +- 2 SE)")
     a1.legend(frameon=False, fontsize=8)

@@ -23,16 +23,24 @@ def make(scale: str = "quick", seed: int = 0):
         q = r[k]
         for s in range(len(q["loss"])):
             a1.plot(q["loss"][s], q["sr"][s], "-", color=col, lw=0.6, alpha=0.4)
-        a1.plot(level, q["sr_matched"], "*", color=col, mec="k", ms=10,
-                label=f"{k} (lr {q['lr']:g}) at matched fit: {q['sr_matched'].mean():.2f}")
+        a1.plot(
+            level,
+            q["sr_matched"],
+            "*",
+            color=col,
+            mec="k",
+            ms=10,
+            label=f"{k} (lr {q['lr']:g}) at matched fit: {q['sr_matched'].mean():.2f}",
+        )
         a1.axhline(PAPER[k], color=col, ls=":", lw=1, label=f"{k}: paper Fig. 1 (r = 32)")
     a1.axhline(r["target_sr"], color="grey", ls="--", lw=1, label="sr of the needed shift")
     a1.invert_xaxis()
     a1.set_xlabel("validation cross-entropy (training goes right)")
     a1.set_ylabel("stable rank ||dW||_F^2 / ||dW||_2^2")
     a1.legend(frameon=False, fontsize=7)
-    steps = np.linspace(r["steps"] / len(r["polar"]["feas"][0]), r["steps"],
-                        len(r["polar"]["feas"][0]))
+    steps = np.linspace(
+        r["steps"] / len(r["polar"]["feas"][0]), r["steps"], len(r["polar"]["feas"][0])
+    )
     for s, f in enumerate(r["polar"]["feas"]):
         a2.semilogy(steps, f, color="C3", lw=0.8, label="PoLAR, per seed" if s == 0 else None)
     a2.axhline(0.1, color="k", ls="--", lw=1, label="the claim's feasibility bound")

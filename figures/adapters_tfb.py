@@ -17,11 +17,17 @@ def make(scale: str = "quick", seed: int = 0):
     k = len(r["ece_lora"])
     for m, col in (("lora", "C0"), ("tfb", "C3"), ("ts", "C2")):
         a1.scatter(r[f"nll_{m}"], r[f"ece_{m}"], color=col, s=12, alpha=0.6)
-        a1.errorbar(r[f"nll_{m}"].mean(), r[f"ece_{m}"].mean(),
-                    xerr=2 * r[f"nll_{m}"].std(ddof=1) / np.sqrt(k),
-                    yerr=2 * r[f"ece_{m}"].std(ddof=1) / np.sqrt(k), fmt="o", color=col,
-                    mec="k", capsize=3, label={"lora": "LoRA (MLE)", "tfb": "TFB",
-                                               "ts": "temperature scaling"}[m])
+        a1.errorbar(
+            r[f"nll_{m}"].mean(),
+            r[f"ece_{m}"].mean(),
+            xerr=2 * r[f"nll_{m}"].std(ddof=1) / np.sqrt(k),
+            yerr=2 * r[f"ece_{m}"].std(ddof=1) / np.sqrt(k),
+            fmt="o",
+            color=col,
+            mec="k",
+            capsize=3,
+            label={"lora": "LoRA (MLE)", "tfb": "TFB", "ts": "temperature scaling"}[m],
+        )
     a1.set_xlabel("test NLL")
     a1.set_ylabel("test ECE (15 bins)")
     a1.set_title(f"{k} seeds; bars: mean +- 2 SE", fontsize=9)

@@ -22,8 +22,10 @@ def make(scale: str = "quick", seed: int = 0):
         lams, reps = sim["lams"], sim["reps"]
         for c, e in enumerate(ESTIMATORS):
             ax = axes[r, c]
-            for key, col, lab in (("naive", "k", "naive (MC)"),
-                                  ("debiased", "C0", "debiased (MC)")):
+            for key, col, lab in (
+                ("naive", "k", "naive (MC)"),
+                ("debiased", "C0", "debiased (MC)"),
+            ):
                 x = sim[key][e] - PSI
                 mu, se = x.mean(0), x.std(0, ddof=1) / np.sqrt(reps)
                 ax.plot(lams, mu, color=col, lw=1.2, label=lab)
@@ -31,8 +33,7 @@ def make(scale: str = "quick", seed: int = 0):
             ax.plot(lams, theo["bias"][e], "r--", lw=1.2, label="naive bias (theory)")
             ax.axhline(0, color="grey", lw=0.6)
             ax.set_ylim(-0.7 if split == 2 else -1, 0.7 if split == 2 else 1)
-            ax.set_title(f"{e.upper()}, {split} splits, p={p} (gamma={sim['gamma']:g})",
-                         fontsize=9)
+            ax.set_title(f"{e.upper()}, {split} splits, p={p} (gamma={sim['gamma']:g})", fontsize=9)
             if r == len(rows) - 1:
                 ax.set_xlabel(r"ridge penalty $\lambda$")
             if c == 0:

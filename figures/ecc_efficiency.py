@@ -22,8 +22,19 @@ def best_ridge_nvar(ratios, split, theta=0.75):
     out = []
     for r in ratios:
         with np.errstate(all="ignore"):
-            V = asymptotic_variance("dr", split, grid, grid, split * r, a2=1.0, b2=1.0,
-                                    theta=theta, var_eps=1.0, var_delta=1.0, cov_eps_delta=PSI)
+            V = asymptotic_variance(
+                "dr",
+                split,
+                grid,
+                grid,
+                split * r,
+                a2=1.0,
+                b2=1.0,
+                theta=theta,
+                var_eps=1.0,
+                var_delta=1.0,
+                cov_eps_delta=PSI,
+            )
         out.append(split * np.min(np.where(np.isfinite(V) & (V > 0), V, np.inf)))
     return np.array(out)
 
@@ -34,14 +45,30 @@ def make(scale: str = "quick", seed: int = 0):
     r = np.linspace(0.02, 0.9, 30)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     ax.plot(r, (1 + PSI**2) / (1 - r), "k-", label=r"route 0 (OLS): $(1+\psi^2)/(1-p/n)$")
-    ax.errorbar(sim["ratios"], sim["nvar"], yerr=2 * sim["nvar_se"], fmt="o", color="C0",
-                capsize=3, label=f"route 0, MC (AR(1) 0.9, t5 rows, n={sim['n']})")
+    ax.errorbar(
+        sim["ratios"],
+        sim["nvar"],
+        yerr=2 * sim["nvar_se"],
+        fmt="o",
+        color="C0",
+        capsize=3,
+        label=f"route 0, MC (AR(1) 0.9, t5 rows, n={sim['n']})",
+    )
     for split, col in ((2, "C1"), (3, "C2")):
-        ax.plot(r, best_ridge_nvar(r, split), "--", color=col,
-                label=f"best {split}-split debiased DR (derived variance)")
+        ax.plot(
+            r,
+            best_ridge_nvar(r, split),
+            "--",
+            color=col,
+            label=f"best {split}-split debiased DR (derived variance)",
+        )
     ax.axhline(1 + PSI**2, color="grey", ls=":", label=r"efficiency bound $1+\psi^2$")
-    ax.set(xlabel="p / n", ylabel=r"$n\,\mathrm{Var}(\hat\psi)$", ylim=(0, 25),
-           title=f"{TITLE}\n({sim['reps']} reps per point, bars ±2 SE)")
+    ax.set(
+        xlabel="p / n",
+        ylabel=r"$n\,\mathrm{Var}(\hat\psi)$",
+        ylim=(0, 25),
+        title=f"{TITLE}\n({sim['reps']} reps per point, bars ±2 SE)",
+    )
     ax.title.set_fontsize(9)
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()

@@ -24,13 +24,15 @@ def make(scale: str = "quick", seed: int = 0):
             v = sim["debiased"][e].var(0, ddof=1)
             band = 2 * v * np.sqrt(2 / (reps - 1))
             ax.plot(lams, v, ".", color="C0", ms=3, label=f"MC variance ({reps} reps)")
-            ax.fill_between(lams, v - band, v + band, color="C0", alpha=0.15, lw=0,
-                            label="MC ±2 SE")
+            ax.fill_between(
+                lams, v - band, v + band, color="C0", alpha=0.15, lw=0, label="MC ±2 SE"
+            )
             ax.plot(lams, theo["var"][e], "k-", lw=1.2, label="asymptotic V/m (derived)")
             i = int(np.nanargmin(np.where(np.isfinite(theo["var"][e]), theo["var"][e], np.inf)))
             ax.axvline(lams[i], color="r", ls="--", lw=1, label=f"variance-optimal {lams[i]:.2f}")
-            ax.axvline(sim["gamma"], color="b", ls="--", lw=1,
-                       label=f"prediction-optimal {sim['gamma']:g}")
+            ax.axvline(
+                sim["gamma"], color="b", ls="--", lw=1, label=f"prediction-optimal {sim['gamma']:g}"
+            )
             top = np.nanpercentile(theo["var"][e], 90) * 1.5
             ax.set_ylim(0, min(top, 1.0 if split == 2 else top))
             ax.set_title(f"{e.upper()}, {split} splits", fontsize=9)

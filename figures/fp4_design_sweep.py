@@ -19,14 +19,15 @@ def make(scale: str = "quick", seed: int = 0):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1, 1.2]})
     ref = np.asarray(runs["NVFP4 (16, E4M3)"]["final"])
     q = [n for n in names if n != "NVFP4 (16, E4M3)"]
-    d = [np.asarray(runs[n]["final"]) - ref for n in q]   # paired: same seeds, init and data
+    d = [np.asarray(runs[n]["final"]) - ref for n in q]  # paired: same seeds, init and data
     mean = [x.mean() for x in d]
     se = [2 * x.std(ddof=1) / np.sqrt(len(x)) for x in d]
     a1.barh(range(len(q)), mean, xerr=se, color=[f"C{i % 10}" for i in range(1, len(q) + 1)])
     a1.set_yticks(range(len(q)), q, fontsize=7)
     a1.axvline(0.0, color="k", lw=0.8)
-    a1.set(xlabel=f"final held-out loss - NVFP4 recipe's (paired; mean +- 2 SE, {r['seeds']} "
-                  "seeds)")
+    a1.set(
+        xlabel=f"final held-out loss - NVFP4 recipe's (paired; mean +- 2 SE, {r['seeds']} seeds)"
+    )
     a1.invert_yaxis()
     for i, n in enumerate(names):
         a2.semilogy(runs[n]["losses"], color=f"C{i % 10}", lw=0.8, label=n)

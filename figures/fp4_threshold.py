@@ -18,15 +18,26 @@ def make(scale: str = "quick", seed: int = 0):
     runs, pred = r["runs"], r["pred"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     t = np.arange(r["steps"])
-    a1.semilogy(t, runs["fp4"]["ratio"][0], "o-", ms=3, color="C1",
-                label=r"measured $\hat\rho_t$ (FP4 run, seed 0)")
+    a1.semilogy(
+        t,
+        runs["fp4"]["ratio"][0],
+        "o-",
+        ms=3,
+        color="C1",
+        label=r"measured $\hat\rho_t$ (FP4 run, seed 0)",
+    )
     a1.semilogy(t, r["pred_ratio"][0], "k-", lw=1, label="SR noise model (theory)")
     a1.axhline(SQRT3, color="k", ls="--", label=r"threshold $\sqrt{3}$ (theory)")
-    a1.axvline(r["pred_cross"][0], color="grey", ls=":",
-               label=f"predicted crossing (step {r['pred_cross'][0]})")
+    a1.axvline(
+        r["pred_cross"][0],
+        color="grey",
+        ls=":",
+        label=f"predicted crossing (step {r['pred_cross'][0]})",
+    )
     a1.set(xlabel="GD step", ylabel=r"$\|\nabla L\| / \|g_q - \nabla L\|$")
-    a2.semilogy(np.arange(r["steps"] + 1), pred["noise-free"].mean(0), "k-",
-                label="noise-free GD (theory)")
+    a2.semilogy(
+        np.arange(r["steps"] + 1), pred["noise-free"].mean(0), "k-", label="noise-free GD (theory)"
+    )
     for i, nm in enumerate(["fp4", "3", "sqrt(3)", "1"]):
         lab = "FP4 throughout" if nm == "fp4" else f"switch at ratio {nm}"
         a2.semilogy(t, np.mean(runs[nm]["excess"], 0), color=f"C{i + 1}", label=f"{lab} (measured)")
@@ -34,7 +45,10 @@ def make(scale: str = "quick", seed: int = 0):
     a2.set(xlabel="GD step", ylabel=r"$|w_t - w^*|^2$ (mean over seeds; dotted: SR noise model)")
     for a in (a1, a2):
         a.legend(frameon=False, fontsize=7)
-    fig.suptitle(f"{TITLE}\nleast squares with H = I, n={s.n}, d={s.d}, GD step {ETA}, "
-                 f"{r['seeds']} seeds, NVFP4 SR backward, exact forward", fontsize=9)
+    fig.suptitle(
+        f"{TITLE}\nleast squares with H = I, n={s.n}, d={s.d}, GD step {ETA}, "
+        f"{r['seeds']} seeds, NVFP4 SR backward, exact forward",
+        fontsize=9,
+    )
     fig.tight_layout()
     return fig

@@ -18,14 +18,22 @@ def make(scale: str = "quick", seed: int = 0):
     for i, (name, cfg) in enumerate(ZEBRA.items()):
         tot = [100 * state_fraction(cfg, int(t)) for t in T]
         ax.plot(T, tot, "-", color=f"C{i}", label=f"{name}: MLA cache + Mamba2 state")
-        ax.axhline(100 * kv_fraction(cfg), color=f"C{i}", ls="--", lw=1,
-                   label=f"{name}: MLA cache only (paper {PUBLISHED[name][0]} %)")
+        ax.axhline(
+            100 * kv_fraction(cfg),
+            color=f"C{i}",
+            ls="--",
+            lw=1,
+            label=f"{name}: MLA cache only (paper {PUBLISHED[name][0]} %)",
+        )
         be = break_even_context(cfg)
         ax.plot([be], [100 * state_fraction(cfg, int(round(be)))], "o", color=f"C{i}")
-    ax.set(xscale="log", yscale="log", xlabel="context length T (tokens)",
-           ylabel="decode state / GQA KV cache (%)")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="context length T (tokens)",
+        ylabel="decode state / GQA KV cache (%)",
+    )
     ax.legend(frameon=False, fontsize=7)
-    ax.set_title(f"{TITLE}\n(dots: break-even context where Mamba2 state = MLA cache)",
-                 fontsize=9)
+    ax.set_title(f"{TITLE}\n(dots: break-even context where Mamba2 state = MLA cache)", fontsize=9)
     fig.tight_layout()
     return fig

@@ -20,9 +20,13 @@ def make(scale: str = "quick", seed: int = 0):
     ax.plot(B, 4.0 / B, "k:", label=r"$\propto 1/B$ (reference slope)")
     ax.axhline(1e-4, color="0.6", lw=0.8)
     ax.text(B[0], 1.3e-4, "zero (floor of the plot; bias estimate <= 0)", fontsize=7, color="0.4")
-    ax.set(xscale="log", yscale="log", xlabel="batch size B",
-           ylabel=r"$\|E\,\hat\nabla - \nabla L\| / \|\nabla L\|$",
-           title=f"{sim['R']} batches per point; theory: LoRA-U has zero bias")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="batch size B",
+        ylabel=r"$\|E\,\hat\nabla - \nabla L\| / \|\nabla L\|$",
+        title=f"{sim['R']} batches per point; theory: LoRA-U has zero bias",
+    )
     ax.set_xticks(B, [str(b) for b in B])
     ax.minorticks_off()
     ax.legend(frameon=False, fontsize=8)

@@ -22,17 +22,34 @@ def make(scale: str = "quick", seed: int = 0):
         lr = r["logres"][ap]
         m, se = lr.mean(0), lr.std(0, ddof=1) / np.sqrt(len(lr))
         label = "vanilla (alpha'=0)" if ap == 0 else f"MHA alpha'={ap}"
-        ax.errorbar(depth, m, yerr=2 * se, fmt="o", color=f"C{i}", ms=4, capsize=2,
-                    label=f"{label}, simulation")
+        ax.errorbar(
+            depth,
+            m,
+            yerr=2 * se,
+            fmt="o",
+            color=f"C{i}",
+            ms=4,
+            capsize=2,
+            label=f"{label}, simulation",
+        )
         n0 = 1 if ap == 0 else 3  # MHA: anchored after the first layers' transient
         n = min(LAST[ap] + 2, size.depth)
         law = collapse_recursion_log10(m[n0], m[n0 + 1], n, ap, start=n0)
         keep = law > -16
-        ax.plot(np.arange(n0, n + 1)[keep], law[keep], "-", color=f"C{i}", lw=1,
-                label=f"{label}, derived law")
+        ax.plot(
+            np.arange(n0, n + 1)[keep],
+            law[keep],
+            "-",
+            color=f"C{i}",
+            lw=1,
+            label=f"{label}, derived law",
+        )
     ax.axhline(-15.65, color="grey", ls=":", lw=0.8, label="float64 floor")
-    ax.set(xlabel="depth n (pure attention, no skip/MLP/norm)",
-           ylabel=r"$\log_{10}\,\|X_n - 1\bar x^\top\|_F / \|X_n\|_F$", ylim=(-17, 0.5))
+    ax.set(
+        xlabel="depth n (pure attention, no skip/MLP/norm)",
+        ylabel=r"$\log_{10}\,\|X_n - 1\bar x^\top\|_F / \|X_n\|_F$",
+        ylim=(-17, 0.5),
+    )
     ax.legend(frameon=False, fontsize=7, ncol=2)
     ax.set_title(f"{TITLE}\nT=16, d=32, 4 heads, {size.seeds} inits, bars ±2 SE", fontsize=9)
     fig.tight_layout()

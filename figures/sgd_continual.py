@@ -20,25 +20,47 @@ def make(scale: str = "quick", seed: int = 0):
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     T = kz["T"]
     for c, kappa in enumerate(kz["kappa"]):
-        ax1.loglog(T, kz["worst"][kappa], "-", color=f"C{c}",
-                   label=rf"worst start, $\kappa$={kappa:g}")
+        ax1.loglog(
+            T, kz["worst"][kappa], "-", color=f"C{c}", label=rf"worst start, $\kappa$={kappa:g}"
+        )
         ax1.loglog(T, kz["risk"][kappa], "--", color=f"C{c}", lw=0.8)
     ax1.loglog(T, ts.noiseless_bound(T, 1.0, 1.0), "k:", label=r"$D^2/\sqrt{T}$ (constant 1)")
     ax1.plot([], [], "k--", lw=0.8, label=r"from $x_0 = 0$")
-    ax1.set(xlabel="T (row projections)",
-            ylabel=r"$E\,\|Ax_T-b\|^2/(2\|A\|_F^2\,\|x_0-x_\star\|^2)$", ylim=(1e-8, 3))
+    ax1.set(
+        xlabel="T (row projections)",
+        ylabel=r"$E\,\|Ax_T-b\|^2/(2\|A\|_F^2\,\|x_0-x_\star\|^2)$",
+        ylim=(1e-8, 3),
+    )
     ax1.legend(frameon=False, fontsize=7)
     for c, (name, w) in enumerate(cl["with"].items()):
-        ax2.loglog(w.k, w.loss, "-", color=f"C{c}", lw=1.5 if c == 0 else 0.8,
-                   label=f"{name}, with replacement (exact)")
+        ax2.loglog(
+            w.k,
+            w.loss,
+            "-",
+            color=f"C{c}",
+            lw=1.5 if c == 0 else 0.8,
+            label=f"{name}, with replacement (exact)",
+        )
     for name, wo in cl["without"].items():
-        ax2.errorbar(wo.k, wo.loss, yerr=2 * wo.loss_se, fmt="o", ms=3, capsize=2, color="C0",
-                     label=f"{name}, without replacement (MC)")
+        ax2.errorbar(
+            wo.k,
+            wo.loss,
+            yerr=2 * wo.loss_se,
+            fmt="o",
+            ms=3,
+            capsize=2,
+            color="C0",
+            label=f"{name}, without replacement (MC)",
+        )
     k = cl["k"]
     ax2.loglog(k, ts.continual_loss_bound(k), "k:", label=r"$13/\sqrt{k}$")
     ax2.loglog(k, 1 / (np.e * k), "k--", lw=0.8, label=r"$1/(ek)$")
-    ax2.set(xlabel="k (tasks learnt)", ylabel=r"$E\,\mathcal{L}(w_k)$, normalised by "
-            r"$\|w_\star\|^2R^2$", ylim=(1e-7, 30))
+    ax2.set(
+        xlabel="k (tasks learnt)",
+        ylabel=r"$E\,\mathcal{L}(w_k)$, normalised by "
+        r"$\|w_\star\|^2R^2$",
+        ylim=(1e-7, 30),
+    )
     ax2.legend(frameon=False, fontsize=7)
     fig.suptitle(TITLE)
     fig.tight_layout()

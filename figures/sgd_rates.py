@@ -25,12 +25,27 @@ def make(scale: str = "quick", seed: int = 0):
         ax1.loglog(T, wc["risk"][be], "-", color=col, label=rf"worst case, $\beta\eta$={be}")
         ax1.loglog(T, ts.bias_term(T, be, 1.0, 1.0), ":", color=col)
         mc = hg["mc"][be]
-        ax2.errorbar(mc.T, mc.mean, yerr=2 * mc.se, fmt="o", ms=3, color=col, capsize=2,
-                     label=rf"$\beta\eta$={be}")
-        ax2.loglog(mc.T, ts.bias_term(mc.T, be / hinge.beta, hinge.beta, hinge.dist2), ":",
-                   color=col)
-    ax1.loglog(T, 1 / (2 * np.e * T), "k--", lw=0.8, label=r"$1/(2e\,\eta(2-\beta\eta)T)$ "
-               r"at $\beta\eta$=1")
+        ax2.errorbar(
+            mc.T,
+            mc.mean,
+            yerr=2 * mc.se,
+            fmt="o",
+            ms=3,
+            color=col,
+            capsize=2,
+            label=rf"$\beta\eta$={be}",
+        )
+        ax2.loglog(
+            mc.T, ts.bias_term(mc.T, be / hinge.beta, hinge.beta, hinge.dist2), ":", color=col
+        )
+    ax1.loglog(
+        T,
+        1 / (2 * np.e * T),
+        "k--",
+        lw=0.8,
+        label=r"$1/(2e\,\eta(2-\beta\eta)T)$ "
+        r"at $\beta\eta$=1",
+    )
     ax1.plot([], [], "k:", label="bound, constant 1")
     ax1.set(xlabel="T (SGD steps)", ylabel=r"$\max_p\,E\,F(w_T) - F_\star$ (rare curvature)")
     ax2.plot([], [], "k:", label="bound, constant 1")

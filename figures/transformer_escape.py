@@ -18,16 +18,24 @@ def make(scale: str = "quick", seed: int = 0):
     C = sw["t_predicted"][-1] * eps[-1]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
     ax1.loglog(grid, C / grid, "k-", label="effective dynamics (theory), slope $-1$")
-    ax1.loglog(eps, sw["t_escape"], "o", color="C0",
-               label=f"full model, fitted slope {slope:.3f}")
-    ax1.set(xlabel=r"initialisation scale $\varepsilon$",
-            ylabel=r"escape time ($\|W_V\|_F$ ×10)")
-    ax2.loglog(eps, np.abs(sw["t_escape"] / sw["t_predicted"] - 1), "o-", color="C1",
-               label=r"$|t_{esc}/t_{pred} - 1|$")
+    ax1.loglog(eps, sw["t_escape"], "o", color="C0", label=f"full model, fitted slope {slope:.3f}")
+    ax1.set(xlabel=r"initialisation scale $\varepsilon$", ylabel=r"escape time ($\|W_V\|_F$ ×10)")
+    ax2.loglog(
+        eps,
+        np.abs(sw["t_escape"] / sw["t_predicted"] - 1),
+        "o-",
+        color="C1",
+        label=r"$|t_{esc}/t_{pred} - 1|$",
+    )
     ax2.loglog(eps, 2 * sw["delta"], "k:", lw=0.8, label=r"tolerance $2\delta$ (softmax order)")
     ax2.loglog(eps, sw["wq"], "s", color="C2", label=r"$\|\Delta W_Q\|/\|W_Q\|$ at escape")
-    ax2.loglog(eps, sw["wq_pred"], "k--", lw=0.8,
-               label=r"$\|\int F\,dt\,W_K\|/\|W_Q\|$ (theory, $\propto\varepsilon^2$)")
+    ax2.loglog(
+        eps,
+        sw["wq_pred"],
+        "k--",
+        lw=0.8,
+        label=r"$\|\int F\,dt\,W_K\|/\|W_Q\|$ (theory, $\propto\varepsilon^2$)",
+    )
     ax2.set(xlabel=r"$\varepsilon$", ylabel="deviation / relative change")
     for ax in (ax1, ax2):
         ax.legend(frameon=False, fontsize=8)

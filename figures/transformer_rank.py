@@ -21,17 +21,28 @@ def make(scale: str = "quick", seed: int = 0):
         ns, nc = normalised_singular_values(p.weights[name]), normalised_singular_values(cf)
         for k in range(1, 4):
             ax.semilogy(t, ns[:, k], color=f"C{k}", label=rf"$\sigma_{k + 1}/\sigma_1$ full model")
-            ax.semilogy(t, nc[:, k], color=f"C{k}", ls="--",
-                        label="closed form, F frozen" if k == 1 else None)
-        ax.set(xlabel=r"time since start of stage 2",
-               ylabel=f"normalised singular values of ${name}$")
+            ax.semilogy(
+                t,
+                nc[:, k],
+                color=f"C{k}",
+                ls="--",
+                label="closed form, F frozen" if k == 1 else None,
+            )
+        ax.set(
+            xlabel=r"time since start of stage 2", ylabel=f"normalised singular values of ${name}$"
+        )
         ax.legend(frameon=False, fontsize=7)
     ax = axes[2]
     ax.plot(t, stable_rank(p.weights["W_Q"]), "C0", label=r"$W_Q$ full model")
     ax.plot(t, stable_rank(p.weights["W_K"]), "C1", label=r"$W_K$ full model")
     ax.plot(t, stable_rank(sim["Qc"]), "C0--", label=r"$W_Q$ closed form")
-    ax.axhline(r.multiplicity, color="k", lw=0.8, ls=":",
-               label=f"limit rank = multiplicity of $\\sigma_1(F)$ = {r.multiplicity}")
+    ax.axhline(
+        r.multiplicity,
+        color="k",
+        lw=0.8,
+        ls=":",
+        label=f"limit rank = multiplicity of $\\sigma_1(F)$ = {r.multiplicity}",
+    )
     ax.axvline(r.t_end - r.t_start, color="grey", lw=0.8, ls=":")
     ax.set(xlabel=r"time since start of stage 2", ylabel="stable rank")
     ax.legend(frameon=False, fontsize=7)

@@ -70,8 +70,19 @@ def hidden_update(h_prev, s, alpha_prime):
     return alpha_prime * h_prev + (1.0 - alpha_prime) * s
 
 
-def hopfield_attention(q, k, v, h_prev=None, *, alpha_prime, causal=True, scale=None,
-                       init="first", q_offset=None, return_weights=False):
+def hopfield_attention(
+    q,
+    k,
+    v,
+    h_prev=None,
+    *,
+    alpha_prime,
+    causal=True,
+    scale=None,
+    init="first",
+    q_offset=None,
+    return_weights=False,
+):
     """Modern Hopfield attention of one layer: ``softmax(h) v`` with ``h`` the carried logits.
 
     Parameters
@@ -125,8 +136,19 @@ class HopfieldAttention(eqx.Module):
     scale: float | None = eqx.field(static=True)
     init: str = eqx.field(static=True)
 
-    def __init__(self, d_model, num_heads, *, alpha_prime, causal=True, scale=None, init="first",
-                 use_bias=False, dtype=None, key):
+    def __init__(
+        self,
+        d_model,
+        num_heads,
+        *,
+        alpha_prime,
+        causal=True,
+        scale=None,
+        init="first",
+        use_bias=False,
+        dtype=None,
+        key,
+    ):
         d_model = check_int(d_model, "d_model", lower=1)
         num_heads = check_int(num_heads, "num_heads", lower=1)
         if d_model % num_heads:
@@ -152,9 +174,17 @@ class HopfieldAttention(eqx.Module):
         return self.o_proj(o.reshape(*o.shape[:-2], -1), key=key)
 
     def _attend(self, q, k, v, h_prev, q_offset=None):
-        return hopfield_attention(q, k, v, h_prev, alpha_prime=self.alpha_prime,
-                                  causal=self.causal, scale=self.scale, init=self.init,
-                                  q_offset=q_offset)
+        return hopfield_attention(
+            q,
+            k,
+            v,
+            h_prev,
+            alpha_prime=self.alpha_prime,
+            causal=self.causal,
+            scale=self.scale,
+            init=self.init,
+            q_offset=q_offset,
+        )
 
     def __call__(self, x, h_prev=None, *, key=None):
         kq, kk, kv, ko = _keys(key, 4)
@@ -198,17 +228,39 @@ class HopfieldBlock(eqx.Module):
     alpha: float | None = eqx.field(static=True)
     mlp_residual: bool = eqx.field(static=True)
 
-    def __init__(self, d_model, num_heads, *, alpha_prime, alpha=None, mlp_residual=True,
-                 causal=True, scale=None, init="first", mlp_ratio=4, use_bias=False, dtype=None,
-                 key):
+    def __init__(
+        self,
+        d_model,
+        num_heads,
+        *,
+        alpha_prime,
+        alpha=None,
+        mlp_residual=True,
+        causal=True,
+        scale=None,
+        init="first",
+        mlp_ratio=4,
+        use_bias=False,
+        dtype=None,
+        key,
+    ):
         ka, km = jax.random.split(key)
         self.norm1 = RMSNorm(d_model, dtype=dtype)
-        self.attn = HopfieldAttention(d_model, num_heads, alpha_prime=alpha_prime, causal=causal,
-                                      scale=scale, init=init, use_bias=use_bias, dtype=dtype,
-                                      key=ka)
+        self.attn = HopfieldAttention(
+            d_model,
+            num_heads,
+            alpha_prime=alpha_prime,
+            causal=causal,
+            scale=scale,
+            init=init,
+            use_bias=use_bias,
+            dtype=dtype,
+            key=ka,
+        )
         self.norm2 = RMSNorm(d_model, dtype=dtype)
-        self.mlp = MLP(d_model, d_model, mlp_ratio * d_model, 1, use_bias=use_bias, dtype=dtype,
-                       key=km)
+        self.mlp = MLP(
+            d_model, d_model, mlp_ratio * d_model, 1, use_bias=use_bias, dtype=dtype, key=km
+        )
         self.alpha = _check_alpha(alpha, "alpha", allow_none=True)
         self.mlp_residual = bool(mlp_residual)
 
@@ -225,8 +277,9 @@ class HopfieldBlock(eqx.Module):
         return self._mlp(self._skip(x, a), km), h
 
     def decode_step(self, x_t, h_row, k_cache, v_cache, t):
-        a, h_row, k_cache, v_cache = self.attn.decode_step(self.norm1(x_t), h_row, k_cache,
-                                                           v_cache, t)
+        a, h_row, k_cache, v_cache = self.attn.decode_step(
+            self.norm1(x_t), h_row, k_cache, v_cache, t
+        )
         return self._mlp(self._skip(x_t, a)), h_row, k_cache, v_cache
 
 
@@ -238,16 +291,30 @@ def hopfield_block(*, alpha_prime, alpha=None, mlp_residual=True, scale=None, in
     """
     _check_alpha(alpha_prime, "alpha_prime")
     _check_alpha(alpha, "alpha", allow_none=True)
-    return functools.partial(HopfieldBlock, alpha_prime=alpha_prime, alpha=alpha,
-                             mlp_residual=mlp_residual, scale=scale, init=init)
+    return functools.partial(
+        HopfieldBlock,
+        alpha_prime=alpha_prime,
+        alpha=alpha,
+        mlp_residual=mlp_residual,
+        scale=scale,
+        init=init,
+    )
 
 
-def hopfield_lm(vocab_size, d_model, num_heads, num_layers, max_len, *, alpha_prime, alpha=None,
-                key, **kwargs):
+def hopfield_lm(
+    vocab_size, d_model, num_heads, num_layers, max_len, *, alpha_prime, alpha=None, key, **kwargs
+):
     """:class:`nn.TransformerLM` with MHA blocks (the model switch); ``kwargs`` go to the LM."""
-    return TransformerLM(vocab_size, d_model, num_heads, num_layers, max_len,
-                         block=hopfield_block(alpha_prime=alpha_prime, alpha=alpha), key=key,
-                         **kwargs)
+    return TransformerLM(
+        vocab_size,
+        d_model,
+        num_heads,
+        num_layers,
+        max_len,
+        block=hopfield_block(alpha_prime=alpha_prime, alpha=alpha),
+        key=key,
+        **kwargs,
+    )
 
 
 @eqx.filter_jit
@@ -307,8 +374,22 @@ class HopfieldViT(eqx.Module):
     norm: RMSNorm
     head: Linear
 
-    def __init__(self, num_patches, patch_dim, num_classes, d_model, num_heads, num_layers, *,
-                 alpha_prime, alpha=None, mlp_residual=True, mlp_ratio=2, dtype=None, key):
+    def __init__(
+        self,
+        num_patches,
+        patch_dim,
+        num_classes,
+        d_model,
+        num_heads,
+        num_layers,
+        *,
+        alpha_prime,
+        alpha=None,
+        mlp_residual=True,
+        mlp_ratio=2,
+        dtype=None,
+        key,
+    ):
         num_patches = check_int(num_patches, "num_patches", lower=1)
         num_layers = check_int(num_layers, "num_layers", lower=0)
         ke, kc, kp, kb, kh = jax.random.split(key, 5)
@@ -317,9 +398,17 @@ class HopfieldViT(eqx.Module):
         self.cls = 0.02 * jax.random.normal(kc, (1, d_model), dt)
         self.pos = Embedding(num_patches + 1, d_model, dtype=dtype, key=kp).weight
         self.blocks = tuple(
-            HopfieldBlock(d_model, num_heads, alpha_prime=alpha_prime, alpha=alpha,
-                          mlp_residual=mlp_residual, causal=False, mlp_ratio=mlp_ratio,
-                          dtype=dtype, key=k)
+            HopfieldBlock(
+                d_model,
+                num_heads,
+                alpha_prime=alpha_prime,
+                alpha=alpha,
+                mlp_residual=mlp_residual,
+                causal=False,
+                mlp_ratio=mlp_ratio,
+                dtype=dtype,
+                key=k,
+            )
             for k in jax.random.split(kb, num_layers)
         )
         self.norm = RMSNorm(d_model, dtype=dtype)

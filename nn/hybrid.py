@@ -64,8 +64,18 @@ def _mixer(kind, d, H, G, dh, *, kv_rank, rope_dim, rope_theta, chunk, dtype, ke
     if kind == "gqa":
         return GQAttention(d, H, G, dh, rope_theta=rope_theta, dtype=dtype, key=key)
     if kind == "mla":
-        return MLA(d, H, G, kv_rank=kv_rank, nope_dim=dh - rope_dim, v_dim=dh, rope_dim=rope_dim,
-                   rope_theta=rope_theta or 10000.0, dtype=dtype, key=key)
+        return MLA(
+            d,
+            H,
+            G,
+            kv_rank=kv_rank,
+            nope_dim=dh - rope_dim,
+            v_dim=dh,
+            rope_dim=rope_dim,
+            rope_theta=rope_theta or 10000.0,
+            dtype=dtype,
+            key=key,
+        )
     return Mamba2(d, H, G, dh, chunk=chunk, dtype=dtype, key=key)
 
 
@@ -82,9 +92,23 @@ class HybridLM(eqx.Module):
     head: Linear
     kinds: tuple = eqx.field(static=True)
 
-    def __init__(self, vocab_size, d_model, num_heads, num_kv_heads, head_dim, kinds, *,
-                 mlp_hidden, kv_rank=None, rope_dim=0, rope_theta=None, chunk=16, dtype=None,
-                 key):
+    def __init__(
+        self,
+        vocab_size,
+        d_model,
+        num_heads,
+        num_kv_heads,
+        head_dim,
+        kinds,
+        *,
+        mlp_hidden,
+        kv_rank=None,
+        rope_dim=0,
+        rope_theta=None,
+        chunk=16,
+        dtype=None,
+        key,
+    ):
         kinds = tuple(check_choice(k, "kinds", KINDS) for k in kinds)
         if "mla" in kinds:
             check_int(kv_rank, "kv_rank", lower=1)
@@ -94,11 +118,26 @@ class HybridLM(eqx.Module):
         layers = []
         for kind, k in zip(kinds, jax.random.split(kl, len(kinds)), strict=True):
             km, kf = jax.random.split(k)
-            layers.append(HybridLayer(
-                RMSNorm(d_model, dtype=dtype),
-                _mixer(kind, d_model, num_heads, num_kv_heads, head_dim, kv_rank=kv_rank,
-                       rope_dim=rope_dim, rope_theta=rope_theta, chunk=chunk, dtype=dtype, key=km),
-                RMSNorm(d_model, dtype=dtype), SwiGLU(d_model, mlp_hidden, dtype=dtype, key=kf)))
+            layers.append(
+                HybridLayer(
+                    RMSNorm(d_model, dtype=dtype),
+                    _mixer(
+                        kind,
+                        d_model,
+                        num_heads,
+                        num_kv_heads,
+                        head_dim,
+                        kv_rank=kv_rank,
+                        rope_dim=rope_dim,
+                        rope_theta=rope_theta,
+                        chunk=chunk,
+                        dtype=dtype,
+                        key=km,
+                    ),
+                    RMSNorm(d_model, dtype=dtype),
+                    SwiGLU(d_model, mlp_hidden, dtype=dtype, key=kf),
+                )
+            )
         self.layers = tuple(layers)
         self.norm = RMSNorm(d_model, dtype=dtype)
         self.head = Linear(d_model, vocab_size, False, dtype=dtype, key=kh)
@@ -121,16 +160,19 @@ class HybridLM(eqx.Module):
         return self.head(self.norm(x))
 
 
-def hybrid_from_teacher(teacher: HybridLM, kinds, *, kv_rank=None, rope_dim=0, init="structured",
-                        chunk=16, key):
+def hybrid_from_teacher(
+    teacher: HybridLM, kinds, *, kv_rank=None, rope_dim=0, init="structured", chunk=16, key
+):
     """A hybrid student from an all-GQA ``teacher``: embedding, norms, MLPs and head copied;
     layer i's attention replaced by ``kinds[i]`` ("gqa" copies it). ``init="structured"``: SVD
     (MLA) / kqvo (Mamba2) from the teacher's weights; ``"random"``: default init of that mixer."""
     check_choice(init, "init", ("structured", "random"))
     kinds = tuple(check_choice(k, "kinds", KINDS) for k in kinds)
     if len(kinds) != len(teacher.layers):
-        raise ValueError(f"`kinds` must have one entry per teacher layer ({len(teacher.layers)}); "
-                         f"got {len(kinds)}.")
+        raise ValueError(
+            f"`kinds` must have one entry per teacher layer ({len(teacher.layers)}); "
+            f"got {len(kinds)}."
+        )
     if any(k != "gqa" for k in teacher.kinds):
         raise ValueError(f"`teacher` must be all-GQA; got kinds {teacher.kinds}.")
     layers = []
@@ -144,9 +186,19 @@ def hybrid_from_teacher(teacher: HybridLM, kinds, *, kv_rank=None, rope_dim=0, i
         elif init == "structured":
             mixer = mamba2_from_gqa(g, chunk=chunk, key=k)
         else:
-            mixer = _mixer(kind, g.q_proj.in_features, g.num_heads, g.num_kv_heads, g.head_dim,
-                           kv_rank=kv_rank, rope_dim=rope_dim, rope_theta=g.rope_theta,
-                           chunk=chunk, dtype=g.q_proj.weight.dtype, key=k)
+            mixer = _mixer(
+                kind,
+                g.q_proj.in_features,
+                g.num_heads,
+                g.num_kv_heads,
+                g.head_dim,
+                kv_rank=kv_rank,
+                rope_dim=rope_dim,
+                rope_theta=g.rope_theta,
+                chunk=chunk,
+                dtype=g.q_proj.weight.dtype,
+                key=k,
+            )
         layers.append(eqx.tree_at(lambda lay: lay.mixer, layer, mixer))
     student = eqx.tree_at(lambda m: m.layers, teacher, tuple(layers))
     object.__setattr__(student, "kinds", kinds)

@@ -48,8 +48,10 @@ def ssd_scan(x, dt, A, B, C, state=None):
 
     def step(Hs, inp):
         xt, dtt, Bt, Ct = inp
-        Hs = (jnp.exp(dtt * A)[..., None, None] * Hs
-              + (dtt[..., None] * xt)[..., :, None] * Bt[..., None, :])
+        Hs = (
+            jnp.exp(dtt * A)[..., None, None] * Hs
+            + (dtt[..., None] * xt)[..., :, None] * Bt[..., None, :]
+        )
         return Hs, jnp.einsum("...hpn,...hn->...hp", Hs, Ct)
 
     mv = lambda a: jnp.moveaxis(a, -3 if a.ndim == x.ndim else -2, 0)  # noqa: E731
@@ -64,11 +66,18 @@ def ssd_chunked(x, dt, A, B, C, chunk=16):
     T = x.shape[-3]
     pad = (-T) % chunk
     if pad:
-        padT = lambda a: jnp.pad(a, [(0, 0)] * (a.ndim - (3 if a.ndim == x.ndim else 2))  # noqa
-                                 + [(0, pad)] + [(0, 0)] * (2 if a.ndim == x.ndim else 1))
+
+        def padT(a):
+            return jnp.pad(
+                a,
+                [(0, 0)] * (a.ndim - (3 if a.ndim == x.ndim else 2))
+                + [(0, pad)]
+                + [(0, 0)] * (2 if a.ndim == x.ndim else 1),
+            )
+
         x, dt, B, C = padT(x), padT(dt), padT(B), padT(C)
     nc = x.shape[-3] // chunk
-    ch = lambda a, k: a.reshape(*a.shape[:-k - 1], nc, chunk, *a.shape[-k:])  # noqa: E731
+    ch = lambda a, k: a.reshape(*a.shape[: -k - 1], nc, chunk, *a.shape[-k:])  # noqa: E731
     x, B, C, dt = ch(x, 2), ch(B, 2), ch(C, 2), ch(dt, 1)  # (..., nc, Q, H, .)
     a = dt * A  # (..., nc, Q, H) log decays
     cs = jnp.cumsum(a, axis=-2)
@@ -116,8 +125,9 @@ class Mamba2(eqx.Module):
     head_dim: int = eqx.field(static=True)
     chunk: int = eqx.field(static=True)
 
-    def __init__(self, d_model, num_heads, num_kv_heads, head_dim, *, d_conv=4, chunk=16,
-                 dtype=None, key):
+    def __init__(
+        self, d_model, num_heads, num_kv_heads, head_dim, *, d_conv=4, chunk=16, dtype=None, key
+    ):
         from .mla import _check_heads
 
         self.num_heads, self.num_kv_heads = _check_heads(num_heads, num_kv_heads)
@@ -151,9 +161,10 @@ class Mamba2(eqx.Module):
         xBC = jnp.concatenate([x, B, C], axis=-1)
         K = self.conv_weight.shape[-1]
         padded = jnp.pad(xBC, [(0, 0)] * (xBC.ndim - 2) + [(K - 1, 0), (0, 0)])
-        conv = sum(padded[..., k:k + T, :] * self.conv_weight[:, k] for k in range(K))
-        x, B, C = jnp.split(jax.nn.silu(conv + self.conv_bias), np.cumsum(
-            [x.shape[-1], B.shape[-1]]), axis=-1)
+        conv = sum(padded[..., k : k + T, :] * self.conv_weight[:, k] for k in range(K))
+        x, B, C = jnp.split(
+            jax.nn.silu(conv + self.conv_bias), np.cumsum([x.shape[-1], B.shape[-1]]), axis=-1
+        )
         H, G, P = self.num_heads, self.num_kv_heads, self.head_dim
         x = jnp.repeat(x.reshape(*x.shape[:-1], G, P), H // G, axis=-2)
         B = jnp.repeat(B.reshape(*B.shape[:-1], G, P), H // G, axis=-2)
@@ -177,12 +188,18 @@ def mamba2_from_gqa(gqa: GQAttention, *, chunk=16, key):
     rows of ``in_proj`` take W^V, W^K, W^Q and ``out_proj`` takes W^O; z and dt rows, conv, A, D and
     dt_bias keep their default init."""
     d = gqa.q_proj.in_features
-    m = Mamba2(d, gqa.num_heads, gqa.num_kv_heads, gqa.head_dim, chunk=chunk,
-               dtype=gqa.q_proj.weight.dtype, key=key)
+    m = Mamba2(
+        d,
+        gqa.num_heads,
+        gqa.num_kv_heads,
+        gqa.head_dim,
+        chunk=chunk,
+        dtype=gqa.q_proj.weight.dtype,
+        key=key,
+    )
     inner, xb = gqa.num_heads * gqa.head_dim, gqa.num_kv_heads * gqa.head_dim
     W = m.in_proj.weight
-    W = W.at[inner:inner + xb].set(gqa.v_proj.weight)
-    W = W.at[inner + xb:inner + 2 * xb].set(gqa.k_proj.weight)
-    W = W.at[inner + 2 * xb:2 * inner + 2 * xb].set(gqa.q_proj.weight)
-    return eqx.tree_at(lambda t: (t.in_proj.weight, t.out_proj.weight), m,
-                       (W, gqa.o_proj.weight))
+    W = W.at[inner : inner + xb].set(gqa.v_proj.weight)
+    W = W.at[inner + xb : inner + 2 * xb].set(gqa.k_proj.weight)
+    W = W.at[inner + 2 * xb : 2 * inner + 2 * xb].set(gqa.q_proj.weight)
+    return eqx.tree_at(lambda t: (t.in_proj.weight, t.out_proj.weight), m, (W, gqa.o_proj.weight))

@@ -89,8 +89,9 @@ class GQAttention(eqx.Module):
     head_dim: int = eqx.field(static=True)
     rope_theta: float | None = eqx.field(static=True)
 
-    def __init__(self, d_model, num_heads, num_kv_heads, head_dim, *, rope_theta=None, dtype=None,
-                 key):
+    def __init__(
+        self, d_model, num_heads, num_kv_heads, head_dim, *, rope_theta=None, dtype=None, key
+    ):
         d_model = check_int(d_model, "d_model", lower=1)
         self.num_heads, self.num_kv_heads = _check_heads(num_heads, num_kv_heads)
         self.head_dim = check_int(head_dim, "head_dim", lower=1)
@@ -138,8 +139,21 @@ class MLA(eqx.Module):
     kv_rank: int = eqx.field(static=True)
     rope_theta: float = eqx.field(static=True)
 
-    def __init__(self, d_model, num_heads, num_kv_heads, *, kv_rank, nope_dim, v_dim, rope_dim=0,
-                 q_rank=None, rope_theta=10000.0, dtype=None, key):
+    def __init__(
+        self,
+        d_model,
+        num_heads,
+        num_kv_heads,
+        *,
+        kv_rank,
+        nope_dim,
+        v_dim,
+        rope_dim=0,
+        q_rank=None,
+        rope_theta=10000.0,
+        dtype=None,
+        key,
+    ):
         d_model = check_int(d_model, "d_model", lower=1)
         self.num_heads, self.num_kv_heads = _check_heads(num_heads, num_kv_heads)
         self.nope_dim = check_int(nope_dim, "nope_dim", lower=0)
@@ -171,16 +185,16 @@ class MLA(eqx.Module):
         """``(q_nope (..., H, T, nope), q_rope (..., H, T, rope))``, RoPE applied."""
         q = self.q_up(x if self.q_down is None else self.q_down(x))
         q = _heads(q, self.num_heads, self.nope_dim + self.rope_dim)
-        return q[..., : self.nope_dim], rope(q[..., self.nope_dim:], positions, self.rope_theta)
+        return q[..., : self.nope_dim], rope(q[..., self.nope_dim :], positions, self.rope_theta)
 
     def latent(self, x, positions):
         """The cached per-token state: ``(c (..., T, kv_rank), k_rope (..., T, rope_dim))``."""
         a = self.kv_down(x)
-        return a[..., : self.kv_rank], rope(a[..., self.kv_rank:], positions, self.rope_theta)
+        return a[..., : self.kv_rank], rope(a[..., self.kv_rank :], positions, self.rope_theta)
 
     def _up(self):
         w = self.kv_up.weight.reshape(self.num_kv_heads, self.nope_dim + self.v_dim, -1)
-        return w[:, : self.nope_dim], w[:, self.nope_dim:]  # W^UK (G, nope, r), W^UV (G, v, r)
+        return w[:, : self.nope_dim], w[:, self.nope_dim :]  # W^UK (G, nope, r), W^UV (G, v, r)
 
     def _scale(self):
         return 1.0 / math.sqrt(self.nope_dim + self.rope_dim)
@@ -195,9 +209,10 @@ class MLA(eqx.Module):
         g = self.num_heads // self.num_kv_heads
         kv = _heads(self.kv_up(c), self.num_kv_heads, self.nope_dim + self.v_dim)
         kc = jnp.repeat(kv[..., : self.nope_dim], g, axis=-3)
-        v = jnp.repeat(kv[..., self.nope_dim:], g, axis=-3)
-        s = (jnp.einsum("...htd,...hsd->...hts", qc, kc)
-             + jnp.einsum("...htd,...sd->...hts", qr, kr)) * self._scale()
+        v = jnp.repeat(kv[..., self.nope_dim :], g, axis=-3)
+        s = (
+            jnp.einsum("...htd,...hsd->...hts", qc, kc) + jnp.einsum("...htd,...sd->...hts", qr, kr)
+        ) * self._scale()
         o = jnp.einsum("...hts,...hsd->...htd", _masked_softmax(s, pos, T), v)
         return self.o_proj(_merge(o))
 
@@ -209,8 +224,10 @@ class MLA(eqx.Module):
         g = self.num_heads // self.num_kv_heads
         wuk, wuv = jnp.repeat(wuk, g, axis=0), jnp.repeat(wuv, g, axis=0)  # per query head
         q_lat = jnp.einsum("...htn,hnr->...htr", qc, wuk)
-        s = (jnp.einsum("...htr,...sr->...hts", q_lat, c)
-             + jnp.einsum("...htd,...sd->...hts", qr, kr)) * self._scale()
+        s = (
+            jnp.einsum("...htr,...sr->...hts", q_lat, c)
+            + jnp.einsum("...htd,...sd->...hts", qr, kr)
+        ) * self._scale()
         o_lat = jnp.einsum("...hts,...sr->...htr", _masked_softmax(s, q_pos, c.shape[-2]), c)
         return self.o_proj(_merge(jnp.einsum("...htr,hvr->...htv", o_lat, wuv)))
 
@@ -263,9 +280,19 @@ def mla_from_gqa(gqa: GQAttention, kv_rank, *, rope_dim=0, q_rank=None, key=None
     nope = dh - rope_dim
     d = gqa.q_proj.in_features
     dtype = gqa.q_proj.weight.dtype
-    mla = MLA(d, H, G, kv_rank=kv_rank, nope_dim=nope, v_dim=dh, rope_dim=rope_dim, q_rank=q_rank,
-              rope_theta=gqa.rope_theta or 10000.0, dtype=dtype,
-              key=jax.random.PRNGKey(0) if key is None else key)
+    mla = MLA(
+        d,
+        H,
+        G,
+        kv_rank=kv_rank,
+        nope_dim=nope,
+        v_dim=dh,
+        rope_dim=rope_dim,
+        q_rank=q_rank,
+        rope_theta=gqa.rope_theta or 10000.0,
+        dtype=dtype,
+        key=jax.random.PRNGKey(0) if key is None else key,
+    )
     WK = np.asarray(gqa.k_proj.weight, np.float64).reshape(G, dh, d)
     WV = np.asarray(gqa.v_proj.weight, np.float64).reshape(G, dh, d)
     stacked = np.concatenate([WK[:, :nope], WV], axis=1).reshape(G * (nope + dh), d)
@@ -273,13 +300,14 @@ def mla_from_gqa(gqa: GQAttention, kv_rank, *, rope_dim=0, q_rank=None, key=None
     down = np.concatenate([down, WK[:, nope:].mean(0)], axis=0)
     WQ = np.asarray(gqa.q_proj.weight, np.float64)
     cast = lambda a: jnp.asarray(a, dtype)  # noqa: E731
-    mla = eqx.tree_at(lambda m: (m.kv_up.weight, m.kv_down.weight, m.o_proj.weight), mla,
-                      (cast(up), cast(down), gqa.o_proj.weight))
+    mla = eqx.tree_at(
+        lambda m: (m.kv_up.weight, m.kv_down.weight, m.o_proj.weight),
+        mla,
+        (cast(up), cast(down), gqa.o_proj.weight),
+    )
     if q_rank is None:
         mla = eqx.tree_at(lambda m: m.q_up.weight, mla, cast(WQ))
     else:
         qu, qd, _ = svd_factor(WQ, q_rank)
         mla = eqx.tree_at(lambda m: (m.q_up.weight, m.q_down.weight), mla, (cast(qu), cast(qd)))
     return mla, {"kv_tail": tail, "kv_norm": float(np.linalg.norm(stacked))}
-
-

@@ -56,16 +56,18 @@ def _stiefel(x, name="x"):
     """``x`` a (batch of) tall matrix (..., p, r), p >= r, real and finite."""
     x = check_array(x, name, min_ndim=2, max_abs=1e100)
     if x.shape[-2] < x.shape[-1] or x.shape[-1] < 1:
-        raise ValueError(f"`{name}` must have shape (..., p, r) with p >= r >= 1; got "
-                         f"{tuple(x.shape)}.")
+        raise ValueError(
+            f"`{name}` must have shape (..., p, r) with p >= r >= 1; got {tuple(x.shape)}."
+        )
     return x
 
 
 def _like(v, x, name):
     v = check_array(v, name, max_abs=1e100)
     if tuple(v.shape) != tuple(x.shape):
-        raise ValueError(f"`{name}` must have the shape of `x` {tuple(x.shape)}; got "
-                         f"{tuple(v.shape)}.")
+        raise ValueError(
+            f"`{name}` must have the shape of `x` {tuple(x.shape)}; got {tuple(v.shape)}."
+        )
     return v
 
 

@@ -49,15 +49,29 @@ def _broken(name: str, err: Exception) -> Property:
     def slack(ex):
         raise err
 
-    return Property(f"{name}.import", "-", f"module paper_checks.{name} imports", "-",
-                    strategy=lambda st: st.just({}), slack=slack)
+    return Property(
+        f"{name}.import",
+        "-",
+        f"module paper_checks.{name} imports",
+        "-",
+        strategy=lambda st: st.just({}),
+        slack=slack,
+    )
 
 
 PROPERTIES = Registry("paper_checks", broken=_broken)
 
 
-def prop(id: str, *, paper: str, statement: str, where: str, strategy: Callable, mutants=(),
-         registry: Registry = PROPERTIES):
+def prop(
+    id: str,
+    *,
+    paper: str,
+    statement: str,
+    where: str,
+    strategy: Callable,
+    mutants=(),
+    registry: Registry = PROPERTIES,
+):
     """Decorator registering ``slack(instance) -> float`` as the property ``id``."""
 
     def wrap_slack(slack):
@@ -77,8 +91,9 @@ def decode(blob: str) -> dict:
     try:
         out = json.loads(base64.urlsafe_b64decode(blob.encode()))
     except (ValueError, UnicodeDecodeError) as err:
-        raise ValueError(f"`blob` must be a replay blob printed by `theorylab verify`; got "
-                         f"{blob[:40]!r}.") from err
+        raise ValueError(
+            f"`blob` must be a replay blob printed by `theorylab verify`; got {blob[:40]!r}."
+        ) from err
     if not isinstance(out, dict):
         raise ValueError(f"`blob` must encode an instance (a JSON object); got {out!r}.")
     return out
@@ -113,10 +128,16 @@ def verify(p: Property, examples: int, seed: int = 0, mutant: str | None = None)
             state["fail"] = (ex, s)
             raise _Violation(f"slack {s:.3g} < 0")
 
-    test = settings(max_examples=examples, database=None, deadline=None, derandomize=False,
-                    suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-                    phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink),
-                    print_blob=False)(given(p.strategy(st))(body))
+    test = settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink),
+        print_blob=False,
+    )(given(p.strategy(st))(body))
     test = hypothesis_seed(seed)(test)
     t0 = time.perf_counter()
     row = dict(id=p.id, paper=p.paper, statement=p.statement, where=p.where, mutant=mutant)
@@ -129,13 +150,19 @@ def verify(p: Property, examples: int, seed: int = 0, mutant: str | None = None)
         row.update(status="holds", counterexample=None, blob=None)
     except _Violation:
         ex, s = state["fail"]
-        row.update(status="counterexample", counterexample=ex, counterexample_slack=s,
-                   blob=encode(ex))
+        row.update(
+            status="counterexample", counterexample=ex, counterexample_slack=s, blob=encode(ex)
+        )
     except Exception as err:  # a property that raises is reported, the run goes on
-        row.update(status="error", counterexample=None, blob=None,
-                   error=f"{type(err).__name__}: {err}")
-    row.update(examples=state["n"], min_slack=state["min"], tightest=state["tightest"],
-               seconds=round(time.perf_counter() - t0, 3))
+        row.update(
+            status="error", counterexample=None, blob=None, error=f"{type(err).__name__}: {err}"
+        )
+    row.update(
+        examples=state["n"],
+        min_slack=state["min"],
+        tightest=state["tightest"],
+        seconds=round(time.perf_counter() - t0, 3),
+    )
     return row
 
 
@@ -143,5 +170,4 @@ def replay(p: Property, blob: str) -> dict:
     """Evaluate ``p`` on the instance of ``blob``: ``{"instance", "slack", "status"}``."""
     ex = decode(blob)
     s = float(p.slack(ex))
-    return dict(id=p.id, instance=ex, slack=s,
-                status="holds" if s >= 0 else "counterexample")
+    return dict(id=p.id, instance=ex, slack=s, status="holds" if s >= 0 else "counterexample")

@@ -31,8 +31,23 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["Measurement", "Claim", "Registry", "REGISTRY", "claim", "SCALES", "Sizes", "sizes",
-           "Mutant", "patch", "wrap", "scaled", "memo", "clear_caches", "run_claim"]
+__all__ = [
+    "Measurement",
+    "Claim",
+    "Registry",
+    "REGISTRY",
+    "claim",
+    "SCALES",
+    "Sizes",
+    "sizes",
+    "Mutant",
+    "patch",
+    "wrap",
+    "scaled",
+    "memo",
+    "clear_caches",
+    "run_claim",
+]
 
 SCALES = ("smoke", "quick", "full")
 #: the packages whose module attributes a mutant patches (every binding of the patched object)
@@ -149,15 +164,26 @@ def _patched(target: str, make_new: Callable[[Any], Any]) -> Iterator[None]:
 
 def patch(target: str, new: Any, description: str, *, name: str | None = None) -> Mutant:
     """Mutant replacing the object at dotted path ``target`` by ``new``."""
-    return Mutant(name or f"{target.rsplit('.', 1)[-1]}_patched", description,
-                  lambda: _patched(target, lambda old: new))
+    return Mutant(
+        name or f"{target.rsplit('.', 1)[-1]}_patched",
+        description,
+        lambda: _patched(target, lambda old: new),
+    )
 
 
-def wrap(target: str, wrapper: Callable[[Callable], Callable], description: str, *,
-         name: str | None = None) -> Mutant:
+def wrap(
+    target: str,
+    wrapper: Callable[[Callable], Callable],
+    description: str,
+    *,
+    name: str | None = None,
+) -> Mutant:
     """Mutant replacing the function at ``target`` by ``wrapper(original)``."""
-    return Mutant(name or f"{target.rsplit('.', 1)[-1]}_wrapped", description,
-                  lambda: _patched(target, wrapper))
+    return Mutant(
+        name or f"{target.rsplit('.', 1)[-1]}_wrapped",
+        description,
+        lambda: _patched(target, wrapper),
+    )
 
 
 def scaled(factor: float) -> Callable[[Callable], Callable]:
@@ -243,8 +269,13 @@ def _broken_claim(name: str, err: Exception) -> Claim:
     def check(size, seed):
         raise err
 
-    return Claim(id=f"{name}.import", paper="-", where="-",
-                 statement=f"module paper_checks.{name} imports", check=check)
+    return Claim(
+        id=f"{name}.import",
+        paper="-",
+        where="-",
+        statement=f"module paper_checks.{name} imports",
+        check=check,
+    )
 
 
 class Registry:
@@ -307,17 +338,33 @@ class Registry:
 REGISTRY = Registry("paper_checks")
 
 
-def claim(id: str, *, paper: str, statement: str, where: str, sizes: dict | None = None,
-          mutants=(), registry: Registry = REGISTRY):
+def claim(
+    id: str,
+    *,
+    paper: str,
+    statement: str,
+    where: str,
+    sizes: dict | None = None,
+    mutants=(),
+    registry: Registry = REGISTRY,
+):
     """Decorator registering ``check(size, seed) -> Measurement`` as the claim ``id``."""
     table = NO_SIZES if sizes is None else sizes
     if set(table) != set(SCALES):
         raise ValueError(f"claim {id!r}: `sizes` must come from paper_checks.sizes(...).")
 
     def wrap_check(check):
-        registry.add(Claim(id=id, paper=paper, statement=statement, where=where, check=check,
-                           sizes=table, mutants=tuple(mutants)))
+        registry.add(
+            Claim(
+                id=id,
+                paper=paper,
+                statement=statement,
+                where=where,
+                check=check,
+                sizes=table,
+                mutants=tuple(mutants),
+            )
+        )
         return check
 
     return wrap_check
-

@@ -20,8 +20,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Verdict", "within", "at_most", "at_least", "paired_gap", "equivalent",
-           "slope_within", "holds", "measure"]
+__all__ = [
+    "Verdict",
+    "within",
+    "at_most",
+    "at_least",
+    "paired_gap",
+    "equivalent",
+    "slope_within",
+    "holds",
+    "measure",
+]
 
 
 @dataclass(frozen=True)
@@ -73,8 +82,14 @@ def within(measured, expected, tol, *, name: str = "value") -> Verdict:
     err = np.abs(m - e)
     ok = _finite(m) and bool(np.all(err <= t))
     worst = float(np.max(err / np.maximum(t, 1e-300))) if _finite(m) else math.inf
-    return Verdict(name, ok, f"|{name} - expected| <= tol (worst |error|/tol = {worst:.3g})",
-                   _plain(measured), _plain(expected), _plain(tol))
+    return Verdict(
+        name,
+        ok,
+        f"|{name} - expected| <= tol (worst |error|/tol = {worst:.3g})",
+        _plain(measured),
+        _plain(expected),
+        _plain(tol),
+    )
 
 
 def at_most(measured, bound, *, tol: float = 0.0, name: str = "value") -> Verdict:
@@ -100,8 +115,9 @@ def _paired(a, b) -> tuple[float, float, int]:
     return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)), d.size
 
 
-def paired_gap(a, b, *, n_se: float = 2.0, margin: float = 0.0, direction: str = "greater",
-               name: str = "a - b") -> Verdict:
+def paired_gap(
+    a, b, *, n_se: float = 2.0, margin: float = 0.0, direction: str = "greater", name: str = "a - b"
+) -> Verdict:
     """A paired difference over replicates: ``mean(a - b) > margin + n_se * SE`` (``"greater"``)
     or ``mean(a - b) < -margin - n_se * SE`` (``"less"``); SE is ``std(ddof=1)/sqrt(k)``."""
     mean, se, k = _paired(a, b)
@@ -112,26 +128,41 @@ def paired_gap(a, b, *, n_se: float = 2.0, margin: float = 0.0, direction: str =
     else:
         raise ValueError(f"`direction` must be 'greater' or 'less'; got {direction!r}.")
     ok = ok and math.isfinite(mean)
-    return Verdict(name, bool(ok), f"{rule} (paired over {k})", {"mean": mean, "se": se},
-                   {direction: margin}, {"n_se": n_se, "se": se})
+    return Verdict(
+        name,
+        bool(ok),
+        f"{rule} (paired over {k})",
+        {"mean": mean, "se": se},
+        {direction: margin},
+        {"n_se": n_se, "se": se},
+    )
 
 
 def equivalent(a, b, *, margin: float, n_se: float = 2.0, name: str = "a - b") -> Verdict:
     """Paired equivalence: ``|mean(a - b)| + n_se * SE <= margin`` (the interval inside ±margin)."""
     mean, se, k = _paired(a, b)
     ok = math.isfinite(mean) and abs(mean) + n_se * se <= margin
-    return Verdict(name, bool(ok), f"|{name}| + {n_se:g} SE <= {margin:g} (paired over {k})",
-                   {"mean": mean, "se": se}, 0.0, margin)
+    return Verdict(
+        name,
+        bool(ok),
+        f"|{name}| + {n_se:g} SE <= {margin:g} (paired over {k})",
+        {"mean": mean, "se": se},
+        0.0,
+        margin,
+    )
 
 
-def slope_within(x, y, expected: float, tol: float, *, log: bool = True,
-                 name: str = "slope") -> Verdict:
+def slope_within(
+    x, y, expected: float, tol: float, *, log: bool = True, name: str = "slope"
+) -> Verdict:
     """Least-squares slope of ``log y`` on ``log x`` (``log=False``: of ``y`` on ``x``) within
     ``expected ± tol``."""
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     if x.shape != y.shape or x.ndim != 1 or x.size < 2:
-        raise ValueError(f"slope_within({name!r}) needs two 1-D arrays of equal length >= 2; "
-                         f"got shapes {x.shape} and {y.shape}.")
+        raise ValueError(
+            f"slope_within({name!r}) needs two 1-D arrays of equal length >= 2; "
+            f"got shapes {x.shape} and {y.shape}."
+        )
     if log:
         if np.any(x <= 0) or np.any(y <= 0):
             s = math.nan
@@ -170,7 +201,15 @@ def measure(*verdicts: Verdict, detail: str = "", extra: dict | None = None):
         meas = {v.name: v.measured for v in verdicts} | _plain(extra or {})
         exp = {v.name: v.expected for v in verdicts}
         tol = {v.name: v.tolerance for v in verdicts}
-    rule = "; ".join(f"{v.rule} [{'ok' if v.passed else 'FAILS'}]" if len(verdicts) > 1
-                     else v.rule for v in verdicts)
-    return Measurement(measured=meas, expected=exp, tolerance=tol,
-                       passed=all(v.passed for v in verdicts), detail=detail, rule=rule)
+    rule = "; ".join(
+        f"{v.rule} [{'ok' if v.passed else 'FAILS'}]" if len(verdicts) > 1 else v.rule
+        for v in verdicts
+    )
+    return Measurement(
+        measured=meas,
+        expected=exp,
+        tolerance=tol,
+        passed=all(v.passed for v in verdicts),
+        detail=detail,
+        rule=rule,
+    )

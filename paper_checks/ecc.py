@@ -30,8 +30,11 @@ COVER_LAMS = (0.1, 0.5, 2.0)
 LAMS = np.unique(np.concatenate([paper_lambda_grid()[::4], CHECK_LAMS]))
 #: replicates per (split, p): ``reps`` at p = 250 (gamma 0.5; debiasing, tuning, coverage,
 #: figures), ``reps_wide`` at p = 1000 (gamma 2; debiasing)
-SIZES = sizes(smoke=dict(reps=4, reps_wide=2), quick=dict(reps=300, reps_wide=20),
-              full=dict(reps=2000, reps_wide=1000))
+SIZES = sizes(
+    smoke=dict(reps=4, reps_wide=2),
+    quick=dict(reps=300, reps_wide=20),
+    full=dict(reps=2000, reps_wide=1000),
+)
 Z95 = float(norm.isf(0.025))
 
 
@@ -45,8 +48,19 @@ def variance_optimal_lambda(theta: float, gamma: float) -> float:
     """The common penalty minimising the derived two-split DR variance (unit signals and noises,
     psi = PSI), on a 400-point log grid in [0.02, 5]."""
     grid = np.geomspace(0.02, 5, 400)
-    V = th.asymptotic_variance("dr", 2, grid, grid, gamma, a2=1.0, b2=1.0, theta=theta,
-                               var_eps=1.0, var_delta=1.0, cov_eps_delta=PSI)
+    V = th.asymptotic_variance(
+        "dr",
+        2,
+        grid,
+        grid,
+        gamma,
+        a2=1.0,
+        b2=1.0,
+        theta=theta,
+        var_eps=1.0,
+        var_delta=1.0,
+        cov_eps_delta=PSI,
+    )
     return float(grid[np.argmin(V)])
 
 
@@ -65,20 +79,31 @@ def simulate_paper(split: int, p: int, reps: int, seed: int = 0) -> dict:
     lams = np.unique(np.append(LAMS, lam_opt))
     n = split * FOLD
     L = np.linalg.cholesky([[1.0, PSI], [PSI, 1.0]])
-    out = {k: {e: np.empty((reps, lams.size)) for e in th.ESTIMATORS}
-           for k in ("naive", "debiased", "se")}
+    out = {
+        k: {e: np.empty((reps, lams.size)) for e in th.ESTIMATORS}
+        for k in ("naive", "debiased", "se")
+    }
     with threadpool_limits(limits=1, user_api="blas"):
         for r in tqdm(range(reps), desc=f"ECC {split}-split p={p}", leave=False, disable=None):
             rng = np.random.default_rng([seed, split, p, r])
             X = rng.standard_normal((n, p))
             e = rng.standard_normal((n, 2)) @ L.T
-            res = ecc_path(X @ be + e[:, 0], X @ al + e[:, 1], X, lams, split=split, rng=rng,
-                           center=False)
+            res = ecc_path(
+                X @ be + e[:, 0], X @ al + e[:, 1], X, lams, split=split, rng=rng, center=False
+            )
             for k in out:
                 for est in th.ESTIMATORS:
                     out[k][est][r] = res[k][est]
-    return dict(out, lams=lams, lam_opt=lam_opt, theta=float(al @ be), gamma=p / FOLD,
-                reps=reps, split=split, p=p)
+    return dict(
+        out,
+        lams=lams,
+        lam_opt=lam_opt,
+        theta=float(al @ be),
+        gamma=p / FOLD,
+        reps=reps,
+        split=split,
+        p=p,
+    )
 
 
 def theory_curves(sim: dict) -> dict:
@@ -86,9 +111,23 @@ def theory_curves(sim: dict) -> dict:
     lams, g, theta, split = sim["lams"], sim["gamma"], sim["theta"], sim["split"]
     c = th.bias_constants(th.SpectralIntegrator(g, lams, lams))
     bias = {e: th.naive_limit(e, split, c, theta, PSI) - PSI for e in th.ESTIMATORS}
-    var = {e: th.asymptotic_variance(e, split, lams, lams, g, a2=1.0, b2=1.0, theta=theta,
-                                     var_eps=1.0, var_delta=1.0, cov_eps_delta=PSI) / FOLD
-           for e in th.ESTIMATORS}
+    var = {
+        e: th.asymptotic_variance(
+            e,
+            split,
+            lams,
+            lams,
+            g,
+            a2=1.0,
+            b2=1.0,
+            theta=theta,
+            var_eps=1.0,
+            var_delta=1.0,
+            cov_eps_delta=PSI,
+        )
+        / FOLD
+        for e in th.ESTIMATORS
+    }
     return {"bias": bias, "var": var}
 
 
@@ -120,19 +159,35 @@ def _gamma_over_all_rows(init):
     return g
 
 
-@claim("ecc.debiasing", paper=PAPER,
-       statement="Naive ridge plug-in ECC estimators carry an O(1) bias given by Marchenko–Pastur "
-                 "functionals when p/n is of order one; the moment-corrected estimators are "
-                 "unbiased (INT, NR, DR; two and three splits; gamma = 0.5 and 2).",
-       where="exp1 bias figures (README: Figures 1–11); bias formulas of the authors' code",
-       sizes=SIZES,
-       mutants=[wrap("theory.ecc.bias_constants", _scaled_key("s_y", 1.05),
-                     "spectral constant s_y = int x/(x + lam) dF 5 % high", name="s_y_5pct"),
-                wrap("theory.ecc.bias_constants", _scaled_key("zeta", 0.9),
-                     "noise constant zeta = gamma int x Q_a Q_y dF 10 % low", name="zeta_10pct"),
-                wrap("estimators._ecc._Prepared.__init__", _gamma_over_all_rows,
-                     "gamma = p/n over all rows instead of p/m over the training fold",
-                     name="gamma_all_rows")])
+@claim(
+    "ecc.debiasing",
+    paper=PAPER,
+    statement="Naive ridge plug-in ECC estimators carry an O(1) bias given by Marchenko–Pastur "
+    "functionals when p/n is of order one; the moment-corrected estimators are "
+    "unbiased (INT, NR, DR; two and three splits; gamma = 0.5 and 2).",
+    where="exp1 bias figures (README: Figures 1–11); bias formulas of the authors' code",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "theory.ecc.bias_constants",
+            _scaled_key("s_y", 1.05),
+            "spectral constant s_y = int x/(x + lam) dF 5 % high",
+            name="s_y_5pct",
+        ),
+        wrap(
+            "theory.ecc.bias_constants",
+            _scaled_key("zeta", 0.9),
+            "noise constant zeta = gamma int x Q_a Q_y dF 10 % low",
+            name="zeta_10pct",
+        ),
+        wrap(
+            "estimators._ecc._Prepared.__init__",
+            _gamma_over_all_rows,
+            "gamma = p/n over all rows instead of p/m over the training fold",
+            name="gamma_all_rows",
+        ),
+    ],
+)
 def _debiasing(size, seed) -> Measurement:
     z_naive, z_deb, detail = [], [], []
     for split in (2, 3):
@@ -147,9 +202,11 @@ def _debiasing(size, seed) -> Measurement:
                 z_naive.append((nv.mean(0) - PSI - theo["bias"][e][idx]) / sn)
                 z_deb.append((dv.mean(0) - PSI) / sd)
             i5 = idx[1]
-            detail.append(f"{split}s p={p} ({reps} reps): naive DR bias "
-                          f"{sim['naive']['dr'][:, i5].mean() - PSI:+.3f} (theory "
-                          f"{theo['bias']['dr'][i5]:+.3f})")
+            detail.append(
+                f"{split}s p={p} ({reps} reps): naive DR bias "
+                f"{sim['naive']['dr'][:, i5].mean() - PSI:+.3f} (theory "
+                f"{theo['bias']['dr'][i5]:+.3f})"
+            )
     z_naive, z_deb = np.concatenate(z_naive), np.concatenate(z_deb)
     # Bonferroni over the comparisons: the 5 % family-wise two-sided normal quantile.
     z = float(norm.isf(0.025 / z_naive.size))
@@ -157,8 +214,9 @@ def _debiasing(size, seed) -> Measurement:
         within(float(np.abs(z_naive).max()), 0.0, z, name="max |z| naive vs MP theory"),
         within(float(np.abs(z_deb).max()), 0.0, z, name="max |z| debiased vs psi"),
         detail=f"{z_naive.size} comparisons each (3 estimators x 2 splits x gamma 0.5, 2 x lam in "
-               f"{CHECK_LAMS}); z = (MC mean - target)/MC SE, tolerance the Bonferroni 5 % "
-               f"quantile; seed {seed}; " + "; ".join(detail))
+        f"{CHECK_LAMS}); z = (MC mean - target)/MC SE, tolerance the Bonferroni 5 % "
+        f"quantile; seed {seed}; " + "; ".join(detail),
+    )
 
 
 def prediction_vs_variance_optimal(reps: int, seed: int = 0) -> dict:
@@ -174,48 +232,95 @@ def prediction_vs_variance_optimal(reps: int, seed: int = 0) -> dict:
     c = est - est.mean(0)
     infl = c[:, 0] ** 2 / v[0] - c[:, 1] ** 2 / v[1]
     se_log = infl.std(ddof=1) / np.sqrt(reps)
-    V_th = [asymptotic_variance("dr", 2, t, t, g, a2=1.0, b2=1.0, theta=sim["theta"],
-                                var_eps=1.0, var_delta=1.0, cov_eps_delta=PSI)
-            for t in (g, lam_opt)]
-    return dict(lam_pred=g, lam_opt=lam_opt, ratio=float(v[0] / v[1]), se_log=float(se_log),
-                ratio_theory=float(V_th[0] / V_th[1]), reps=reps, sq_dev=c**2, var=v,
-                var_se=(c**2).std(0, ddof=1) / np.sqrt(reps),
-                var_theory=np.array(V_th) / FOLD)
+    V_th = [
+        asymptotic_variance(
+            "dr",
+            2,
+            t,
+            t,
+            g,
+            a2=1.0,
+            b2=1.0,
+            theta=sim["theta"],
+            var_eps=1.0,
+            var_delta=1.0,
+            cov_eps_delta=PSI,
+        )
+        for t in (g, lam_opt)
+    ]
+    return dict(
+        lam_pred=g,
+        lam_opt=lam_opt,
+        ratio=float(v[0] / v[1]),
+        se_log=float(se_log),
+        ratio_theory=float(V_th[0] / V_th[1]),
+        reps=reps,
+        sq_dev=c**2,
+        var=v,
+        var_se=(c**2).std(0, ddof=1) / np.sqrt(reps),
+        var_theory=np.array(V_th) / FOLD,
+    )
 
 
-@claim("ecc.tuning", paper=PAPER,
-       statement="Prediction-optimal ridge tuning (lam = gamma sigma^2/||alpha||^2, Lemma F.2) "
-                 "does not minimise the asymptotic variance of the debiased estimator.",
-       where="Abstract; Lemma F.2; exp1 variance figures", sizes=SIZES,
-       mutants=[wrap("theory.ecc._w2", scaled(0.0),
-                     "two-split variance without its training-fold piece W", name="W_dropped"),
-                wrap("theory.ecc.prediction_risk",
-                     lambda f: lambda integ, which, signal2, noise_var: f(integ, which, signal2,
-                                                                          0.0),
-                     "ridge prediction risk (Lemma F.1) without its noise term",
-                     name="risk_noise_dropped")])
+@claim(
+    "ecc.tuning",
+    paper=PAPER,
+    statement="Prediction-optimal ridge tuning (lam = gamma sigma^2/||alpha||^2, Lemma F.2) "
+    "does not minimise the asymptotic variance of the debiased estimator.",
+    where="Abstract; Lemma F.2; exp1 variance figures",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "theory.ecc._w2",
+            scaled(0.0),
+            "two-split variance without its training-fold piece W",
+            name="W_dropped",
+        ),
+        wrap(
+            "theory.ecc.prediction_risk",
+            lambda f: lambda integ, which, signal2, noise_var: f(integ, which, signal2, 0.0),
+            "ridge prediction risk (Lemma F.1) without its noise term",
+            name="risk_noise_dropped",
+        ),
+    ],
+)
 def _tuning(size, seed) -> Measurement:
     r = prediction_vs_variance_optimal(size.reps, seed)
     log_r, log_t = np.log(r["ratio"]), np.log(r["ratio_theory"])
     return measure(
-        paired_gap(r["sq_dev"][:, 0], r["sq_dev"][:, 1], n_se=3, direction="greater",
-                   name="(psi_pred - mean)^2 - (psi_opt - mean)^2"),
+        paired_gap(
+            r["sq_dev"][:, 0],
+            r["sq_dev"][:, 1],
+            n_se=3,
+            direction="greater",
+            name="(psi_pred - mean)^2 - (psi_opt - mean)^2",
+        ),
         within(float(log_r), float(log_t), 3 * r["se_log"], name="log Var ratio vs theory"),
         within(r["var"], r["var_theory"], 3 * r["var_se"], name="Var at (lam_pred, lam_opt)"),
         extra={"ratio": r["ratio"], "ratio_theory": r["ratio_theory"], "lam_opt": r["lam_opt"]},
         detail=f"2-split DR, gamma=0.5, fold 500: Var(lam_pred={r['lam_pred']:.3g}) / "
-               f"Var(lam_opt={r['lam_opt']:.3g}) = {r['ratio']:.3f} over {r['reps']} reps "
-               f"(derived variance: {r['ratio_theory']:.3f}; tolerance 3 delta-method SE of the "
-               f"log ratio); each variance against the derived V/m within 3 SE; seed {seed}")
+        f"Var(lam_opt={r['lam_opt']:.3g}) = {r['ratio']:.3f} over {r['reps']} reps "
+        f"(derived variance: {r['ratio_theory']:.3f}; tolerance 3 delta-method SE of the "
+        f"log ratio); each variance against the derived V/m within 3 SE; seed {seed}",
+    )
 
 
-@claim("ecc.coverage", paper=PAPER,
-       statement="Wald intervals from the debiased estimators with the (derived) asymptotic "
-                 "variance have their nominal 95% coverage in the proportional regime.",
-       where="asymptotic normality of the debiased estimators; exp2 (README: Figures 12–15)",
-       sizes=SIZES,
-       mutants=[wrap("estimators._ecc._Prepared.variance", scaled(0.64),
-                     "reported standard error 20 % low (variance x 0.64)", name="se_x0.8")])
+@claim(
+    "ecc.coverage",
+    paper=PAPER,
+    statement="Wald intervals from the debiased estimators with the (derived) asymptotic "
+    "variance have their nominal 95% coverage in the proportional regime.",
+    where="asymptotic normality of the debiased estimators; exp2 (README: Figures 12–15)",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "estimators._ecc._Prepared.variance",
+            scaled(0.64),
+            "reported standard error 20 % low (variance x 0.64)",
+            name="se_x0.8",
+        )
+    ],
+)
 def _coverage(size, seed) -> Measurement:
     covers, labels = [], []
     for split in (2, 3):
@@ -234,5 +339,6 @@ def _coverage(size, seed) -> Measurement:
         within(covers, np.full(covers.size, 0.95), tol, name="coverage"),
         extra={"rates": dict(zip(labels, covers.tolist(), strict=True))},
         detail=f"p=250, fold 500, lam in {COVER_LAMS}, INT/NR/DR x 2/3 splits: {covers.size} "
-               f"rates over {reps} reps each, range {covers.min():.3f}–{covers.max():.3f}; band "
-               f"0.95 ± {tol:.3f} = Bonferroni {z:.2f} x binomial SE; seed {seed}")
+        f"rates over {reps} reps each, range {covers.min():.3f}–{covers.max():.3f}; band "
+        f"0.95 ± {tol:.3f} = Bonferroni {z:.2f} x binomial SE; seed {seed}",
+    )

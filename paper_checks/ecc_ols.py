@@ -22,15 +22,16 @@ from estimators._ecc import _Prepared
 from ._registry import Measurement, claim, memo, patch, sizes, wrap
 from ._rules import at_least, holds, measure, within
 
-NOTE = ("research note ecc_unknown_covariance.md (route 0, §2; claims §9), extending McGrath, "
-        "Mukherjee, Mukherjee & Wang 2025 (arXiv 2509.25536)")
+NOTE = (
+    "research note ecc_unknown_covariance.md (route 0, §2; claims §9), extending McGrath, "
+    "Mukherjee, Mukherjee & Wang 2025 (arXiv 2509.25536)"
+)
 PSI = 0.5
 COVARIANCES = ("ar0.5", "ar0.9", "spiked", "power")
 ROW_LAWS = ("gaussian", "rademacher", "t5")
 Z95 = float(norm.isf(0.025))
 #: route 0: ``n`` rows, ``p = n/2 - 1`` columns (p/n = 1/2 with the intercept), ``reps`` per cell
-SIZES = sizes(smoke=dict(n=80, reps=4), quick=dict(n=200, reps=150),
-              full=dict(n=1500, reps=1000))
+SIZES = sizes(smoke=dict(n=80, reps=4), quick=dict(n=200, reps=150), full=dict(n=1500, reps=1000))
 
 
 # ----------------------------------------------------------------------------- designs
@@ -84,7 +85,8 @@ def _noise(n, rng, law="gaussian"):
 #: the cells of the route-0 claim: every covariance x row law with Gaussian noise, and every
 #: covariance with Gaussian rows and heavy-tailed (scale-mixture) noise
 CELLS = tuple((c, r, "gaussian") for c in COVARIANCES for r in ROW_LAWS) + tuple(
-    (c, "gaussian", "mixture") for c in COVARIANCES)
+    (c, "gaussian", "mixture") for c in COVARIANCES
+)
 
 
 @memo
@@ -98,8 +100,9 @@ def simulate_route0(n: int, reps: int, seed: int = 0) -> dict:
     est = np.empty((len(CELLS), reps))
     se = np.empty_like(est)
     with threadpool_limits(limits=1, user_api="blas"):
-        for j, (kind, law, noise) in enumerate(tqdm(CELLS, desc=f"route 0 n={n}", leave=False,
-                                                    disable=None)):
+        for j, (kind, law, noise) in enumerate(
+            tqdm(CELLS, desc=f"route 0 n={n}", leave=False, disable=None)
+        ):
             rng = np.random.default_rng([seed, n, j])
             S = covariance(kind, p, rng)
             L = np.linalg.cholesky(S)
@@ -112,19 +115,30 @@ def simulate_route0(n: int, reps: int, seed: int = 0) -> dict:
     return dict(est=est, se=se, n=n, p=p, k=n - p - 1, reps=reps, cells=CELLS)
 
 
-@claim("ecc.ols_route0", paper=NOTE,
-       statement="With p < n, the OLS residual estimator A^T (I - H) Y / (n - p) is unbiased for "
-                 "psi for any covariance and row law, its plug-in SE (fourth-moment term "
-                 "estimated) gives 95 % coverage, and with Gaussian noise n Var = (s_e s_d + "
-                 "psi^2)/(1 - p/n).",
-       where="note §2 (exactness, variance) and §9 claim C0", sizes=SIZES,
-       mutants=[patch("estimators._ols.OLSFit._kappa", lambda self, psi: 0.0,
-                      "fourth-moment term of the variance dropped (Gaussian-noise formula)",
-                      name="kappa_dropped"),
-                patch("estimators._ols.OLSFit.residual",
-                      lambda self: float(self.rA @ self.rY / self.n),
-                      "residual products averaged over n instead of n - p degrees of freedom",
-                      name="divide_by_n")])
+@claim(
+    "ecc.ols_route0",
+    paper=NOTE,
+    statement="With p < n, the OLS residual estimator A^T (I - H) Y / (n - p) is unbiased for "
+    "psi for any covariance and row law, its plug-in SE (fourth-moment term "
+    "estimated) gives 95 % coverage, and with Gaussian noise n Var = (s_e s_d + "
+    "psi^2)/(1 - p/n).",
+    where="note §2 (exactness, variance) and §9 claim C0",
+    sizes=SIZES,
+    mutants=[
+        patch(
+            "estimators._ols.OLSFit._kappa",
+            lambda self, psi: 0.0,
+            "fourth-moment term of the variance dropped (Gaussian-noise formula)",
+            name="kappa_dropped",
+        ),
+        patch(
+            "estimators._ols.OLSFit.residual",
+            lambda self: float(self.rA @ self.rY / self.n),
+            "residual products averaged over n instead of n - p degrees of freedom",
+            name="divide_by_n",
+        ),
+    ],
+)
 def _route0(size, seed) -> Measurement:
     sim = simulate_route0(size.n, size.reps, seed)
     est, se, reps, n, k = sim["est"], sim["se"], sim["reps"], sim["n"], sim["k"]
@@ -147,29 +161,36 @@ def _route0(size, seed) -> Measurement:
     dev2 = (est[~gauss] - est[~gauss].mean(1, keepdims=True)) ** 2
     mc_var, v_hat = dev2.mean(), (se[~gauss] ** 2).mean()
     cal = float(v_hat / mc_var)
-    cal_se = cal * np.sqrt(dev2.var(ddof=1) / (dev2.size * mc_var**2)
-                           + (se[~gauss] ** 2).var(ddof=1) / (dev2.size * v_hat**2))
+    cal_se = cal * np.sqrt(
+        dev2.var(ddof=1) / (dev2.size * mc_var**2)
+        + (se[~gauss] ** 2).var(ddof=1) / (dev2.size * v_hat**2)
+    )
     labels = [f"{c}/{r}/{e}" for c, r, e in sim["cells"]]
     return measure(
         within(bias / mcse, np.zeros(ncell), zb, name="bias / MCSE"),
         within(cover, np.full(ncell, 0.95), cover_tol, name="coverage"),
         within(cal, 1.0, 3 * cal_se, name="plug-in Var / MC Var, heavy-tailed noise"),
         within(nvar, nvar_th, nvar_tol, name="n Var (Gaussian noise)"),
-        extra={"coverage_heavy_pooled": heavy, "cells": labels,
-               "bias": bias.round(4).tolist(),
-               "se_over_sd": (se.mean(1) / est.std(1, ddof=1)).round(3).tolist()},
+        extra={
+            "coverage_heavy_pooled": heavy,
+            "cells": labels,
+            "bias": bias.round(4).tolist(),
+            "se_over_sd": (se.mean(1) / est.std(1, ddof=1)).round(3).tolist(),
+        },
         detail=f"n={n}, p={sim['p']} + intercept (p/n = 1/2), {reps} reps per cell, {ncell} cells "
-               f"(4 covariances x 3 row laws, Gaussian noise; 4 x Gaussian rows, scale-mixture "
-               f"noise); bias in Bonferroni {zb:.2f} MCSE; coverage 0.95 ± {cover_tol:.3f} "
-               f"(Bonferroni x binomial SE), range {cover.min():.3f}–{cover.max():.3f}, "
-               f"heavy-tailed noise pooled {heavy:.3f} (reported); plug-in/MC variance "
-               f"{cal:.3f} ± {3 * cal_se:.3f} (3 SE); n Var "
-               f"{nvar:.3f} vs n(1 + psi^2)/(n - p - 1) = {nvar_th:.3f} ± 3 SE; seed {seed}")
+        f"(4 covariances x 3 row laws, Gaussian noise; 4 x Gaussian rows, scale-mixture "
+        f"noise); bias in Bonferroni {zb:.2f} MCSE; coverage 0.95 ± {cover_tol:.3f} "
+        f"(Bonferroni x binomial SE), range {cover.min():.3f}–{cover.max():.3f}, "
+        f"heavy-tailed noise pooled {heavy:.3f} (reported); plug-in/MC variance "
+        f"{cal:.3f} ± {3 * cal_se:.3f} (3 SE); n Var "
+        f"{nvar:.3f} vs n(1 + psi^2)/(n - p - 1) = {nvar_th:.3f} ± 3 SE; seed {seed}",
+    )
 
 
 # ----------------------------------------------------------------------------- leave-one-out
-LOO_SIZES = sizes(smoke=dict(n=80, reps=10), quick=dict(n=300, reps=400),
-                  full=dict(n=1000, reps=4000))
+LOO_SIZES = sizes(
+    smoke=dict(n=80, reps=10), quick=dict(n=300, reps=400), full=dict(n=1000, reps=4000)
+)
 
 
 @memo
@@ -190,20 +211,28 @@ def simulate_heteroskedastic(n: int, reps: int, seed: int = 0) -> dict:
             z = rng.standard_normal((n, 2))
             e = np.column_stack([z[:, 0], psi_i * z[:, 0] + np.sqrt(1 - psi_i**2) * z[:, 1]])
             y, a = X @ be + e[:, 0], X @ al + e[:, 1]
-            err[r] = [ecc(y, a, X, estimator=f).estimate - psi_i.mean()
-                      for f in ("ols", "ols_loo")]
+            err[r] = [ecc(y, a, X, estimator=f).estimate - psi_i.mean() for f in ("ols", "ols_loo")]
     return dict(err=err, n=n, p=p, reps=reps)
 
 
-@claim("ecc.ols_loo", paper=NOTE,
-       statement="With a row-dependent Cov(eps_i, delta_i) and varying leverages (elliptical "
-                 "rows), the leave-one-out OLS form is unbiased for the average psi_i, while "
-                 "the residual form, which weights psi_i by 1 - h_ii, is not.",
-       where="note §2, heteroskedastic psi(X)", sizes=LOO_SIZES,
-       mutants=[patch("estimators._ols.OLSFit.loo",
-                      lambda self: float(np.mean(self.a * self.rY) / np.mean(self.d)),
-                      "leave-one-out residuals divided by the mean leverage complement "
-                      "instead of each row's 1 - h_ii", name="mean_leverage")])
+@claim(
+    "ecc.ols_loo",
+    paper=NOTE,
+    statement="With a row-dependent Cov(eps_i, delta_i) and varying leverages (elliptical "
+    "rows), the leave-one-out OLS form is unbiased for the average psi_i, while "
+    "the residual form, which weights psi_i by 1 - h_ii, is not.",
+    where="note §2, heteroskedastic psi(X)",
+    sizes=LOO_SIZES,
+    mutants=[
+        patch(
+            "estimators._ols.OLSFit.loo",
+            lambda self: float(np.mean(self.a * self.rY) / np.mean(self.d)),
+            "leave-one-out residuals divided by the mean leverage complement "
+            "instead of each row's 1 - h_ii",
+            name="mean_leverage",
+        )
+    ],
+)
 def _loo(size, seed) -> Measurement:
     sim = simulate_heteroskedastic(size.n, size.reps, seed)
     err, reps = sim["err"], sim["reps"]
@@ -211,19 +240,23 @@ def _loo(size, seed) -> Measurement:
     mcse = err.std(0, ddof=1) / np.sqrt(reps)
     return measure(
         within(float(mean[1] / mcse[1]), 0.0, 3.0, name="LOO bias / MCSE"),
-        holds(bool(abs(mean[0]) > 5 * mcse[0]), name="residual form biased",
-              rule="|residual-form bias| > 5 MCSE (negative control)",
-              measured=float(mean[0] / mcse[0])),
-        extra={"bias_residual": float(mean[0]), "bias_loo": float(mean[1]),
-               "mcse": mcse.tolist()},
+        holds(
+            bool(abs(mean[0]) > 5 * mcse[0]),
+            name="residual form biased",
+            rule="|residual-form bias| > 5 MCSE (negative control)",
+            measured=float(mean[0] / mcse[0]),
+        ),
+        extra={"bias_residual": float(mean[0]), "bias_loo": float(mean[1]), "mcse": mcse.tolist()},
         detail=f"AR(1) 0.5, t5 rows, n={sim['n']}, p={sim['p']}, {reps} reps; psi_i = 0.8 on "
-               f"rows with radial weight above the median, 0.2 below; bias of the residual form "
-               f"{mean[0]:+.4f}, leave-one-out {mean[1]:+.4f} (MCSE {mcse[1]:.4f}); seed {seed}")
+        f"rows with radial weight above the median, 0.2 below; bias of the residual form "
+        f"{mean[0]:+.4f}, leave-one-out {mean[1]:+.4f} (MCSE {mcse[1]:.4f}); seed {seed}",
+    )
 
 
 # ----------------------------------------------------------------------------- refusal
-REFUSAL_SIZES = sizes(smoke=dict(n=150, reps=4), quick=dict(n=300, reps=60),
-                      full=dict(n=600, reps=400))
+REFUSAL_SIZES = sizes(
+    smoke=dict(n=150, reps=4), quick=dict(n=300, reps=60), full=dict(n=600, reps=400)
+)
 
 
 @memo
@@ -233,8 +266,12 @@ def simulate_refusal(n: int, reps: int, seed: int = 0) -> dict:
     for isotropic rows (where ``ecc`` must not refuse). lam = 1, aligned coefficients."""
     p = 4 * n // 3
     rng = np.random.default_rng([seed, n, 7])
-    out = {"forced": np.empty(reps), "refused_ar": np.empty(reps, bool),
-           "refused_iso": np.empty(reps, bool), "messages": set()}
+    out = {
+        "forced": np.empty(reps),
+        "refused_ar": np.empty(reps, bool),
+        "refused_iso": np.empty(reps, bool),
+        "messages": set(),
+    }
     S = covariance("ar0.5", p, rng)
     L = np.linalg.cholesky(S)
     al, be = aligned_coefficients(S, rng)
@@ -253,21 +290,36 @@ def simulate_refusal(n: int, reps: int, seed: int = 0) -> dict:
                     out[f"refused_{kind}"][r] = True
                     out["messages"].add(str(err).split(". ", 1)[-1][-400:])
                 if kind == "ar":
-                    prep = _Prepared(y, a, X, 2, None, True, rng, vectors=False,
-                                     check_isotropy=False)
+                    prep = _Prepared(
+                        y, a, X, 2, None, True, rng, vectors=False, check_isotropy=False
+                    )
                     out["forced"][r] = prep.fit("dr", 1.0, 1.0)[1][0]
     return dict(out, n=n, p=p, reps=reps)
 
 
-@claim("ecc.refusal", paper=NOTE,
-       statement="With p >= n and an unknown, non-identity covariance the ridge corrections are "
-                 "O(1) biased (AR(1) 0.5), so ecc refuses such data, saying which extra "
-                 "information identifies the ECC; it does not refuse isotropic rows.",
-       where="note §1 (obstruction) and §9 refusal claim", sizes=REFUSAL_SIZES,
-       mutants=[patch("estimators._ecc._check_isotropic", lambda *args: None,
-                      "sphericity refusal removed", name="no_refusal"),
-                patch("estimators._ecc._ISOTROPY_Z", 1e3,
-                      "sphericity threshold 1000 SD instead of 8", name="threshold_1000")])
+@claim(
+    "ecc.refusal",
+    paper=NOTE,
+    statement="With p >= n and an unknown, non-identity covariance the ridge corrections are "
+    "O(1) biased (AR(1) 0.5), so ecc refuses such data, saying which extra "
+    "information identifies the ECC; it does not refuse isotropic rows.",
+    where="note §1 (obstruction) and §9 refusal claim",
+    sizes=REFUSAL_SIZES,
+    mutants=[
+        patch(
+            "estimators._ecc._check_isotropic",
+            lambda *args: None,
+            "sphericity refusal removed",
+            name="no_refusal",
+        ),
+        patch(
+            "estimators._ecc._ISOTROPY_Z",
+            1e3,
+            "sphericity threshold 1000 SD instead of 8",
+            name="threshold_1000",
+        ),
+    ],
+)
 def _refusal(size, seed) -> Measurement:
     sim = simulate_refusal(size.n, size.reps, seed)
     f = sim["forced"] - PSI
@@ -275,17 +327,24 @@ def _refusal(size, seed) -> Measurement:
     msg = " ".join(sorted(sim["messages"]))
     routes = all(s in msg for s in ("not identified", "`cov=`", "unlabeled", "generic"))
     return measure(
-        holds(bool(abs(f.mean()) - 3 * mcse > 0.1), name="forced ridge bias",
-              rule="|bias of the forced MP-corrected DR| - 3 MCSE > 0.1 (O(1): 20 % of psi)",
-              measured=float(f.mean())),
+        holds(
+            bool(abs(f.mean()) - 3 * mcse > 0.1),
+            name="forced ridge bias",
+            rule="|bias of the forced MP-corrected DR| - 3 MCSE > 0.1 (O(1): 20 % of psi)",
+            measured=float(f.mean()),
+        ),
         within(float(sim["refused_ar"].mean()), 1.0, 0.0, name="refusal rate, AR(1) 0.5"),
         within(float(sim["refused_iso"].mean()), 0.0, 0.0, name="refusal rate, isotropic"),
-        holds(routes, name="message names the routes",
-              rule="the error names cov=, unlabeled rows and generic coefficients",
-              measured=msg[:200]),
+        holds(
+            routes,
+            name="message names the routes",
+            rule="the error names cov=, unlabeled rows and generic coefficients",
+            measured=msg[:200],
+        ),
         detail=f"n={sim['n']}, p={sim['p']}, {sim['reps']} reps, lam = 1: forced 2-split DR bias "
-               f"{f.mean():+.3f} (MCSE {mcse:.3f}); refusals {sim['refused_ar'].mean():.2f} "
-               f"(AR) / {sim['refused_iso'].mean():.2f} (isotropic); seed {seed}")
+        f"{f.mean():+.3f} (MCSE {mcse:.3f}); refusals {sim['refused_ar'].mean():.2f} "
+        f"(AR) / {sim['refused_iso'].mean():.2f} (isotropic); seed {seed}",
+    )
 
 
 # ----------------------------------------------------------------------------- efficiency
@@ -317,8 +376,9 @@ def simulate_efficiency(n: int, reps: int, seed: int = 0) -> dict:
 
 
 # ----------------------------------------------------------------------------- route (c1)
-HOIF_SIZES = sizes(smoke=dict(n=40, reps=4), quick=dict(n=60, reps=100),
-                   full=dict(n=200, reps=1000))
+HOIF_SIZES = sizes(
+    smoke=dict(n=40, reps=4), quick=dict(n=60, reps=100), full=dict(n=200, reps=1000)
+)
 #: (covariance, row law) cells of the unlabeled-rows claim; t5 rows are the negative control
 HOIF_CELLS = (("ar0.9", "gaussian"), ("spiked", "gaussian"), ("ar0.9", "rademacher"))
 
@@ -337,13 +397,18 @@ def simulate_hoif(n: int, reps: int, seed: int = 0) -> dict:
             S = covariance(kind, p, rng)
             L = np.linalg.cholesky(S)
             al, be = aligned_coefficients(S, rng)
-            for r in tqdm(range(reps), desc=f"route c1 {kind}/{law}", leave=False,
-                          disable=None):
+            for r in tqdm(range(reps), desc=f"route c1 {kind}/{law}", leave=False, disable=None):
                 X, _ = rows(law, n, L, rng)
                 XU, _ = rows(law, N, L, rng)
                 e = _noise(n, rng)
-                res = ecc(X @ be + e[:, 0], X @ al + e[:, 1], X, estimator="hoif",
-                          X_unlabeled=XU, center=False)
+                res = ecc(
+                    X @ be + e[:, 0],
+                    X @ al + e[:, 1],
+                    X,
+                    estimator="hoif",
+                    X_unlabeled=XU,
+                    center=False,
+                )
                 est[j, r], se[j, r] = res.estimate, res.se
     return dict(est=est, se=se, cells=cells, n=n, p=p, N=N, reps=reps)
 
@@ -357,15 +422,24 @@ def _unscaled_inverse(whitener):
     return g
 
 
-@claim("ecc.hoif_unlabeled", paper=NOTE,
-       statement="With unlabeled covariate rows (N = 2p), the second-order U-statistic with the "
-                 "rescaled inverse unlabeled covariance is unbiased for psi with p = 2n for "
-                 "Gaussian and Rademacher rows and any covariance, and its jackknife SE is not "
-                 "anti-conservative.",
-       where="note §5 (route c1) and §9 claim Cc1", sizes=HOIF_SIZES,
-       mutants=[wrap("estimators._hoif._whitener", _unscaled_inverse,
-                     "inverse unlabeled covariance without the (N - p - 1)/N rescaling",
-                     name="no_rescaling")])
+@claim(
+    "ecc.hoif_unlabeled",
+    paper=NOTE,
+    statement="With unlabeled covariate rows (N = 2p), the second-order U-statistic with the "
+    "rescaled inverse unlabeled covariance is unbiased for psi with p = 2n for "
+    "Gaussian and Rademacher rows and any covariance, and its jackknife SE is not "
+    "anti-conservative.",
+    where="note §5 (route c1) and §9 claim Cc1",
+    sizes=HOIF_SIZES,
+    mutants=[
+        wrap(
+            "estimators._hoif._whitener",
+            _unscaled_inverse,
+            "inverse unlabeled covariance without the (N - p - 1)/N rescaling",
+            name="no_rescaling",
+        )
+    ],
+)
 def _hoif(size, seed) -> Measurement:
     sim = simulate_hoif(size.n, size.reps, seed)
     est, se, reps = sim["est"], sim["se"], sim["reps"]
@@ -379,10 +453,15 @@ def _hoif(size, seed) -> Measurement:
     return measure(
         within(bias[:k] / mcse[:k], np.zeros(k), zb, name="bias / MCSE"),
         at_least(cover[:k], low, name="coverage"),
-        extra={"cells": labels, "bias": bias.round(4).tolist(), "mcse": mcse.round(4).tolist(),
-               "coverage": cover.round(3).tolist(),
-               "se_over_sd": (se.mean(1) / est.std(1, ddof=1)).round(3).tolist()},
+        extra={
+            "cells": labels,
+            "bias": bias.round(4).tolist(),
+            "mcse": mcse.round(4).tolist(),
+            "coverage": cover.round(3).tolist(),
+            "se_over_sd": (se.mean(1) / est.std(1, ddof=1)).round(3).tolist(),
+        },
         detail=f"n={sim['n']}, p={sim['p']}, N={sim['N']}, {reps} reps per cell; bias within "
-               f"Bonferroni {zb:.2f} MCSE and coverage >= {low:.3f} for "
-               f"{', '.join(labels[:k])}; spiked t5 rows (elliptical, reported only): bias "
-               f"{bias[k]:+.3f} ({bias[k] / mcse[k]:+.1f} MCSE); seed {seed}")
+        f"Bonferroni {zb:.2f} MCSE and coverage >= {low:.3f} for "
+        f"{', '.join(labels[:k])}; spiked t5 rows (elliptical, reported only): bias "
+        f"{bias[k]:+.3f} ({bias[k] / mcse[k]:+.1f} MCSE); seed {seed}",
+    )

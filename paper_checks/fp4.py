@@ -44,13 +44,13 @@ THRESHOLD_SIZES = sizes(
     quick=dict(n=2048, d=128, draws=1000, seeds=8, steps=45),
     full=dict(n=8192, d=128, draws=4000, seeds=20, steps=45),
 )
-KS = (0.5, 1.0, 2.0)          # sigma = k sigma_crit (paper Fig. 4)
-ETA = 0.1                     # GD step of the training runs (H = I)
-WINDOW = 3                    # ratio window of the crossing rule (train_fp4)
-SWITCH_AT = {"3": 3.0, "sqrt(3)": math.sqrt(3.0), "1": 1.0}   # the paper's sqrt(3), literal
-RHO0 = 20.0                   # starting ratio of the training runs
-PLATEAU = 10                  # the last steps averaged for the stalled error level
-_SGD = optax.sgd(ETA)         # one object: train_fp4 reuses its compiled step across runs
+KS = (0.5, 1.0, 2.0)  # sigma = k sigma_crit (paper Fig. 4)
+ETA = 0.1  # GD step of the training runs (H = I)
+WINDOW = 3  # ratio window of the crossing rule (train_fp4)
+SWITCH_AT = {"3": 3.0, "sqrt(3)": math.sqrt(3.0), "1": 1.0}  # the paper's sqrt(3), literal
+RHO0 = 20.0  # starting ratio of the training runs
+PLATEAU = 10  # the last steps averaged for the stalled error level
+_SGD = optax.sgd(ETA)  # one object: train_fp4 reuses its compiled step across runs
 
 
 def _problem(n, d, seed):
@@ -111,13 +111,14 @@ def sr_quadratic(n, d, draws, seed):
         return eqx.filter_grad(lambda m: _reg_loss(m, (X, y), key=key))(m).weight[0]
 
     # the data are arguments, not closed-over constants (XLA would constant-fold their quantiser)
-    sample = jax.jit(lambda w, keys, X, y: jax.lax.map(lambda k: grad(w, k, X, y), keys,
-                                                       batch_size=50))
+    sample = jax.jit(
+        lambda w, keys, X, y: jax.lax.map(lambda k: grad(w, k, X, y), keys, batch_size=50)
+    )
     keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), 1), draws)
     out = {"k": np.array(KS), "fixed": [], "fixed_se": [], "opt": [], "opt_se": [], "rho": []}
     for k in KS:
         t = 1.0
-        for _ in range(4):   # fixed point: the noise depends weakly on w through delta
+        for _ in range(4):  # fixed point: the noise depends weakly on w through delta
             n2 = _noise_sq(X, y, w_star + t * u)[0]
             t = math.sqrt(n2) / (k * theory_fp4.critical_sigma(1.0, d) * math.sqrt(d))
         w = w_star + t * u
@@ -142,23 +143,46 @@ def sr_quadratic(n, d, draws, seed):
     where="Sec. 4, Fig. 4",
     sizes=THRESHOLD_SIZES,
     mutants=[
-        wrap("theory.fp4.critical_sigma", scaled(1 / math.sqrt(3)),
-             "threshold 3 instead of sqrt(3) in sigma_crit", name="threshold_3"),
-        wrap("nn.quant._uniform", scaled(0.8),
-             "SR uniforms on [0, 0.8): rounding up too often (biased SR)", name="sr_biased"),
-        wrap("nn.quant._grid", lambda f: lambda a, fm, rounding, u=None: f(
-            a, fm, "nearest" if rounding == "stochastic" else rounding, u),
-             "stochastic rounding silently replaced by round-to-nearest", name="sr_is_rtn"),
+        wrap(
+            "theory.fp4.critical_sigma",
+            scaled(1 / math.sqrt(3)),
+            "threshold 3 instead of sqrt(3) in sigma_crit",
+            name="threshold_3",
+        ),
+        wrap(
+            "nn.quant._uniform",
+            scaled(0.8),
+            "SR uniforms on [0, 0.8): rounding up too often (biased SR)",
+            name="sr_biased",
+        ),
+        wrap(
+            "nn.quant._grid",
+            lambda f: (
+                lambda a, fm, rounding, u=None: f(
+                    a, fm, "nearest" if rounding == "stochastic" else rounding, u
+                )
+            ),
+            "stochastic rounding silently replaced by round-to-nearest",
+            name="sr_is_rtn",
+        ),
     ],
 )
 def _quadratic(size, seed) -> Measurement:
     q = sr_quadratic(size.n, size.d, size.draws, seed)
     k = q["k"]
     return measure(
-        within(q["fixed"].round(4), (1 - k**2 / 3).round(4), (4 * q["fixed_se"] + 0.01).round(4),
-               name="fixed-step efficiency"),
-        within(q["opt"].round(4), (3 / (3 + k**2)).round(4), (4 * q["opt_se"] + 0.01).round(4),
-               name="optimal-step efficiency"),
+        within(
+            q["fixed"].round(4),
+            (1 - k**2 / 3).round(4),
+            (4 * q["fixed_se"] + 0.01).round(4),
+            name="fixed-step efficiency",
+        ),
+        within(
+            q["opt"].round(4),
+            (3 / (3 + k**2)).round(4),
+            (4 * q["opt_se"] + 0.01).round(4),
+            name="optimal-step efficiency",
+        ),
         extra={"k": k.tolist(), "rho": q["rho"].round(4).tolist()},
         detail=f"least squares with H = I, n={size.n}, d={size.d}; {size.draws} SR draws of the "
         "NVFP4 update GEMM (nn.quant) per k; noise level set from the exact SR variance model "
@@ -180,16 +204,17 @@ def threshold_runs(n, d, seeds, steps, seed):
     runs = {nm: {"err": [], "cross": [], "switch": [], "excess": [], "ratio": []} for nm in names}
     pred = {nm: [] for nm in ["noise-free", *names]}
     pred_cross, pred_ratio, pred_switch = [], [], {nm: [] for nm in SWITCH_AT}
-    sqrt3 = theory_fp4.SQRT3   # the package's threshold (a mutant may change it)
+    sqrt3 = theory_fp4.SQRT3  # the package's threshold (a mutant may change it)
     for s in range(seeds):
         X, y, w_star, u = _problem(n, d, seed * 1000 + s)
         n0 = _noise_sq(X, y, w_star)[0]
         e0 = RHO0 * math.sqrt(n0) * u
-        path = w_star + e0 * (1 - ETA) ** np.arange(steps + 1)[:, None]   # noise-free GD path
+        path = w_star + e0 * (1 - ETA) ** np.arange(steps + 1)[:, None]  # noise-free GD path
         n2 = _noise_sq(X, y, path[:-1])
         e2_fp4 = theory_fp4.noisy_gd_sq_error(e0 @ e0, n2, ETA)
         rho = np.sqrt(e2_fp4[:-1] / n2)
         mean_rho = np.convolve(rho, np.ones(WINDOW) / WINDOW, "valid")
+
         def first(thr, mean_rho=mean_rho):
             return int(np.flatnonzero(mean_rho < thr)[0] + WINDOW - 1)
 
@@ -200,16 +225,27 @@ def threshold_runs(n, d, seeds, steps, seed):
         for nm, thr in SWITCH_AT.items():
             sw = first(thr) + 1
             pred_switch[nm].append(sw)
-            pred[nm].append(theory_fp4.noisy_gd_sq_error(e0 @ e0, n2 * (np.arange(steps) < sw),
-                                                         ETA))
+            pred[nm].append(
+                theory_fp4.noisy_gd_sq_error(e0 @ e0, n2 * (np.arange(steps) < sw), ETA)
+            )
         model = _linear(w_star + e0)
         data = (jnp.asarray(X), jnp.asarray(y))
         key = jax.random.fold_in(jax.random.PRNGKey(seed), 100 + s)
         for nm in names:
             thr = sqrt3 if nm in ("fp4", "sqrt(3)") else SWITCH_AT[nm]
-            r = train_fp4(model, _reg_loss, lambda t, data=data: data, opt, steps, key=key,
-                          mode="backward", switch=None if nm == "fp4" else "threshold",
-                          threshold=thr, window=WINDOW, progress=False)
+            r = train_fp4(
+                model,
+                _reg_loss,
+                lambda t, data=data: data,
+                opt,
+                steps,
+                key=key,
+                mode="backward",
+                switch=None if nm == "fp4" else "threshold",
+                threshold=thr,
+                window=WINDOW,
+                progress=False,
+            )
             w_end = np.asarray(r.model.weight, np.float64)[0]
             runs[nm]["err"].append(np.sum((w_end - w_star) ** 2))
             runs[nm]["excess"].append(2 * (r.losses - _lmin(X, y, w_star)))
@@ -217,24 +253,38 @@ def threshold_runs(n, d, seeds, steps, seed):
             runs[nm]["cross"].append(-1 if r.crossing_step is None else r.crossing_step)
             runs[nm]["switch"].append(-1 if r.switch_step is None else r.switch_step)
     as_np = lambda v: {k: np.asarray(x) for k, x in v.items()}  # noqa: E731
-    return {"runs": {nm: as_np(v) for nm, v in runs.items()}, "pred": as_np(pred),
-            "pred_cross": np.asarray(pred_cross), "pred_ratio": np.asarray(pred_ratio),
-            "pred_switch": as_np(pred_switch),
-            "steps": steps, "seeds": seeds}
+    return {
+        "runs": {nm: as_np(v) for nm, v in runs.items()},
+        "pred": as_np(pred),
+        "pred_cross": np.asarray(pred_cross),
+        "pred_ratio": np.asarray(pred_ratio),
+        "pred_switch": as_np(pred_switch),
+        "steps": steps,
+        "seeds": seeds,
+    }
 
 
 def _lmin(X, y, w_star):
     Xd = X.astype(np.float64)
     return 0.5 * np.mean((Xd @ w_star - y.astype(np.float64)) ** 2)
+
+
 _THRESHOLD_MUTANTS = {
-    "threshold_3": patch("theory.fp4.SQRT3", 3.0, "threshold 3 instead of sqrt(3)",
-                         name="threshold_3"),
-    "sr_biased": wrap("nn.quant._uniform", scaled(0.8),
-                      "SR uniforms on [0, 0.8): rounding up too often (biased SR)",
-                      name="sr_biased"),
-    "monitor_norm": wrap("dynamics.fp4_training._norm", lambda f: lambda t: f(t) ** 2,
-                         "monitor takes squared norms (ratio |g|^2/|eps|^2)",
-                         name="monitor_norm"),
+    "threshold_3": patch(
+        "theory.fp4.SQRT3", 3.0, "threshold 3 instead of sqrt(3)", name="threshold_3"
+    ),
+    "sr_biased": wrap(
+        "nn.quant._uniform",
+        scaled(0.8),
+        "SR uniforms on [0, 0.8): rounding up too often (biased SR)",
+        name="sr_biased",
+    ),
+    "monitor_norm": wrap(
+        "dynamics.fp4_training._norm",
+        lambda f: lambda t: f(t) ** 2,
+        "monitor takes squared norms (ratio |g|^2/|eps|^2)",
+        name="monitor_norm",
+    ),
 }
 
 
@@ -254,14 +304,17 @@ def _stall(size, seed) -> Measurement:
     fp4 = r["runs"]["fp4"]
     cross = fp4["cross"].astype(float)
     d, se = paired(cross, r["pred_cross"])
-    level = fp4["excess"][:, -PLATEAU:].mean(1) / r["pred"]["fp4"][:, -PLATEAU - 1:-1].mean(1)
+    level = fp4["excess"][:, -PLATEAU:].mean(1) / r["pred"]["fp4"][:, -PLATEAU - 1 : -1].mean(1)
     m, se_m = mean_se(level)
     stalled = fp4["err"] / r["pred"]["noise-free"][:, -1]
     return measure(
         within(round(d, 3), 0.0, round(4 * se + 1.0, 3), name="crossing step - predicted"),
         within(round(m, 4), 1.0, round(4 * se_m + 0.05, 4), name="stalled error / predicted"),
-        extra={"crossing": cross.tolist(), "predicted crossing": r["pred_cross"].tolist(),
-               "final error / noise-free GD's": round(float(np.median(stalled)), 1)},
+        extra={
+            "crossing": cross.tolist(),
+            "predicted crossing": r["pred_cross"].tolist(),
+            "final error / noise-free GD's": round(float(np.median(stalled)), 1),
+        },
         detail=f"least squares, H = I, GD step {ETA}, {r['steps']} steps, {r['seeds']} seeds; "
         f"ratio window {WINDOW}; prediction: exact NVFP4 SR variance of the update GEMM along the "
         "noise-free path, iterated noise model (theory.fp4.noisy_gd_sq_error); stalled level: "
@@ -291,18 +344,30 @@ def _switch(size, seed) -> Measurement:
     want = {nm: r["pred"][nm][:, -1] / ref - 1 for nm in SWITCH_AT}
     ms = {nm: mean_se(gap[nm]) for nm in SWITCH_AT}
     return measure(
-        within({nm: round(ms[nm][0], 5) for nm in SWITCH_AT},
-               {nm: round(float(want[nm].mean()), 5) for nm in SWITCH_AT},
-               {nm: round(4 * ms[nm][1] + 0.1 * float(want[nm].mean()), 5) for nm in SWITCH_AT},
-               name="gap after switch at ratio"),
+        within(
+            {nm: round(ms[nm][0], 5) for nm in SWITCH_AT},
+            {nm: round(float(want[nm].mean()), 5) for nm in SWITCH_AT},
+            {nm: round(4 * ms[nm][1] + 0.1 * float(want[nm].mean()), 5) for nm in SWITCH_AT},
+            name="gap after switch at ratio",
+        ),
         paired_gap(gap["1"], gap["sqrt(3)"], n_se=2, name="gap(1) - gap(sqrt 3)"),
         paired_gap(gap["1"], gap["3"], n_se=2, name="gap(1) - gap(3)"),
-        within({nm: round(paired(r["runs"][nm]["switch"], r["pred_switch"][nm])[0], 3)
-                for nm in SWITCH_AT}, {nm: 0.0 for nm in SWITCH_AT},
-               {nm: round(4 * paired(r["runs"][nm]["switch"], r["pred_switch"][nm])[1] + 1, 3)
-                for nm in SWITCH_AT}, name="switch step - predicted"),
-        extra={"switch steps": {nm: r["runs"][nm]["switch"].tolist() for nm in SWITCH_AT},
-               "predicted switch steps": {nm: v.tolist() for nm, v in r["pred_switch"].items()}},
+        within(
+            {
+                nm: round(paired(r["runs"][nm]["switch"], r["pred_switch"][nm])[0], 3)
+                for nm in SWITCH_AT
+            },
+            {nm: 0.0 for nm in SWITCH_AT},
+            {
+                nm: round(4 * paired(r["runs"][nm]["switch"], r["pred_switch"][nm])[1] + 1, 3)
+                for nm in SWITCH_AT
+            },
+            name="switch step - predicted",
+        ),
+        extra={
+            "switch steps": {nm: r["runs"][nm]["switch"].tolist() for nm in SWITCH_AT},
+            "predicted switch steps": {nm: v.tolist() for nm, v in r["pred_switch"].items()},
+        },
         detail="final |w - w*|^2 relative to noise-free GD's (float64), minus 1, after "
         f"{r['steps']} GD steps "
         f"(step {ETA}, H = I), {r['seeds']} seeds; predicted by the SR noise model with the switch "
@@ -417,8 +482,14 @@ def design_sweep(steps, seeds, batch_size, configs, seed):
     (FQT; held-out loss with the configuration's own FP4 forward), ``seeds`` paired replicates
     (same init, batches and held-out data in every configuration)."""
     din, width, dout = 64, 128, 16
-    teacher = nn.MLP(din, dout, width, 2, dtype=jnp.float32,
-                     key=jax.random.fold_in(jax.random.PRNGKey(seed), 100))
+    teacher = nn.MLP(
+        din,
+        dout,
+        width,
+        2,
+        dtype=jnp.float32,
+        key=jax.random.fold_in(jax.random.PRNGKey(seed), 100),
+    )
 
     def batch(k, n=batch_size):
         X = jax.random.normal(k, (n, din), jnp.float32)
@@ -432,8 +503,9 @@ def design_sweep(steps, seeds, batch_size, configs, seed):
 
     runs = {}
     for name, (fmt, rounding) in list(_sweep_configs().items())[:configs]:
-        losses, final = _train_seeds(make, _mse, batch, ev, _recipe(fmt, **rounding), steps,
-                                     seeds, 3e-3, seed)
+        losses, final = _train_seeds(
+            make, _mse, batch, ev, _recipe(fmt, **rounding), steps, seeds, 3e-3, seed
+        )
         runs[name] = {"losses": losses.mean(0), "final": final}
     return {"runs": runs, "steps": steps, "seeds": seeds}
 
@@ -446,23 +518,44 @@ def design_sweep(steps, seeds, batch_size, configs, seed):
     "paper's recipe (RtN forward, SR on gradients)",
     where="Sec. 3.1-3.3, Figs. 1-3",
     sizes=SWEEP_SIZES,
-    mutants=[patch("nn.quant.NVFP4", BlockFormat(16, "e8m0", False, "floor"),
-                   "NVFP4 built with a power-of-two (E8M0) block scale", name="nvfp4_e8m0"),
-             wrap("nn.quant._round_mag", lambda f: lambda a, fm, rounding, u=None, cast=True: f(
-                 a, fm, "nearest" if (rounding == "stochastic" and u is not None) else rounding,
-                 u, cast), "stochastic rounding silently replaced by round-to-nearest",
-                 name="sr_is_rtn")],
+    mutants=[
+        patch(
+            "nn.quant.NVFP4",
+            BlockFormat(16, "e8m0", False, "floor"),
+            "NVFP4 built with a power-of-two (E8M0) block scale",
+            name="nvfp4_e8m0",
+        ),
+        wrap(
+            "nn.quant._round_mag",
+            lambda f: (
+                lambda a, fm, rounding, u=None, cast=True: f(
+                    a,
+                    fm,
+                    "nearest" if (rounding == "stochastic" and u is not None) else rounding,
+                    u,
+                    cast,
+                )
+            ),
+            "stochastic rounding silently replaced by round-to-nearest",
+            name="sr_is_rtn",
+        ),
+    ],
 )
 def _sweep_claim(size, seed) -> Measurement:
     r = design_sweep(size.steps, size.seeds, size.batch, size.configs, seed)
     runs = r["runs"]
     fin = {n: v["final"] for n, v in runs.items()}
-    reported = {n: round(paired(fin[w], fin[b])[0], 6) for n, (w, b) in REPORTED.items()
-                if w in fin and b in fin}
+    reported = {
+        n: round(paired(fin[w], fin[b])[0], 6)
+        for n, (w, b) in REPORTED.items()
+        if w in fin and b in fin
+    }
     return measure(
         *[paired_gap(fin[w], fin[b], n_se=2, name=n) for n, (w, b) in ORDERINGS.items()],
-        extra={"not judged (paired mean)": reported,
-               "mean final loss": {n: round(float(v.mean()), 6) for n, v in fin.items()}},
+        extra={
+            "not judged (paired mean)": reported,
+            "mean final loss": {n: round(float(v.mean()), 6) for n, v in fin.items()},
+        },
         detail=f"realizable teacher-student MLP (loss floor 0), {r['steps']} Adam steps, "
         f"{r['seeds']} paired seeds, held-out loss with each configuration's FP4 forward. Not "
         "judged: block size (32 vs 16, modest in the paper) and RtN everywhere vs the recipe (the "
@@ -495,12 +588,14 @@ def lm_runs(V, D, L, T, B, steps, seeds, seed):
         return corpus.batch(k, n, T + 1)
 
     def ev(m, k):
-        return nn.lm_loss(m, batch(jax.random.fold_in(jax.random.PRNGKey(seed), 2), 16 * B),
-                          key=k)
+        return nn.lm_loss(m, batch(jax.random.fold_in(jax.random.PRNGKey(seed), 2), 16 * B), key=k)
 
     runs = {}
-    for name, fmt in {"float32": None, "NVFP4 (16, E4M3)": NVFP4,
-                      "MXFP4 (32, E8M0)": MXFP4}.items():
+    for name, fmt in {
+        "float32": None,
+        "NVFP4 (16, E4M3)": NVFP4,
+        "MXFP4 (32, E8M0)": MXFP4,
+    }.items():
         mm = None if fmt is None else QuantMatmul.fqt(fmt)
         losses, final = _train_seeds(make, nn.lm_loss, batch, ev, mm, steps, seeds, 3e-3, seed)
         runs[name] = {"losses": losses.mean(0), "final": final}
@@ -514,8 +609,14 @@ def lm_runs(V, D, L, T, B, steps, seeds, seed):
     "high-precision loss than MXFP4 (block 32, E8M0 scales)",
     where="Sec. 3.1-3.2, Figs. 1-2, Table 1",
     sizes=LM_SIZES,
-    mutants=[patch("nn.quant.NVFP4", BlockFormat(32, "e8m0", False, "floor"),
-                   "the NVFP4 constant bound to the MXFP4 format", name="nvfp4_is_mxfp4")],
+    mutants=[
+        patch(
+            "nn.quant.NVFP4",
+            BlockFormat(32, "e8m0", False, "floor"),
+            "the NVFP4 constant bound to the MXFP4 format",
+            name="nvfp4_is_mxfp4",
+        )
+    ],
 )
 def _lm_claim(size, seed) -> Measurement:
     r = lm_runs(size.V, size.D, size.L, size.T, size.B, size.steps, size.seeds, seed)

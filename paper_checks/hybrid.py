@@ -38,28 +38,49 @@ CONTEXTS = (2048, 8192, 32768, 131072)
 NO_SIZES = sizes(smoke={}, quick={}, full={})
 
 
-@claim("hybrid.kv_cache_fraction", paper=PAPER,
-       statement="The 1B/3B/8B hybrids keep 3.9 %, 2 % and 2.73 % of their base model's KV cache.",
-       where="Abstract; Table 1 (KV size column)", sizes=NO_SIZES,
-       mutants=[wrap("theory.kv_cache.mla_cache_per_token",
-                     lambda f: lambda cfg: cfg.num_mla * cfg.kv_rank,
-                     "decoupled RoPE key not counted in the MLA cache", name="no_rope_key"),
-                wrap("theory.kv_cache.gqa_cache_per_token", lambda f: lambda cfg: f(cfg) // 2,
-                     "GQA baseline counts keys only", name="keys_only")])
+@claim(
+    "hybrid.kv_cache_fraction",
+    paper=PAPER,
+    statement="The 1B/3B/8B hybrids keep 3.9 %, 2 % and 2.73 % of their base model's KV cache.",
+    where="Abstract; Table 1 (KV size column)",
+    sizes=NO_SIZES,
+    mutants=[
+        wrap(
+            "theory.kv_cache.mla_cache_per_token",
+            lambda f: lambda cfg: cfg.num_mla * cfg.kv_rank,
+            "decoupled RoPE key not counted in the MLA cache",
+            name="no_rope_key",
+        ),
+        wrap(
+            "theory.kv_cache.gqa_cache_per_token",
+            lambda f: lambda cfg: f(cfg) // 2,
+            "GQA baseline counts keys only",
+            name="keys_only",
+        ),
+    ],
+)
 def _kv(size, seed) -> Measurement:
     names = tuple(PUBLISHED)
     pct = {n: 100 * kv_fraction(ZEBRA[n]) for n in names}
     return measure(
-        within(pct, {n: PUBLISHED[n][0] for n in names}, {n: PUBLISHED[n][1] for n in names},
-               name="KV %"),
-        extra={"Mamba2 state included, % at context " + "/".join(map(str, CONTEXTS)):
-               {n: [round(100 * state_fraction(ZEBRA[n], T), 3) for T in CONTEXTS] for n in names},
-               "break-even context (Mamba2 state = MLA cache)":
-               {n: break_even_context(ZEBRA[n]) for n in names}},
+        within(
+            pct,
+            {n: PUBLISHED[n][0] for n in names},
+            {n: PUBLISHED[n][1] for n in names},
+            name="KV %",
+        ),
+        extra={
+            "Mamba2 state included, % at context " + "/".join(map(str, CONTEXTS)): {
+                n: [round(100 * state_fraction(ZEBRA[n], T), 3) for T in CONTEXTS] for n in names
+            },
+            "break-even context (Mamba2 state = MLA cache)": {
+                n: break_even_context(ZEBRA[n]) for n in names
+            },
+        },
         detail="exact, from Llama-3.2-1B/3B and 3.1-8B configs and the official 4MLA-12M2 (r_kv "
-               "128, d_rope 32), 6MLA-22M2 (128, 64), 8MLA-24M2 (160, 64) settings; tolerance = "
-               "half a unit of the printed digit; the README's r_kv 128 for the 8B row would give "
-               "2.34 %",
+        "128, d_rope 32), 6MLA-22M2 (128, 64), 8MLA-24M2 (160, 64) settings; tolerance = "
+        "half a unit of the printed digit; the README's r_kv 128 for the 8B row would give "
+        "2.34 %",
     )
 
 
@@ -85,8 +106,13 @@ def svd_init(seeds: int, seed: int) -> dict:
             g = GQAttention(d, H, G, dh, dtype=jnp.float64, key=kt)
             y = g(x)
             rel = lambda out, y=y: float(jnp.linalg.norm(out - y) / jnp.linalg.norm(y))  # noqa
-            W = np.concatenate([np.asarray(g.k_proj.weight).reshape(G, dh, d),
-                                np.asarray(g.v_proj.weight).reshape(G, dh, d)], 1)
+            W = np.concatenate(
+                [
+                    np.asarray(g.k_proj.weight).reshape(G, dh, d),
+                    np.asarray(g.v_proj.weight).reshape(G, dh, d),
+                ],
+                1,
+            )
             W = W.reshape(-1, d)
             sv = np.linalg.svd(W, compute_uv=False)
             err, rnd, ey, ey_tail = [], [], [], []
@@ -97,38 +123,75 @@ def svd_init(seeds: int, seed: int) -> dict:
                 ey.append(np.linalg.norm(rec - W))
                 ey_tail.append(np.sqrt(np.sum(sv[r:] ** 2)))
                 # random rank-r factorisation of the same matrix: W P P^T, P a random orthonormal
-                P = np.linalg.qr(np.asarray(jax.random.normal(jax.random.fold_in(kr, r),
-                                                              (d, r), jnp.float64)))[0]
-                rm = eqx.tree_at(lambda t: (t.kv_up.weight, t.kv_down.weight), m,
-                                 (jnp.asarray(W @ P), jnp.asarray(P.T)))
+                P = np.linalg.qr(
+                    np.asarray(jax.random.normal(jax.random.fold_in(kr, r), (d, r), jnp.float64))
+                )[0]
+                rm = eqx.tree_at(
+                    lambda t: (t.kv_up.weight, t.kv_down.weight),
+                    m,
+                    (jnp.asarray(W @ P), jnp.asarray(P.T)),
+                )
                 rnd.append(rel(rm(x)))
             gr = GQAttention(d, H, G, dh, rope_theta=10000.0, dtype=jnp.float64, key=kt)
             mr, _ = mla_from_gqa(gr, 2 * G * dh - G * dh // 2, rope_dim=dh // 2, key=kr)
             yr = gr(x)
             rope_err = float(jnp.linalg.norm(mr(x) - yr) / jnp.linalg.norm(yr))
-            rows.append(dict(err=err, rnd=rnd, ey=np.array(ey) / np.linalg.norm(W),
-                             tail=np.array(ey_tail) / np.linalg.norm(W), rope=rope_err))
+            rows.append(
+                dict(
+                    err=err,
+                    rnd=rnd,
+                    ey=np.array(ey) / np.linalg.norm(W),
+                    tail=np.array(ey_tail) / np.linalg.norm(W),
+                    rope=rope_err,
+                )
+            )
     stack = lambda k: np.array([r[k] for r in rows])  # noqa: E731
-    return dict(ranks=ranks, err=stack("err"), rnd=stack("rnd"), ey=stack("ey"),
-                tail=stack("tail"), rope=stack("rope"))
+    return dict(
+        ranks=ranks,
+        err=stack("err"),
+        rnd=stack("rnd"),
+        ey=stack("ey"),
+        tail=stack("tail"),
+        rope=stack("rope"),
+    )
 
 
-@claim("hybrid.svd_init", paper=PAPER,
-       statement="The SVD initialisation of MLA from the teacher's K/V is the Eckart-Young "
-                 "truncation: exact teacher attention at full latent rank without positional "
-                 "encoding, better than a random rank-r map at every rank; with RoPE it is not the "
-                 "teacher (negative control: relative error >= 0.1).",
-       where="Sec. 3.1, Alg. 1 (SVD initialization for MLA); control derived here",
-       sizes=SVD_SIZES,
-       mutants=[wrap("nn.mla.svd_factor",
-                     lambda f: lambda W, r: (lambda u, dn, t: (
-                         u, dn / np.linalg.norm(dn, axis=1, keepdims=True), t))(*f(W, r)),
-                     "singular values dropped from the down map", name="no_sigma"),
-                wrap("nn.mla.svd_factor",
-                     lambda f: lambda W, r: (lambda U, s, Vt: (
-                         U[:, -r:], s[-r:, None] * Vt[-r:], float(np.sqrt(np.sum(s[:-r] ** 2)))))(
-                         *np.linalg.svd(np.asarray(W), full_matrices=False)),
-                     "keeps the smallest singular triplets", name="smallest_sv")])
+@claim(
+    "hybrid.svd_init",
+    paper=PAPER,
+    statement="The SVD initialisation of MLA from the teacher's K/V is the Eckart-Young "
+    "truncation: exact teacher attention at full latent rank without positional "
+    "encoding, better than a random rank-r map at every rank; with RoPE it is not the "
+    "teacher (negative control: relative error >= 0.1).",
+    where="Sec. 3.1, Alg. 1 (SVD initialization for MLA); control derived here",
+    sizes=SVD_SIZES,
+    mutants=[
+        wrap(
+            "nn.mla.svd_factor",
+            lambda f: (
+                lambda W, r: (
+                    lambda u, dn, t: (u, dn / np.linalg.norm(dn, axis=1, keepdims=True), t)
+                )(*f(W, r))
+            ),
+            "singular values dropped from the down map",
+            name="no_sigma",
+        ),
+        wrap(
+            "nn.mla.svd_factor",
+            lambda f: (
+                lambda W, r: (
+                    lambda U, s, Vt: (
+                        U[:, -r:],
+                        s[-r:, None] * Vt[-r:],
+                        float(np.sqrt(np.sum(s[:-r] ** 2))),
+                    )
+                )(*np.linalg.svd(np.asarray(W), full_matrices=False))
+            ),
+            "keeps the smallest singular triplets",
+            name="smallest_sv",
+        ),
+    ],
+)
 def _svd(size, seed) -> Measurement:
     r = svd_init(size.seeds, seed)
     full_err = r["err"][:, -1]
@@ -137,15 +200,22 @@ def _svd(size, seed) -> Measurement:
     return measure(
         at_most(full_err.max(), 1e-10, name="full-rank NoPE rel error"),
         at_most(ey_rel.max(), 1e-10, name="|weight error - EY tail| rel"),
-        holds(bool(np.all(np.diff(mean_err) <= 0)), name="mean error non-increasing in r",
-              rule="mean rel error non-increasing over the rank grid", measured=mean_err.tolist()),
-        holds(bool(np.all(r["err"][:, :-1] < r["rnd"][:, :-1])), name="SVD < random",
-              rule="SVD error < random rank-r error at every rank < full, every seed",
-              measured=r["rnd"].mean(0).tolist()),
+        holds(
+            bool(np.all(np.diff(mean_err) <= 0)),
+            name="mean error non-increasing in r",
+            rule="mean rel error non-increasing over the rank grid",
+            measured=mean_err.tolist(),
+        ),
+        holds(
+            bool(np.all(r["err"][:, :-1] < r["rnd"][:, :-1])),
+            name="SVD < random",
+            rule="SVD error < random rank-r error at every rank < full, every seed",
+            measured=r["rnd"].mean(0).tolist(),
+        ),
         at_least(r["rope"].min(), 0.1, name="RoPE control rel error (min)"),
         extra={"ranks": list(r["ranks"]), "RoPE control mean": float(r["rope"].mean())},
         detail=f"toy GQA teacher d=64, 8 heads, 2 KV heads, d_h=8, T=32, float64, {size.seeds} "
-               f"seeds (seed {seed}); RoPE control at full kept rank, d_rope = d_h/2",
+        f"seeds (seed {seed}); RoPE control at full kept rank, d_rope = d_h/2",
     )
 
 
@@ -160,40 +230,66 @@ def exact_layers(T: int, seed: int) -> dict:
     dt = 1 vs causal linear attention tril(C B^T) x."""
     with jax.enable_x64(True):
         k = jax.random.split(jax.random.PRNGKey(seed), 8)
-        m = MLA(32, 4, 2, kv_rank=12, nope_dim=6, v_dim=8, rope_dim=4, q_rank=20,
-                dtype=jnp.float64, key=k[0])
+        m = MLA(
+            32,
+            4,
+            2,
+            kv_rank=12,
+            nope_dim=6,
+            v_dim=8,
+            rope_dim=4,
+            q_rank=20,
+            dtype=jnp.float64,
+            key=k[0],
+        )
         x = jax.random.normal(k[1], (2, T, 32), jnp.float64)
         naive = m(x)
-        mla = (float(jnp.max(jnp.abs(naive - m(x, absorbed=True)))),
-               float(jnp.max(jnp.abs(naive - mla_decode(m, x)))))
+        mla = (
+            float(jnp.max(jnp.abs(naive - m(x, absorbed=True)))),
+            float(jnp.max(jnp.abs(naive - mla_decode(m, x)))),
+        )
         B_, H, P, N = 2, 3, 4, 5
         xs = jax.random.normal(k[2], (B_, T, H, P), jnp.float64)
         dt = jax.nn.softplus(jax.random.normal(k[3], (B_, T, H), jnp.float64))
         A = -jnp.exp(jax.random.normal(k[4], (H,), jnp.float64))
         Bm = jax.random.normal(k[5], (B_, T, H, N), jnp.float64)
         Cm = jax.random.normal(k[6], (B_, T, H, N), jnp.float64)
-        ssd = float(jnp.max(jnp.abs(ssd_scan(xs, dt, A, Bm, Cm)[0] - ssd_chunked(xs, dt, A, Bm,
-                                                                                   Cm, 8))))
+        ssd = float(
+            jnp.max(jnp.abs(ssd_scan(xs, dt, A, Bm, Cm)[0] - ssd_chunked(xs, dt, A, Bm, Cm, 8)))
+        )
         lin = jnp.einsum("bthn,bshn->bhts", Cm, Bm) * jnp.tril(jnp.ones((T, T)))
         ref = jnp.einsum("bhts,bshp->bthp", lin, xs)
         one = jnp.ones_like(dt)
-        lin_err = max(float(jnp.max(jnp.abs(f(xs, one, jnp.zeros(H), Bm, Cm) - ref)))
-                      for f in (lambda *a: ssd_scan(*a)[0], lambda *a: ssd_chunked(*a, 8)))
+        lin_err = max(
+            float(jnp.max(jnp.abs(f(xs, one, jnp.zeros(H), Bm, Cm) - ref)))
+            for f in (lambda *a: ssd_scan(*a)[0], lambda *a: ssd_chunked(*a, 8))
+        )
     return dict(mla_absorbed=mla[0], mla_decode=mla[1], ssd=ssd, linear=lin_err)
 
 
-@claim("hybrid.exact_layers", paper=PAPER,
-       statement="Absorbed MLA decoding on the (r_kv + d_rope)-wide latent cache equals the naive "
-                 "MLA; the chunked SSD equals Mamba2's recurrence; with A = 0, dt = 1 the SSD is "
-                 "causal linear attention (why the Q/K/V -> C/B/x init starts at the teacher).",
-       where="Sec. 3 (MLA as DeepSeek-V2 Sec. 2.1.2; Mamba2 init from attention, MambaInLlama)",
-       sizes=EXACT_SIZES,
-       mutants=[wrap("nn.mla.MLA.attend_latent",
-                     lambda f: lambda self, qc, qr, c, kr, q_pos: f(self, qc, qr, c, kr, q_pos + 1),
-                     "off-by-one causal mask in the latent attention", name="mask_off_by_one"),
-                wrap("nn.mamba2.ssd_chunked",
-                     lambda f: lambda x, dt, A, B, C, chunk=16: f(x, dt, 0.5 * A, B, C, chunk),
-                     "chunked path decays with A/2", name="chunk_decay")])
+@claim(
+    "hybrid.exact_layers",
+    paper=PAPER,
+    statement="Absorbed MLA decoding on the (r_kv + d_rope)-wide latent cache equals the naive "
+    "MLA; the chunked SSD equals Mamba2's recurrence; with A = 0, dt = 1 the SSD is "
+    "causal linear attention (why the Q/K/V -> C/B/x init starts at the teacher).",
+    where="Sec. 3 (MLA as DeepSeek-V2 Sec. 2.1.2; Mamba2 init from attention, MambaInLlama)",
+    sizes=EXACT_SIZES,
+    mutants=[
+        wrap(
+            "nn.mla.MLA.attend_latent",
+            lambda f: lambda self, qc, qr, c, kr, q_pos: f(self, qc, qr, c, kr, q_pos + 1),
+            "off-by-one causal mask in the latent attention",
+            name="mask_off_by_one",
+        ),
+        wrap(
+            "nn.mamba2.ssd_chunked",
+            lambda f: lambda x, dt, A, B, C, chunk=16: f(x, dt, 0.5 * A, B, C, chunk),
+            "chunked path decays with A/2",
+            name="chunk_decay",
+        ),
+    ],
+)
 def _exact(size, seed) -> Measurement:
     r = exact_layers(size.T, seed)
     return measure(
@@ -202,16 +298,17 @@ def _exact(size, seed) -> Measurement:
         at_most(r["ssd"], 1e-12, name="SSD chunked - scan"),
         at_most(r["linear"], 1e-12, name="SSD(A=0, dt=1) - linear attention"),
         detail=f"float64, MLA d=32, 4 heads, 2 KV groups, r_kv=12, r_q=20, d_rope=4; SSD 3 heads, "
-               f"P=4, N=5, chunk 8; T={size.T} (seed {seed})",
+        f"P=4, N=5, chunk 8; T={size.T} (seed {seed})",
     )
 
 
 # ------------------------------------------------------------------------------ structured init
-INIT_SIZES = sizes(smoke=dict(teacher_steps=20, students=2), quick=dict(teacher_steps=300,
-                                                                         students=6),
-                   full=dict(teacher_steps=2000, students=20))
-LM = dict(vocab=16, d=32, H=4, G=2, dh=8, mlp=64, layers=4, T=32, batch=32, kv_rank=16,
-          rope_dim=4)
+INIT_SIZES = sizes(
+    smoke=dict(teacher_steps=20, students=2),
+    quick=dict(teacher_steps=300, students=6),
+    full=dict(teacher_steps=2000, students=20),
+)
+LM = dict(vocab=16, d=32, H=4, G=2, dh=8, mlp=64, layers=4, T=32, batch=32, kv_rank=16, rope_dim=4)
 
 
 @memo
@@ -223,10 +320,21 @@ def teacher_lm(steps: int, seed: int):
 
     corpus = Order2Markov.random(seed, LM["vocab"])
     key = jax.random.PRNGKey(100 + seed)
-    t = HybridLM(LM["vocab"], LM["d"], LM["H"], LM["G"], LM["dh"], ("gqa",) * LM["layers"],
-                 mlp_hidden=LM["mlp"], rope_theta=10000.0, dtype=jnp.float32, key=key)
-    t, _ = train_lm(t, corpus, steps=steps, batch=LM["batch"], length=LM["T"],
-                    key=jax.random.fold_in(key, 1))
+    t = HybridLM(
+        LM["vocab"],
+        LM["d"],
+        LM["H"],
+        LM["G"],
+        LM["dh"],
+        ("gqa",) * LM["layers"],
+        mlp_hidden=LM["mlp"],
+        rope_theta=10000.0,
+        dtype=jnp.float32,
+        key=key,
+    )
+    t, _ = train_lm(
+        t, corpus, steps=steps, batch=LM["batch"], length=LM["T"], key=jax.random.fold_in(key, 1)
+    )
     return t, corpus
 
 
@@ -239,50 +347,96 @@ def init_kl(teacher_steps: int, students: int, seed: int) -> dict:
 
     t, corpus = teacher_lm(teacher_steps, seed)
     ev = corpus.sample(jax.random.PRNGKey(7 + seed), 256, LM["T"] + 1)
-    kinds = {"all-MLA": ("mla",) * 4, "2MLA-2M2": ("mla", "mamba2", "mla", "mamba2"),
-             "all-M2": ("mamba2",) * 4}
+    kinds = {
+        "all-MLA": ("mla",) * 4,
+        "2MLA-2M2": ("mla", "mamba2", "mla", "mamba2"),
+        "all-M2": ("mamba2",) * 4,
+    }
     out = {}
     for name, ks in kinds.items():
         for init in ("structured", "random"):
-            out[(name, init)] = np.array([float(kl_to_teacher(t, hybrid_from_teacher(
-                t, ks, kv_rank=LM["kv_rank"], rope_dim=LM["rope_dim"], init=init,
-                key=jax.random.PRNGKey(1000 * seed + i)), ev[:, :-1])) for i in range(students)])
+            out[(name, init)] = np.array(
+                [
+                    float(
+                        kl_to_teacher(
+                            t,
+                            hybrid_from_teacher(
+                                t,
+                                ks,
+                                kv_rank=LM["kv_rank"],
+                                rope_dim=LM["rope_dim"],
+                                init=init,
+                                key=jax.random.PRNGKey(1000 * seed + i),
+                            ),
+                            ev[:, :-1],
+                        )
+                    )
+                    for i in range(students)
+                ]
+            )
     return dict(kl=out, teacher_ce=float(lm_ce(t, ev)), entropy=corpus.entropy_rate)
 
 
-@claim("hybrid.structured_init", paper=PAPER,
-       statement="Initialising MLA from the teacher's attention by SVD gives a student much closer "
-                 "to the teacher at step 0 than random initialisation.",
-       where="Sec. 4 ablation (structured init vs random init); Alg. 1",
-       sizes=INIT_SIZES,
-       mutants=[wrap("nn.mla.svd_factor",
-                     lambda f: lambda W, r: (lambda U, s, Vt: (
-                         U[:, -r:], s[-r:, None] * Vt[-r:], float(np.sqrt(np.sum(s[:-r] ** 2)))))(
-                         *np.linalg.svd(np.asarray(W), full_matrices=False)),
-                     "keeps the smallest singular triplets", name="smallest_sv"),
-                wrap("nn.mla.svd_factor",
-                     lambda f: lambda W, r: (lambda u, dn, t: (
-                         u, dn / np.linalg.norm(dn, axis=1, keepdims=True), t))(*f(W, r)),
-                     "singular values dropped from the down map", name="no_sigma")])
+@claim(
+    "hybrid.structured_init",
+    paper=PAPER,
+    statement="Initialising MLA from the teacher's attention by SVD gives a student much closer "
+    "to the teacher at step 0 than random initialisation.",
+    where="Sec. 4 ablation (structured init vs random init); Alg. 1",
+    sizes=INIT_SIZES,
+    mutants=[
+        wrap(
+            "nn.mla.svd_factor",
+            lambda f: (
+                lambda W, r: (
+                    lambda U, s, Vt: (
+                        U[:, -r:],
+                        s[-r:, None] * Vt[-r:],
+                        float(np.sqrt(np.sum(s[:-r] ** 2))),
+                    )
+                )(*np.linalg.svd(np.asarray(W), full_matrices=False))
+            ),
+            "keeps the smallest singular triplets",
+            name="smallest_sv",
+        ),
+        wrap(
+            "nn.mla.svd_factor",
+            lambda f: (
+                lambda W, r: (
+                    lambda u, dn, t: (u, dn / np.linalg.norm(dn, axis=1, keepdims=True), t)
+                )(*f(W, r))
+            ),
+            "singular values dropped from the down map",
+            name="no_sigma",
+        ),
+    ],
+)
 def _init(size, seed) -> Measurement:
     r = init_kl(size.teacher_steps, size.students, seed)
     kl = r["kl"]
     return measure(
-        paired_gap(np.log(kl[("all-MLA", "structured")]), np.log(kl[("all-MLA", "random")]),
-                   n_se=2, margin=np.log(1.2), direction="less",
-                   name="log KL all-MLA: structured - random"),
+        paired_gap(
+            np.log(kl[("all-MLA", "structured")]),
+            np.log(kl[("all-MLA", "random")]),
+            n_se=2,
+            margin=np.log(1.2),
+            direction="less",
+            name="log KL all-MLA: structured - random",
+        ),
         extra={f"KL {n} {i}": float(v.mean()) for (n, i), v in kl.items()}
         | {"teacher CE": r["teacher_ce"], "entropy rate": r["entropy"]},
         detail=f"GQA teacher 4 layers d=32 (RoPE) trained {size.teacher_steps} steps on an order-2 "
-               f"Markov language (vocab 16); students r_kv=16, d_rope=4; KL on 256 held-out "
-               f"sequences of 32, {size.students} student keys (seed {seed}); margin: >20 % lower",
+        f"Markov language (vocab 16); students r_kv=16, d_rope=4; KL on 256 held-out "
+        f"sequences of 32, {size.students} student keys (seed {seed}); margin: >20 % lower",
     )
 
 
 # ------------------------------------------------------------------------------ distillation
-DISTILL_SIZES = sizes(smoke=dict(teacher_steps=20, ild_steps=5, kd_steps=5),
-                      quick=dict(teacher_steps=300, ild_steps=100, kd_steps=200),
-                      full=dict(teacher_steps=2000, ild_steps=1000, kd_steps=3000))
+DISTILL_SIZES = sizes(
+    smoke=dict(teacher_steps=20, ild_steps=5, kd_steps=5),
+    quick=dict(teacher_steps=300, ild_steps=100, kd_steps=200),
+    full=dict(teacher_steps=2000, ild_steps=1000, kd_steps=3000),
+)
 
 
 @memo
@@ -294,17 +448,27 @@ def distilled(teacher_steps: int, ild_steps: int, kd_steps: int, seed: int) -> d
 
     t, corpus = teacher_lm(teacher_steps, seed)
     key = jax.random.PRNGKey(500 + seed)
-    s = hybrid_from_teacher(t, ("mla", "mamba2", "mla", "mamba2"), kv_rank=LM["kv_rank"],
-                            rope_dim=LM["rope_dim"], key=key)
+    s = hybrid_from_teacher(
+        t,
+        ("mla", "mamba2", "mla", "mamba2"),
+        kv_rank=LM["kv_rank"],
+        rope_dim=LM["rope_dim"],
+        key=key,
+    )
     ev = corpus.sample(jax.random.PRNGKey(9 + seed), 256, LM["T"] + 1)
     kl0 = float(kl_to_teacher(t, s, ev[:, :-1]))
     kw = dict(batch=LM["batch"], length=LM["T"])
     s, _ = ild(t, s, corpus, steps=ild_steps, key=jax.random.fold_in(key, 1), **kw)
     kl_ild = float(kl_to_teacher(t, s, ev[:, :-1]))
     s, _ = distill(t, s, corpus, steps=kd_steps, key=jax.random.fold_in(key, 2), **kw)
-    return dict(kl0=kl0, kl_ild=kl_ild, kl=float(kl_to_teacher(t, s, ev[:, :-1])),
-                ce_student=float(lm_ce(s, ev)), ce_teacher=float(lm_ce(t, ev)),
-                entropy=corpus.entropy_rate)
+    return dict(
+        kl0=kl0,
+        kl_ild=kl_ild,
+        kl=float(kl_to_teacher(t, s, ev[:, :-1])),
+        ce_student=float(lm_ce(s, ev)),
+        ce_teacher=float(lm_ce(t, ev)),
+        entropy=corpus.entropy_rate,
+    )
 
 
 def _unnormalised_kl(f):
@@ -315,25 +479,41 @@ def _unnormalised_kl(f):
     return kl
 
 
-@claim("hybrid.distill_to_teacher", paper=PAPER,
-       statement="After intermediate-layer distillation and end-to-end KL distillation, a hybrid "
-                 "with half its layers MLA and half Mamba2 matches its Transformer teacher "
-                 "(held-out CE within 5 %).",
-       where="Abstract ('preserving 100 % ... of the base's accuracy'); Sec. 3.2-3.3 pipeline",
-       sizes=DISTILL_SIZES,
-       mutants=[wrap("dynamics.distill.kl_to_teacher", _unnormalised_kl,
-                     "KD loss on raw logits (log_softmax forgotten)", name="no_log_softmax")])
+@claim(
+    "hybrid.distill_to_teacher",
+    paper=PAPER,
+    statement="After intermediate-layer distillation and end-to-end KL distillation, a hybrid "
+    "with half its layers MLA and half Mamba2 matches its Transformer teacher "
+    "(held-out CE within 5 %).",
+    where="Abstract ('preserving 100 % ... of the base's accuracy'); Sec. 3.2-3.3 pipeline",
+    sizes=DISTILL_SIZES,
+    mutants=[
+        wrap(
+            "dynamics.distill.kl_to_teacher",
+            _unnormalised_kl,
+            "KD loss on raw logits (log_softmax forgotten)",
+            name="no_log_softmax",
+        )
+    ],
+)
 def _distill(size, seed) -> Measurement:
     r = distilled(size.teacher_steps, size.ild_steps, size.kd_steps, seed)
     return measure(
         at_most(r["ce_student"] / r["ce_teacher"], 1.05, name="CE student / teacher"),
         at_most(r["kl"], r["kl0"] / 10, name="KL after / KL at step 0 * 10"),
-        extra={"KL step 0": r["kl0"], "KL after ILD": r["kl_ild"], "KL final": r["kl"],
-               "CE teacher": r["ce_teacher"], "CE student": r["ce_student"],
-               "entropy rate": r["entropy"], "cache ratio": 2 * (LM["kv_rank"] + LM["rope_dim"])
-               / (2 * LM["layers"] * LM["G"] * LM["dh"])},
+        extra={
+            "KL step 0": r["kl0"],
+            "KL after ILD": r["kl_ild"],
+            "KL final": r["kl"],
+            "CE teacher": r["ce_teacher"],
+            "CE student": r["ce_student"],
+            "entropy rate": r["entropy"],
+            "cache ratio": 2
+            * (LM["kv_rank"] + LM["rope_dim"])
+            / (2 * LM["layers"] * LM["G"] * LM["dh"]),
+        },
         detail=f"teacher as hybrid.structured_init ({size.teacher_steps} steps); student MLA at "
-               f"layers 0, 2 (r_kv 16, d_rope 4), Mamba2 at 1, 3; ILD {size.ild_steps} steps "
-               f"(Adam 1e-3), KD {size.kd_steps} steps; 256 held-out sequences (seed {seed}); "
-               "margin 5 % as the note's K3",
+        f"layers 0, 2 (r_kv 16, d_rope 4), Mamba2 at 1, 3; ILD {size.ild_steps} steps "
+        f"(Adam 1e-3), KD {size.kd_steps} steps; 256 held-out sequences (seed {seed}); "
+        "margin 5 % as the note's K3",
     )

@@ -36,16 +36,20 @@ from ._registry import Measurement, claim, memo, patch, scaled, sizes, wrap
 from ._rules import at_least, at_most, measure, paired_gap, within
 
 PAPER = "Jeong, Ryu, Yun & Wornell 2025 (arXiv 2507.07222)"
-OPT_ALLOWANCE = 0.01       # relative optimisation error allowed on top of 4 standard errors
-LOGISTIC = sizes(smoke=dict(n_train=4000, steps=150, n_test=20_000, seeds=2),
-                 quick=dict(n_train=50_000, steps=2000, n_test=100_000, seeds=4),
-                 full=dict(n_train=50_000, steps=31_000, n_test=200_000, seeds=8))
-LANGEVIN = sizes(smoke=dict(n_train=4000, steps=150, n_test=20_000, seeds=2),
-                 quick=dict(n_train=50_000, steps=2000, n_test=100_000, seeds=2),
-                 full=dict(n_train=200_000, steps=10_000, n_test=400_000, seeds=4))
+OPT_ALLOWANCE = 0.01  # relative optimisation error allowed on top of 4 standard errors
+LOGISTIC = sizes(
+    smoke=dict(n_train=4000, steps=150, n_test=20_000, seeds=2),
+    quick=dict(n_train=50_000, steps=2000, n_test=100_000, seeds=4),
+    full=dict(n_train=50_000, steps=31_000, n_test=200_000, seeds=8),
+)
+LANGEVIN = sizes(
+    smoke=dict(n_train=4000, steps=150, n_test=20_000, seeds=2),
+    quick=dict(n_train=50_000, steps=2000, n_test=100_000, seeds=2),
+    full=dict(n_train=200_000, steps=10_000, n_test=400_000, seeds=4),
+)
 BASELINES = ("lora", "vamp2", "dpnet", "dpnet_relaxed")
-K_LOGISTIC = 5             # constant + 4 learned: the two close pairs 0.923/0.892, 0.696/0.657
-LR = {"lora": 2e-3, "vamp2": 2e-3, "dpnet": 2e-3, "dpnet_relaxed": 2e-3}   # same tuning for all
+K_LOGISTIC = 5  # constant + 4 learned: the two close pairs 0.923/0.892, 0.696/0.657
+LR = {"lora": 2e-3, "vamp2": 2e-3, "dpnet": 2e-3, "dpnet_relaxed": 2e-3}  # same tuning for all
 
 
 def _se(s, n):
@@ -66,25 +70,47 @@ def logistic_fits(n_train, steps, n_test, seeds, seed) -> dict:
     keys = [jax.random.fold_in(jax.random.key(seed), i) for i in range(seeds)]
     out = {"system": L, "test": te, "n_test": n_test, "steps": steps, "seeds": seeds, "fits": {}}
     for loss in BASELINES:
-        models = fit_koopman_batch([t[:-1] for t in tr], [t[1:] for t in tr], K_LOGISTIC,
-                                   keys=keys, loss=loss, nesting="jnt", embedding="fourier",
-                                   width=64, depth=2, batch_size=256, steps=steps, lr=LR[loss],
-                                   progress=False)
+        models = fit_koopman_batch(
+            [t[:-1] for t in tr],
+            [t[1:] for t in tr],
+            K_LOGISTIC,
+            keys=keys,
+            loss=loss,
+            nesting="jnt",
+            embedding="fourier",
+            width=64,
+            depth=2,
+            batch_size=256,
+            steps=steps,
+            lr=LR[loss],
+            progress=False,
+        )
         out["fits"][loss] = [(m, m.readout(t[:-1], t[1:])) for m, t in zip(models, te, strict=True)]
     return out
 
 
-@claim("koopman.logistic_singular_values", paper=PAPER,
-       statement="Nested LoRA learns the ordered top singular values of the noisy logistic map's "
-                 "Koopman operator (exact: 0.9232, 0.8923, 0.6964, 0.6573).",
-       where="Sec. 3.1 (objective, nesting), Sec. 3.2.1 (CCA read-out), Sec. 5 (logistic map)",
-       sizes=LOGISTIC,
-       mutants=[wrap("dynamics.koopman._readout._inv_sqrt",
-                     lambda f: lambda M, rtol: f(M, rtol) @ f(M, rtol).T @ f(M, rtol),
-                     "CCA whitening by M^-3/2 instead of M^-1/2", name="whitening_power"),
-                wrap("dynamics.koopman._systems.NoisyLogisticMap.noise", scaled(1.1),
-                     "noise sampler 10 % too wide (data no longer from the N = 20 map)",
-                     name="noise_10pct")])
+@claim(
+    "koopman.logistic_singular_values",
+    paper=PAPER,
+    statement="Nested LoRA learns the ordered top singular values of the noisy logistic map's "
+    "Koopman operator (exact: 0.9232, 0.8923, 0.6964, 0.6573).",
+    where="Sec. 3.1 (objective, nesting), Sec. 3.2.1 (CCA read-out), Sec. 5 (logistic map)",
+    sizes=LOGISTIC,
+    mutants=[
+        wrap(
+            "dynamics.koopman._readout._inv_sqrt",
+            lambda f: lambda M, rtol: f(M, rtol) @ f(M, rtol).T @ f(M, rtol),
+            "CCA whitening by M^-3/2 instead of M^-1/2",
+            name="whitening_power",
+        ),
+        wrap(
+            "dynamics.koopman._systems.NoisyLogisticMap.noise",
+            scaled(1.1),
+            "noise sampler 10 % too wide (data no longer from the N = 20 map)",
+            name="noise_10pct",
+        ),
+    ],
+)
 def _logistic_svals(size, seed) -> Measurement:
     sim = logistic_fits(size.n_train, size.steps, size.n_test, size.seeds, seed)
     s = sim["system"].singular_values(K_LOGISTIC)[1:]
@@ -96,9 +122,10 @@ def _logistic_svals(size, seed) -> Measurement:
         within(est.mean(0).round(5), s.round(5), (4 * se + allow).round(5), name="s_1..s_4"),
         extra={"relative errors": np.round(np.abs(est.mean(0) - s) / s, 4).tolist()},
         detail=f"mean over {size.seeds} trained replicates (own data, init), {size.steps} Adam "
-               f"steps on {size.n_train} pairs, CCA on {size.n_test} fresh pairs each; tolerance "
-               "4 SE (the larger of the spread over replicates and (1 - s^2)/sqrt(n)) + 1 % "
-               "(5 % for s_4, second of a close pair)")
+        f"steps on {size.n_train} pairs, CCA on {size.n_test} fresh pairs each; tolerance "
+        "4 SE (the larger of the spread over replicates and (1 - s^2)/sqrt(n)) + 1 % "
+        "(5 % for s_4, second of a close pair)",
+    )
 
 
 @memo
@@ -115,17 +142,28 @@ def _exact_compression_eigenvalues(r: int, n_nodes: int = 400) -> np.ndarray:
     return np.linalg.eigvals(A)
 
 
-@claim("koopman.logistic_eigenvalues", paper=PAPER,
-       statement="Eigenvalues of the Koopman matrix of the learned top singular subspace (CCA + "
-                 "LoRA) match those of the exact rank-r compression of K.",
-       where="Sec. 3.2.1 (Koopman matrix, eigen-analysis), Sec. 5 (logistic map)", sizes=LOGISTIC,
-       mutants=[wrap("dynamics.koopman._readout.cca_readout",
-                     lambda f: lambda fx, gy, fy=None, **kw: f(fx, gy, None if fy is None else fx,
-                                                                **kw),
-                     "Koopman matrix from f(X) instead of f(X')", name="koopman_matrix_lag0"),
-                wrap("dynamics.koopman._systems.NoisyLogisticMap.noise", scaled(1.1),
-                     "noise sampler 10 % too wide (data no longer from the N = 20 map)",
-                     name="noise_10pct")])
+@claim(
+    "koopman.logistic_eigenvalues",
+    paper=PAPER,
+    statement="Eigenvalues of the Koopman matrix of the learned top singular subspace (CCA + "
+    "LoRA) match those of the exact rank-r compression of K.",
+    where="Sec. 3.2.1 (Koopman matrix, eigen-analysis), Sec. 5 (logistic map)",
+    sizes=LOGISTIC,
+    mutants=[
+        wrap(
+            "dynamics.koopman._readout.cca_readout",
+            lambda f: lambda fx, gy, fy=None, **kw: f(fx, gy, None if fy is None else fx, **kw),
+            "Koopman matrix from f(X) instead of f(X')",
+            name="koopman_matrix_lag0",
+        ),
+        wrap(
+            "dynamics.koopman._systems.NoisyLogisticMap.noise",
+            scaled(1.1),
+            "noise sampler 10 % too wide (data no longer from the N = 20 map)",
+            name="noise_10pct",
+        ),
+    ],
+)
 def _logistic_eigs(size, seed) -> Measurement:
     sim = logistic_fits(size.n_train, size.steps, size.n_test, size.seeds, seed)
     L = sim["system"]
@@ -140,13 +178,16 @@ def _logistic_eigs(size, seed) -> Measurement:
     # modes (4 SE + 1 %, ~0.01) times the eigenvector conditioning (<= ~3): 0.03
     return measure(
         at_most(round(float(d.mean()), 4), 0.03, name="Hausdorff(learned, exact rank-3)"),
-        extra={"SE over replicates": round(float(d.std(ddof=1) / np.sqrt(d.size)), 4),
-               "learned (replicate 0)": [[round(z.real, 4), round(z.imag, 4)] for z in lam[0]],
-               "exact rank-3": [[round(z.real, 4), round(z.imag, 4)] for z in exact],
-               "d_H(learned rank-5 -> true spectrum)": round(float(np.mean(d_true)), 4)},
+        extra={
+            "SE over replicates": round(float(d.std(ddof=1) / np.sqrt(d.size)), 4),
+            "learned (replicate 0)": [[round(z.real, 4), round(z.imag, 4)] for z in lam[0]],
+            "exact rank-3": [[round(z.real, 4), round(z.imag, 4)] for z in exact],
+            "d_H(learned rank-5 -> true spectrum)": round(float(np.mean(d_true)), 4),
+        },
         detail=f"symmetric Hausdorff distance per replicate ({size.seeds}), exact compression by "
-               "quadrature of the exact singular functions (independent of the read-out code); "
-               "d_H of the exact rank-5 compression to the true spectrum is 0.2535")
+        "quadrature of the exact singular functions (independent of the read-out code); "
+        "d_H of the exact rank-5 compression to the true spectrum is 0.2535",
+    )
 
 
 @memo
@@ -157,65 +198,116 @@ def langevin_fits(n_train, steps, n_test, seeds, seed) -> dict:
     data = [p.pairs(n_train, rng=np.random.default_rng([seed, i, 0])) for i in range(seeds)]
     test = [p.pairs(n_test, rng=np.random.default_rng([seed, i, 1])) for i in range(seeds)]
     keys = [jax.random.fold_in(jax.random.key(seed), i) for i in range(seeds)]
-    models = fit_koopman_batch([d[0] for d in data], [d[1] for d in data], 4, keys=keys,
-                               nesting="seq", width=64, depth=2, batch_size=512, steps=steps,
-                               lr=2e-3, shared=True, progress=False)
-    return {"system": p, "readouts": [m.readout(*t) for m, t in zip(models, test, strict=True)],
-            "n_test": n_test}
+    models = fit_koopman_batch(
+        [d[0] for d in data],
+        [d[1] for d in data],
+        4,
+        keys=keys,
+        nesting="seq",
+        width=64,
+        depth=2,
+        batch_size=512,
+        steps=steps,
+        lr=2e-3,
+        shared=True,
+        progress=False,
+    )
+    return {
+        "system": p,
+        "readouts": [m.readout(*t) for m, t in zip(models, test, strict=True)],
+        "n_test": n_test,
+    }
 
 
-@claim("koopman.langevin_eigenvalues", paper=PAPER,
-       statement="Sequential-nesting LoRA recovers the leading Koopman eigenvalues of the 1-D "
-                 "overdamped Langevin system (Prinz potential; generator eigenvalues 0, -1.20, "
-                 "-7.89, -15.36, i.e. exp(0.1 mu) = 0.887, 0.454, 0.215 at lag 0.1).",
-       where="Sec. 5 (1-D Langevin), poster eigenvalue table", sizes=LANGEVIN,
-       mutants=[wrap("dynamics.koopman._systems.PrinzLangevin._evolve",
-                     lambda f: lambda self, x, t, rng: f(self, x, 1.05 * t, rng),
-                     "pairs simulated at a lag 5 % too long", name="lag_5pct")])
+@claim(
+    "koopman.langevin_eigenvalues",
+    paper=PAPER,
+    statement="Sequential-nesting LoRA recovers the leading Koopman eigenvalues of the 1-D "
+    "overdamped Langevin system (Prinz potential; generator eigenvalues 0, -1.20, "
+    "-7.89, -15.36, i.e. exp(0.1 mu) = 0.887, 0.454, 0.215 at lag 0.1).",
+    where="Sec. 5 (1-D Langevin), poster eigenvalue table",
+    sizes=LANGEVIN,
+    mutants=[
+        wrap(
+            "dynamics.koopman._systems.PrinzLangevin._evolve",
+            lambda f: lambda self, x, t, rng: f(self, x, 1.05 * t, rng),
+            "pairs simulated at a lag 5 % too long",
+            name="lag_5pct",
+        )
+    ],
+)
 def _langevin(size, seed) -> Measurement:
     sim = langevin_fits(size.n_train, size.steps, size.n_test, size.seeds, seed)
     s = sim["system"].singular_values(4)[1:]
     lam = np.array([np.sort(ro.eigenvalues.real)[::-1][1:] for ro in sim["readouts"]])
     se = _se(s, size.n_test * size.seeds)
     return measure(
-        within(lam.mean(0).round(5), s.round(5), (4 * se + 0.005 * s).round(5),
-               name="lambda_1..lambda_3"),
-        extra={"singular values": np.round(np.mean([ro.singular_values[1:]
-                                                    for ro in sim["readouts"]], 0), 4).tolist(),
-               "relative errors": np.round(np.abs(lam.mean(0) - s) / s, 4).tolist()},
+        within(
+            lam.mean(0).round(5),
+            s.round(5),
+            (4 * se + 0.005 * s).round(5),
+            name="lambda_1..lambda_3",
+        ),
+        extra={
+            "singular values": np.round(
+                np.mean([ro.singular_values[1:] for ro in sim["readouts"]], 0), 4
+            ).tolist(),
+            "relative errors": np.round(np.abs(lam.mean(0) - s) / s, 4).tolist(),
+        },
         detail=f"mean over {size.seeds} replicates, {size.n_train} training pairs, {size.steps} "
-               f"steps, {size.n_test} test pairs each; tolerance 4 SE ((1 - s^2)/sqrt(n) over all "
-               "test pairs) + 0.5 % (Euler-Maruyama dt = 2e-4, optimisation)")
+        f"steps, {size.n_test} test pairs each; tolerance 4 SE ((1 - s^2)/sqrt(n) over all "
+        "test pairs) + 0.5 % (Euler-Maruyama dt = 2e-4, optimisation)",
+    )
 
 
-@claim("koopman.lora_vs_baselines", paper=PAPER,
-       statement="With the same encoder, data and budget, LoRA learns the top singular values "
-                 "more accurately than VAMP-2 and DPNet (plain and relaxed).",
-       where="Sec. 5 (comparisons with VAMPnet and DPNet)", sizes=LOGISTIC,
-       mutants=[patch("paper_checks.koopman.LR", {**LR, "lora": 2e-4},
-                      "LoRA given a 10x smaller learning rate than the baselines",
-                      name="lora_lr_10x_low")])
+@claim(
+    "koopman.lora_vs_baselines",
+    paper=PAPER,
+    statement="With the same encoder, data and budget, LoRA learns the top singular values "
+    "more accurately than VAMP-2 and DPNet (plain and relaxed).",
+    where="Sec. 5 (comparisons with VAMPnet and DPNet)",
+    sizes=LOGISTIC,
+    mutants=[
+        patch(
+            "paper_checks.koopman.LR",
+            {**LR, "lora": 2e-4},
+            "LoRA given a 10x smaller learning rate than the baselines",
+            name="lora_lr_10x_low",
+        )
+    ],
+)
 def _baselines(size, seed) -> Measurement:
     sim = logistic_fits(size.n_train, size.steps, size.n_test, size.seeds, seed)
     s = sim["system"].singular_values(K_LOGISTIC)
-    err = {loss: np.array([np.mean(relative_singular_value_errors(ro.singular_values, s)[1:])
-                           for _, ro in fits]) for loss, fits in sim["fits"].items()}
+    err = {
+        loss: np.array(
+            [np.mean(relative_singular_value_errors(ro.singular_values, s)[1:]) for _, ro in fits]
+        )
+        for loss, fits in sim["fits"].items()
+    }
     return measure(
-        *[paired_gap(err[b], err["lora"], n_se=2, name=f"{b} error - LoRA error")
-          for b in BASELINES[1:]],
+        *[
+            paired_gap(err[b], err["lora"], n_se=2, name=f"{b} error - LoRA error")
+            for b in BASELINES[1:]
+        ],
         extra={f"mean relative error {k}": round(float(v.mean()), 5) for k, v in err.items()},
         detail=f"mean relative error of s_1..s_4 per replicate, paired over {size.seeds} "
-               "replicates (same data, init, steps and learning rate for every loss)")
+        "replicates (same data, init, steps and learning rate for every loss)",
+    )
 
 
 # ------------------------------------------------------------------ minibatch-gradient bias
-BIAS = sizes(smoke=dict(batches=(4, 16), reps=500), quick=dict(batches=(4, 16, 64), reps=4000),
-             full=dict(batches=(4, 8, 16, 32, 64, 128), reps=50_000))
+BIAS = sizes(
+    smoke=dict(batches=(4, 16), reps=500),
+    quick=dict(batches=(4, 16, 64), reps=4000),
+    full=dict(batches=(4, 8, 16, 32, 64, 128), reps=50_000),
+)
 BIAS_LOSSES = ("lora (U-statistic)", "lora (plug-in)", "vamp2", "dpnet")
 
 
 def _tabular_losses():
     """(population loss of (F, G), minibatch loss of (F[x], G[y])) for each compared loss."""
+
     def moments_pop(F, G, c):
         Mf = F.T @ (c["rho0"][:, None] * F)
         Mg = G.T @ (c["rho1"][:, None] * G)
@@ -226,14 +318,22 @@ def _tabular_losses():
         return f.T @ f / B, g.T @ g / B, f.T @ g / B
 
     return {
-        "lora (U-statistic)": (lambda F, G, c: lora_population(F, G, c["P"], c["rho0"]),
-                               lambda f, g: lora_loss(f, g, estimator="unbiased")),
-        "lora (plug-in)": (lambda F, G, c: lora_population(F, G, c["P"], c["rho0"]),
-                           lambda f, g: lora_loss(f, g, estimator="plugin")),
-        "vamp2": (lambda F, G, c: vamp2_from_moments(*moments_pop(F, G, c)),
-                  lambda f, g: vamp2_from_moments(*moments_mb(f, g))),
-        "dpnet": (lambda F, G, c: dpnet_from_moments(*moments_pop(F, G, c)),
-                  lambda f, g: dpnet_from_moments(*moments_mb(f, g))),
+        "lora (U-statistic)": (
+            lambda F, G, c: lora_population(F, G, c["P"], c["rho0"]),
+            lambda f, g: lora_loss(f, g, estimator="unbiased"),
+        ),
+        "lora (plug-in)": (
+            lambda F, G, c: lora_population(F, G, c["P"], c["rho0"]),
+            lambda f, g: lora_loss(f, g, estimator="plugin"),
+        ),
+        "vamp2": (
+            lambda F, G, c: vamp2_from_moments(*moments_pop(F, G, c)),
+            lambda f, g: vamp2_from_moments(*moments_mb(f, g)),
+        ),
+        "dpnet": (
+            lambda F, G, c: dpnet_from_moments(*moments_pop(F, G, c)),
+            lambda f, g: dpnet_from_moments(*moments_mb(f, g)),
+        ),
     }
 
 
@@ -254,14 +354,26 @@ def gradient_bias(batches, reps, seed) -> dict:
         F = chain.left_singular_functions(st, 3) + 0.3 * rng.standard_normal((chain.n, 3))
         G = chain.right_singular_functions(st, 3) + 0.3 * rng.standard_normal((chain.n, 3))
         F, G = jnp.asarray(F), jnp.asarray(G)
-        c = {"P": jnp.asarray(chain.kernel), "rho0": jnp.asarray(chain.rho0),
-             "rho1": jnp.asarray(chain.rho1), "J": jnp.asarray(chain.joint)}
+        c = {
+            "P": jnp.asarray(chain.kernel),
+            "rho0": jnp.asarray(chain.rho0),
+            "rho1": jnp.asarray(chain.rho1),
+            "J": jnp.asarray(chain.joint),
+        }
         R = reps
         out = {"B": np.array(batches), "R": R}
         for name, (pop, mb) in _tabular_losses().items():
             g_pop = np.concatenate([np.ravel(a) for a in jax.grad(pop, (0, 1))(F, G, c)])
-            grad_mb = jax.jit(jax.vmap(lambda x, y, mb=mb: jnp.concatenate(
-                [jnp.ravel(a) for a in jax.grad(lambda F_, G_: mb(F_[x], G_[y]), (0, 1))(F, G)])))
+            grad_mb = jax.jit(
+                jax.vmap(
+                    lambda x, y, mb=mb: jnp.concatenate(
+                        [
+                            jnp.ravel(a)
+                            for a in jax.grad(lambda F_, G_: mb(F_[x], G_[y]), (0, 1))(F, G)
+                        ]
+                    )
+                )
+            )
             rel, z = [], []
             for B in batches:
                 x, y = chain.pairs(R * B, rng=np.random.default_rng([seed, 1, B]))
@@ -275,34 +387,51 @@ def gradient_bias(batches, reps, seed) -> dict:
     return out
 
 
-@claim("koopman.unbiased_gradients", paper=PAPER,
-       statement="The LoRA objective has unbiased minibatch gradients (U-statistic), while the "
-                 "minibatch gradients of VAMP-2 and DPNet are biased, the bias shrinking with the "
-                 "batch size.",
-       where="Abstract; Sec. 3.1 (unbiased gradient estimates), Sec. 1 (bias of VAMP/DPNet)",
-       sizes=BIAS,
-       mutants=[wrap("dynamics.koopman._objective.lora_loss",
-                     lambda f: lambda f_, g_, **kw: f(f_, g_, **{**kw, "estimator": "plugin"}),
-                     "U-statistic same-pair correction dropped (plug-in metric term)",
-                     name="no_u_statistic")])
+@claim(
+    "koopman.unbiased_gradients",
+    paper=PAPER,
+    statement="The LoRA objective has unbiased minibatch gradients (U-statistic), while the "
+    "minibatch gradients of VAMP-2 and DPNet are biased, the bias shrinking with the "
+    "batch size.",
+    where="Abstract; Sec. 3.1 (unbiased gradient estimates), Sec. 1 (bias of VAMP/DPNet)",
+    sizes=BIAS,
+    mutants=[
+        wrap(
+            "dynamics.koopman._objective.lora_loss",
+            lambda f: lambda f_, g_, **kw: f(f_, g_, **{**kw, "estimator": "plugin"}),
+            "U-statistic same-pair correction dropped (plug-in metric term)",
+            name="no_u_statistic",
+        )
+    ],
+)
 def _bias(size, seed) -> Measurement:
     sim = gradient_bias(size.batches, size.reps, seed)
     zl = sim["lora (U-statistic)"]["z"]
     return measure(
         within(np.round(zl, 2), np.zeros_like(zl), 4.0, name="z(LoRA U-statistic bias)"),
-        *[at_least(round(float(sim[n]["z"][0]), 2), 4.0, name=f"z({n} bias) at B={size.batches[0]}")
-          for n in ("vamp2", "dpnet")],
-        *[at_most(round(float(sim[n]["rel_bias"][-1]), 5), round(float(sim[n]["rel_bias"][0]), 5),
-                  name=f"{n} bias at B={size.batches[-1]} vs B={size.batches[0]}")
-          for n in ("vamp2", "dpnet")],
+        *[
+            at_least(
+                round(float(sim[n]["z"][0]), 2), 4.0, name=f"z({n} bias) at B={size.batches[0]}"
+            )
+            for n in ("vamp2", "dpnet")
+        ],
+        *[
+            at_most(
+                round(float(sim[n]["rel_bias"][-1]), 5),
+                round(float(sim[n]["rel_bias"][0]), 5),
+                name=f"{n} bias at B={size.batches[-1]} vs B={size.batches[0]}",
+            )
+            for n in ("vamp2", "dpnet")
+        ],
         extra={n: sim[n]["rel_bias"].round(4).tolist() for n in BIAS_LOSSES},
         detail=f"B = {list(size.batches)}, {sim['R']} batches each; z = unbiased estimate of "
-               "||bias||^2 over its standard error under zero bias (|z| < 4: no bias detected)")
+        "||bias||^2 over its standard error under zero bias (|z| < 4: no bias detected)",
+    )
 
 
 # ------------------------------------------------------------------ multi-step prediction
 HORIZONS = (1, 2, 3, 4, 5)
-INFORMATIVE = 0.05     # horizons where the exact forecast varies over x by more than this (SD)
+INFORMATIVE = 0.05  # horizons where the exact forecast varies over x by more than this (SD)
 
 
 def _h(x):
@@ -338,22 +467,36 @@ def forecasts(n_train, steps, n_test, seeds, seed) -> dict:
         dec = ro.decoder(model.g(te[1:]), _h(te[1:]))
         learned.append(ro.forecast(model.f(x0), dec, HORIZONS)[..., 0])
     exact = np.stack([L.conditional_expectation(_h, x0, t) for t in HORIZONS])
-    return {"x0": x0, "learned": np.array(learned), "rank_k": _exact_rank_k_forecast(
-        tuple(x0), K_LOGISTIC), "exact": exact, "n_test": n_test, "seeds": seeds}
+    return {
+        "x0": x0,
+        "learned": np.array(learned),
+        "rank_k": _exact_rank_k_forecast(tuple(x0), K_LOGISTIC),
+        "exact": exact,
+        "n_test": n_test,
+        "seeds": seeds,
+    }
 
 
-@claim("koopman.multistep_prediction", paper=PAPER,
-       statement="Multi-step forecasts of observables from the learned singular functions match, "
-                 "pointwise, those of the exact rank-k Koopman compression at horizons where the "
-                 "forecast still depends on the starting point.",
-       where="Sec. 3.2 (forward prediction), Sec. 5 (multi-step prediction)", sizes=LOGISTIC,
-       mutants=[wrap("dynamics.koopman._readout._mat_powers",
-                     lambda f: lambda K, ts: f(K, [t + 1 for t in ts]),
-                     "forecast uses K^t instead of K^(t-1) (one step too many)",
-                     name="power_off_by_one")])
+@claim(
+    "koopman.multistep_prediction",
+    paper=PAPER,
+    statement="Multi-step forecasts of observables from the learned singular functions match, "
+    "pointwise, those of the exact rank-k Koopman compression at horizons where the "
+    "forecast still depends on the starting point.",
+    where="Sec. 3.2 (forward prediction), Sec. 5 (multi-step prediction)",
+    sizes=LOGISTIC,
+    mutants=[
+        wrap(
+            "dynamics.koopman._readout._mat_powers",
+            lambda f: lambda K, ts: f(K, [t + 1 for t in ts]),
+            "forecast uses K^t instead of K^(t-1) (one step too many)",
+            name="power_off_by_one",
+        )
+    ],
+)
 def _forecast(size, seed) -> Measurement:
     sim = forecasts(size.n_train, size.steps, size.n_test, size.seeds, seed)
-    info = sim["exact"].std(1)      # RMSE of the constant forecast E_pi h
+    info = sim["exact"].std(1)  # RMSE of the constant forecast E_pi h
     rank_err = np.sqrt(np.mean((sim["rank_k"] - sim["exact"]) ** 2, 1))
     # informative: the forecast varies with x, and the exact rank-k compression carries it
     keep = np.flatnonzero((info > INFORMATIVE) & (rank_err < 0.5 * info))
@@ -365,12 +508,16 @@ def _forecast(size, seed) -> Measurement:
     worst = np.max(np.abs(mean - sim["rank_k"][keep]) / tol, 1)
     return measure(
         at_most(worst.round(3), 1.0, name="max_x |learned - exact rank-k| / tol"),
-        extra={"horizons": [HORIZONS[i] for i in keep],
-               "SD_x of exact forecast": info.round(4).tolist(),
-               "RMSE(exact rank-k vs exact) / SD_x": (rank_err / info).round(3).tolist(),
-               "RMSE(learned vs exact) / SD_x": np.round(np.sqrt(np.mean(
-                   (sim["learned"].mean(0) - sim["exact"]) ** 2, 1)) / info, 3).tolist()},
+        extra={
+            "horizons": [HORIZONS[i] for i in keep],
+            "SD_x of exact forecast": info.round(4).tolist(),
+            "RMSE(exact rank-k vs exact) / SD_x": (rank_err / info).round(3).tolist(),
+            "RMSE(learned vs exact) / SD_x": np.round(
+                np.sqrt(np.mean((sim["learned"].mean(0) - sim["exact"]) ** 2, 1)) / info, 3
+            ).tolist(),
+        },
         detail=f"200 starting points; judged at horizons where SD_x(E[h(X_t)|x]) > {INFORMATIVE} "
-               "and the exact rank-k compression's RMSE to the truth is below half of it (the "
-               f"constant forecast's); mean of {size.seeds} replicates; tolerance per point 4 SE "
-               "+ 10 % of the forecast's spread")
+        "and the exact rank-k compression's RMSE to the truth is below half of it (the "
+        f"constant forecast's); mean of {size.seeds} replicates; tolerance per point 4 SE "
+        "+ 10 % of the forecast's spread",
+    )

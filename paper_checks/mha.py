@@ -37,8 +37,7 @@ from ._rules import at_least, at_most, holds, measure, paired_gap, within
 PAPER = "Masumura & Taki 2025 (NeurIPS, arXiv 2511.20698)"
 
 # ------------------------------------------------------------------------------ exact reductions
-EXACT_SIZES = sizes(smoke=dict(T=6, layers=2), quick=dict(T=8, layers=3),
-                    full=dict(T=32, layers=6))
+EXACT_SIZES = sizes(smoke=dict(T=6, layers=2), quick=dict(T=8, layers=3), full=dict(T=32, layers=6))
 
 
 @memo
@@ -60,41 +59,59 @@ def exact_reductions(T: int, layers: int, seed: int) -> dict:
         for ap in (0.0, 1.0):
             lm = hopfield_lm(V, d, H, layers, T, alpha_prime=ap, alpha=0.5, key=key)
             loss, g = eqx.filter_jit(eqx.filter_value_and_grad(nn.lm_loss))(lm, toks)
-            finite.append(bool(jnp.isfinite(loss)) and all(
-                bool(jnp.all(jnp.isfinite(a))) for a in jax.tree.leaves(g)))
+            finite.append(
+                bool(jnp.isfinite(loss))
+                and all(bool(jnp.all(jnp.isfinite(a))) for a in jax.tree.leaves(g))
+            )
         params = (nn.count_params(van), nn.count_params(mha0))
     return dict(reduction=red, decode=max(dec), params=params, finite=all(finite))
 
 
-@claim("mha.exact_reductions", paper=PAPER,
-       statement="MHA adds no trainable parameter, reduces to vanilla attention at alpha' = 0, and "
-                 "(derived here) its cached decoding, passing one hidden row per head up the "
-                 "stack, "
-                 "equals the full prefill.",
-       where="Sec. 3 (MHA update; 'without adding training parameters'); decode: derived",
-       sizes=EXACT_SIZES,
-       mutants=[wrap("nn.hopfield.hidden_update",
-                     lambda f: lambda h, s, a: a * s + (1 - a) * h,
-                     "EMA weights swapped: alpha' on the new scores", name="ema_swapped"),
-                wrap("nn.hopfield.HopfieldAttention.decode_step",
-                     lambda f: lambda self, x, h, kc, vc, t: f(self, x, None, kc, vc, t),
-                     "decode does not pass the hidden row up the stack", name="decode_no_row")])
+@claim(
+    "mha.exact_reductions",
+    paper=PAPER,
+    statement="MHA adds no trainable parameter, reduces to vanilla attention at alpha' = 0, and "
+    "(derived here) its cached decoding, passing one hidden row per head up the "
+    "stack, "
+    "equals the full prefill.",
+    where="Sec. 3 (MHA update; 'without adding training parameters'); decode: derived",
+    sizes=EXACT_SIZES,
+    mutants=[
+        wrap(
+            "nn.hopfield.hidden_update",
+            lambda f: lambda h, s, a: a * s + (1 - a) * h,
+            "EMA weights swapped: alpha' on the new scores",
+            name="ema_swapped",
+        ),
+        wrap(
+            "nn.hopfield.HopfieldAttention.decode_step",
+            lambda f: lambda self, x, h, kc, vc, t: f(self, x, None, kc, vc, t),
+            "decode does not pass the hidden row up the stack",
+            name="decode_no_row",
+        ),
+    ],
+)
 def _exact(size, seed) -> Measurement:
     r = exact_reductions(size.T, size.layers, seed)
     return measure(
         at_most(r["reduction"], 1e-12, name="alpha'=0 vs vanilla |diff|"),
         at_most(r["decode"], 1e-12, name="decode vs prefill |diff|"),
-        holds(r["params"][0] == r["params"][1], name="parameter count",
-              rule="count(MHA) == count(vanilla)", measured=list(r["params"])),
+        holds(
+            r["params"][0] == r["params"][1],
+            name="parameter count",
+            rule="count(MHA) == count(vanilla)",
+            measured=list(r["params"]),
+        ),
         holds(r["finite"], name="finite", rule="alpha' in {0, 1}: loss and grads finite"),
         detail=f"float64, vocab 23, d 16, 4 heads, {size.layers} layers, T={size.T}, batch 3, "
-               f"seed {seed}; decode for alpha' in {{0.5, 1}}, grads for {{0, 1}}, alpha = 0.5",
+        f"seed {seed}; decode for alpha' in {{0.5, 1}}, grads for {{0, 1}}, alpha = 0.5",
     )
 
 
 # ------------------------------------------------------------------------------- rank collapse
-COLLAPSE_SIZES = sizes(smoke=dict(seeds=8, depth=12), quick=dict(seeds=48, depth=12),
-                       full=dict(seeds=200, depth=12))
+COLLAPSE_SIZES = sizes(
+    smoke=dict(seeds=8, depth=12), quick=dict(seeds=48, depth=12), full=dict(seeds=200, depth=12)
+)
 T_TOK, D_MODEL, N_HEADS = 16, 32, 4
 ALPHAS = (0.0, 0.5, 0.8)
 #: last depth used for each alpha' (before the float64 floor ~1e-15.6 is approached)
@@ -138,8 +155,14 @@ def rank_collapse(seeds: int, depth: int, seed: int) -> dict:
             W = jax.random.normal(kw, (depth, 4, D_MODEL, D_MODEL), jnp.float64)
             return pure_attention_stack(X, W / np.sqrt(D_MODEL), ap)
 
-        logres = {ap: np.log10(relative_residual(np.asarray(
-            jax.jit(jax.vmap(functools.partial(one, ap=ap)))(keys)))) for ap in ALPHAS}
+        logres = {
+            ap: np.log10(
+                relative_residual(
+                    np.asarray(jax.jit(jax.vmap(functools.partial(one, ap=ap)))(keys))
+                )
+            )
+            for ap in ALPHAS
+        }
     return dict(alphas=ALPHAS, logres=logres)
 
 
@@ -151,7 +174,8 @@ def collapse_stats(r: dict) -> dict:
     d2, d3 = van[:, 1] - van[:, 2], van[:, 2] - van[:, 3]
     out["ratio"] = d3.mean() / d2.mean()
     out["ratio_se"] = np.std(d3 / d2.mean() - d2 * d3.mean() / d2.mean() ** 2, ddof=1) / np.sqrt(
-        len(d2))  # delta method
+        len(d2)
+    )  # delta method
     for ap in ALPHAS[1:]:
         l = r["logres"][ap]
         D = LAST[ap]
@@ -162,42 +186,65 @@ def collapse_stats(r: dict) -> dict:
     return out
 
 
-@claim("mha.rank_collapse", paper=PAPER,
-       statement="In a pure-attention stack at initialisation the hidden state slows token rank "
-                 "collapse: vanilla collapses doubly exponentially (decrement ratio ~3, Dong et "
-                 "al.), "
-                 "MHA's log-residual decrements grow by only -log10 alpha' per layer (derived "
-                 "here), "
-                 "leaving > 2 decades more residual at depth 3.",
-       where="Sec. 4 (rank-collapse theorem, geometric m=0 term); law: theory.rank_collapse",
-       sizes=COLLAPSE_SIZES,
-       mutants=[wrap("nn.hopfield.hidden_update", lambda f: lambda h, s, a: s,
-                     "hidden state not carried (h_n = S_n at every layer)", name="no_state"),
-                wrap("nn.hopfield.hidden_update",
-                     lambda f: lambda h, s, a: a**2 * h + (1 - a**2) * s,
-                     "state weight alpha'^2 instead of alpha'", name="alpha_squared")])
+@claim(
+    "mha.rank_collapse",
+    paper=PAPER,
+    statement="In a pure-attention stack at initialisation the hidden state slows token rank "
+    "collapse: vanilla collapses doubly exponentially (decrement ratio ~3, Dong et "
+    "al.), "
+    "MHA's log-residual decrements grow by only -log10 alpha' per layer (derived "
+    "here), "
+    "leaving > 2 decades more residual at depth 3.",
+    where="Sec. 4 (rank-collapse theorem, geometric m=0 term); law: theory.rank_collapse",
+    sizes=COLLAPSE_SIZES,
+    mutants=[
+        wrap(
+            "nn.hopfield.hidden_update",
+            lambda f: lambda h, s, a: s,
+            "hidden state not carried (h_n = S_n at every layer)",
+            name="no_state",
+        ),
+        wrap(
+            "nn.hopfield.hidden_update",
+            lambda f: lambda h, s, a: a**2 * h + (1 - a**2) * s,
+            "state weight alpha'^2 instead of alpha'",
+            name="alpha_squared",
+        ),
+    ],
+)
 def _collapse(size, seed) -> Measurement:
     r = rank_collapse(size.seeds, size.depth, seed)
     st = collapse_stats(r)
     n = size.seeds
-    law = [within(st[f"d2_{ap}"], abs(np.log10(ap)), 3 * st[f"d2_se_{ap}"] + 0.02,
-                  name=f"second difference, alpha'={ap}") for ap in ALPHAS[1:]]
+    law = [
+        within(
+            st[f"d2_{ap}"],
+            abs(np.log10(ap)),
+            3 * st[f"d2_se_{ap}"] + 0.02,
+            name=f"second difference, alpha'={ap}",
+        )
+        for ap in ALPHAS[1:]
+    ]
     return measure(
         at_least(st["ratio"] - 2 * st["ratio_se"], 2.5, name="vanilla decrement ratio - 2 SE"),
         paired_gap(*st["gap3"], n_se=2, margin=2.0, name="l3(alpha'=0.5) - l3(vanilla)"),
         *law,
-        extra={"vanilla ratio": st["ratio"], "mean l3": {str(ap): float(r["logres"][ap][:, 3]
-                                                            .mean()) for ap in ALPHAS}},
+        extra={
+            "vanilla ratio": st["ratio"],
+            "mean l3": {str(ap): float(r["logres"][ap][:, 3].mean()) for ap in ALPHAS},
+        },
         detail=f"T=16, d=32, 4 heads, N(0,1/d) weights, {n} inits (seed {seed}), float64; second "
-               "difference = mean growth of the log10 decrement from depth 3 to "
-               f"{LAST[0.5]} (alpha' .5) / {LAST[0.8]} (.8), tol 3 SE + 0.02 (transient)",
+        "difference = mean growth of the log10 decrement from depth 3 to "
+        f"{LAST[0.5]} (alpha' .5) / {LAST[0.8]} (.8), tol 3 SE + 0.02 (transient)",
     )
 
 
 # ------------------------------------------------------------------------- skip-free ViT (digits)
-VIT_SIZES = sizes(smoke=dict(seeds=2, steps=20, depths=(2, 4)),
-                  quick=dict(seeds=4, steps=400, depths=(2, 4)),
-                  full=dict(seeds=10, steps=1500, depths=(2, 4, 6, 8)))
+VIT_SIZES = sizes(
+    smoke=dict(seeds=2, steps=20, depths=(2, 4)),
+    quick=dict(seeds=4, steps=400, depths=(2, 4)),
+    full=dict(seeds=10, steps=1500, depths=(2, 4, 6, 8)),
+)
 VIT = dict(d_model=32, num_heads=4, mlp_ratio=2, alpha_mha=0.8, lr=1e-3, batch=32)
 
 
@@ -219,14 +266,29 @@ def train_vit(depth, alpha_prime, seeds, steps, seed):
     returns test accuracies ``(seeds,)`` and the final-layer log10 residual on test images."""
     Xtr, ytr, Xte, yte = digits(seed)
     keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
-    make = lambda k: HopfieldViT(16, 4, 10, VIT["d_model"], VIT["num_heads"], depth,  # noqa: E731
-                                 alpha_prime=alpha_prime, alpha=0.0, mlp_residual=False,
-                                 mlp_ratio=VIT["mlp_ratio"], dtype=jnp.float32, key=k)
+
+    def make(k):
+        return HopfieldViT(
+            16,
+            4,
+            10,
+            VIT["d_model"],
+            VIT["num_heads"],
+            depth,
+            alpha_prime=alpha_prime,
+            alpha=0.0,
+            mlp_residual=False,
+            mlp_ratio=VIT["mlp_ratio"],
+            dtype=jnp.float32,
+            key=k,
+        )
+
     models = eqx.filter_vmap(make)(keys)
     params, static = eqx.partition(models, eqx.is_array)
     opt = optax.adam(VIT["lr"])
-    idx = jax.random.randint(jax.random.fold_in(jax.random.PRNGKey(seed), 7),
-                             (steps, seeds, VIT["batch"]), 0, len(ytr))
+    idx = jax.random.randint(
+        jax.random.fold_in(jax.random.PRNGKey(seed), 7), (steps, seeds, VIT["batch"]), 0, len(ytr)
+    )
     Xtr, ytr = jnp.asarray(Xtr), jnp.asarray(ytr)
 
     def loss(p, ix):
@@ -267,25 +329,44 @@ def skipfree_vit(seeds: int, steps: int, depths: tuple, seed: int) -> dict:
     return out
 
 
-@claim("mha.skipfree_vit", paper=PAPER,
-       statement="Without skip connections a ViT's accuracy falls with depth, while MHA keeps it: "
-                 "at the deeper depth MHA beats vanilla, and vanilla is worse than when shallow.",
-       where="Sec. 5, skip-free ViT experiment (no-skip rank-collapse study)",
-       sizes=VIT_SIZES,
-       mutants=[wrap("nn.hopfield.hidden_update", lambda f: lambda h, s, a: s,
-                     "hidden state not carried (h_n = S_n at every layer)", name="no_state")])
+@claim(
+    "mha.skipfree_vit",
+    paper=PAPER,
+    statement="Without skip connections a ViT's accuracy falls with depth, while MHA keeps it: "
+    "at the deeper depth MHA beats vanilla, and vanilla is worse than when shallow.",
+    where="Sec. 5, skip-free ViT experiment (no-skip rank-collapse study)",
+    sizes=VIT_SIZES,
+    mutants=[
+        wrap(
+            "nn.hopfield.hidden_update",
+            lambda f: lambda h, s, a: s,
+            "hidden state not carried (h_n = S_n at every layer)",
+            name="no_state",
+        )
+    ],
+)
 def _vit(size, seed) -> Measurement:
     r = skipfree_vit(size.seeds, size.steps, tuple(size.depths), seed)
     deep, shallow = max(size.depths), min(size.depths)
     return measure(
-        paired_gap(r[("mha", deep)][0], r[("vanilla", deep)][0], n_se=2, margin=0.0,
-                   name=f"acc MHA - vanilla, L={deep}"),
-        paired_gap(r[("vanilla", shallow)][0], r[("vanilla", deep)][0], n_se=2, margin=0.0,
-                   name=f"vanilla acc L={shallow} - L={deep}"),
+        paired_gap(
+            r[("mha", deep)][0],
+            r[("vanilla", deep)][0],
+            n_se=2,
+            margin=0.0,
+            name=f"acc MHA - vanilla, L={deep}",
+        ),
+        paired_gap(
+            r[("vanilla", shallow)][0],
+            r[("vanilla", deep)][0],
+            n_se=2,
+            margin=0.0,
+            name=f"vanilla acc L={shallow} - L={deep}",
+        ),
         extra={f"{n} acc L={L}": float(r[(n, L)][0].mean()) for (n, L) in r}
         | {f"{n} log10 res L={L}": float(r[(n, L)][1].mean()) for (n, L) in r},
         detail=f"load_digits, 2x2 patches, d=32, 4 heads, skip-free (alpha=0, no MLP residual), "
-               f"Adam 1e-3, batch 128, {size.steps} steps, {size.seeds} paired seeds (seed "
-               f"{seed}); "
-               f"MHA alpha'={VIT['alpha_mha']}",
+        f"Adam 1e-3, batch 128, {size.steps} steps, {size.seeds} paired seeds (seed "
+        f"{seed}); "
+        f"MHA alpha'={VIT['alpha_mha']}",
     )

@@ -11,8 +11,8 @@ import numpy as np
 from scipy.sparse.linalg import eigsh
 from tqdm import tqdm
 
-from spectral import goe
 import theory.bbp as theory_bbp
+from spectral import goe
 from theory.bbp import tw_edge_shift
 
 from ._registry import Measurement, claim, memo, scaled, sizes, wrap
@@ -20,8 +20,9 @@ from ._rules import measure, within
 
 PAPER = "Baik, Ben Arous & Péché 2005; Benaych-Georges & Nadakuditi 2011"
 BETAS = (0.25, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5, 3.0)
-SIZES = sizes(smoke=dict(n=300, trials=2), quick=dict(n=2000, trials=10),
-              full=dict(n=4000, trials=40))
+SIZES = sizes(
+    smoke=dict(n=300, trials=2), quick=dict(n=2000, trials=10), full=dict(n=4000, trials=40)
+)
 
 
 @memo
@@ -45,8 +46,15 @@ def simulate_bbp(n: int, trials: int, seed: int = 0) -> dict:
             vals, vecs = eigsh(w + beta * np.outer(x, x), k=1, which="LA", v0=v0, tol=1e-10)
             lam[t, j], ov[t, j] = vals[0], (vecs[:, 0] @ x) ** 2
     se = lambda a: a.std(0, ddof=1) / np.sqrt(trials)  # noqa: E731
-    return dict(n=n, trials=trials, beta=betas, lam=lam.mean(0), lam_se=se(lam),
-                overlap=ov.mean(0), overlap_se=se(ov))
+    return dict(
+        n=n,
+        trials=trials,
+        beta=betas,
+        lam=lam.mean(0),
+        lam_se=se(lam),
+        overlap=ov.mean(0),
+        overlap_se=se(ov),
+    )
 
 
 def finite_n_allowance(beta: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -64,16 +72,34 @@ def finite_n_allowance(beta: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray
     return lam_tol, ov_tol
 
 
-@claim("rmt.bbp", paper=PAPER,
-       statement="For Y = W/sqrt(n) + beta x x^T the top eigenvalue tends to beta + 1/beta for "
-                 "beta > 1 and to 2 below, and the squared overlap to 1 - 1/beta^2 (0 below).",
-       where="Benaych-Georges & Nadakuditi 2011, Thm 2.1 and Ex. 3.1", sizes=SIZES,
-       mutants=[wrap("theory.bbp.bbp_top_eigenvalue", scaled(1.03),
-                     "outlier location beta + 1/beta 3 % high", name="outlier_3pct"),
-                wrap("theory.bbp.bbp_overlap", lambda f: lambda b: np.maximum(1 - 1 / b, 0.0),
-                     "overlap 1 - 1/beta instead of 1 - 1/beta^2", name="overlap_power"),
-                wrap("spectral.goe", scaled(1.05),
-                     "noise matrix 5 % too large (a normalisation bug)", name="goe_scale")])
+@claim(
+    "rmt.bbp",
+    paper=PAPER,
+    statement="For Y = W/sqrt(n) + beta x x^T the top eigenvalue tends to beta + 1/beta for "
+    "beta > 1 and to 2 below, and the squared overlap to 1 - 1/beta^2 (0 below).",
+    where="Benaych-Georges & Nadakuditi 2011, Thm 2.1 and Ex. 3.1",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "theory.bbp.bbp_top_eigenvalue",
+            scaled(1.03),
+            "outlier location beta + 1/beta 3 % high",
+            name="outlier_3pct",
+        ),
+        wrap(
+            "theory.bbp.bbp_overlap",
+            lambda f: lambda b: np.maximum(1 - 1 / b, 0.0),
+            "overlap 1 - 1/beta instead of 1 - 1/beta^2",
+            name="overlap_power",
+        ),
+        wrap(
+            "spectral.goe",
+            scaled(1.05),
+            "noise matrix 5 % too large (a normalisation bug)",
+            name="goe_scale",
+        ),
+    ],
+)
 def _bbp(size, seed) -> Measurement:
     sim = simulate_bbp(size.n, size.trials, seed)
     n = sim["n"]
@@ -84,11 +110,19 @@ def _bbp(size, seed) -> Measurement:
     lam_tol = 3 * sim["lam_se"][keep] + lam_allow
     ov_tol = 3 * sim["overlap_se"][keep] + ov_allow
     return measure(
-        within(sim["lam"][keep].round(5), np.round(theory_bbp.bbp_top_eigenvalue(beta), 5),
-               lam_tol.round(5), name="top_eigenvalue"),
-        within(sim["overlap"][keep].round(5), np.round(theory_bbp.bbp_overlap(beta), 5),
-               ov_tol.round(5), name="overlap"),
+        within(
+            sim["lam"][keep].round(5),
+            np.round(theory_bbp.bbp_top_eigenvalue(beta), 5),
+            lam_tol.round(5),
+            name="top_eigenvalue",
+        ),
+        within(
+            sim["overlap"][keep].round(5),
+            np.round(theory_bbp.bbp_overlap(beta), 5),
+            ov_tol.round(5),
+            name="overlap",
+        ),
         extra={"beta": beta.tolist()},
         detail=f"n={n}, {sim['trials']} trials per beta (seed {seed}); tolerance 3 SE plus the "
-               "finite-n allowance",
+        "finite-n allowance",
     )

@@ -31,15 +31,54 @@ BETA_ETAS = (0.5, 1.0, 1.5, 1.9)
 PREFACTOR_BETA_ETAS = (0.1, 0.5, 1.0, 1.5, 1.99)
 KAPPAS = (10.0, 100.0, 1e3, 1e4)
 SIZES = sizes(
-    smoke=dict(T_max=300, hinge_T=100, hinge_paths=32, prefactor_T=100, tuned_T=10 ** 5,
-               tradeoff_T=300, kz_dim=8, kz_kappas=2, kz_T=1000, cont_dim=10, cont_tasks=12,
-               cont_k=300, cont_paths=16, pep_T=2),
-    quick=dict(T_max=10 ** 4, hinge_T=3000, hinge_paths=200, prefactor_T=1000, tuned_T=10 ** 7,
-               tradeoff_T=1000, kz_dim=20, kz_kappas=4, kz_T=10 ** 4, cont_dim=20, cont_tasks=30,
-               cont_k=3000, cont_paths=64, pep_T=4),
-    full=dict(T_max=10 ** 5, hinge_T=30000, hinge_paths=2000, prefactor_T=10 ** 4,
-              tuned_T=10 ** 8, tradeoff_T=10 ** 4, kz_dim=30, kz_kappas=4, kz_T=10 ** 5,
-              cont_dim=50, cont_tasks=50, cont_k=10 ** 4, cont_paths=400, pep_T=5),
+    smoke=dict(
+        T_max=300,
+        hinge_T=100,
+        hinge_paths=32,
+        prefactor_T=100,
+        tuned_T=10**5,
+        tradeoff_T=300,
+        kz_dim=8,
+        kz_kappas=2,
+        kz_T=1000,
+        cont_dim=10,
+        cont_tasks=12,
+        cont_k=300,
+        cont_paths=16,
+        pep_T=2,
+    ),
+    quick=dict(
+        T_max=10**4,
+        hinge_T=3000,
+        hinge_paths=200,
+        prefactor_T=1000,
+        tuned_T=10**7,
+        tradeoff_T=1000,
+        kz_dim=20,
+        kz_kappas=4,
+        kz_T=10**4,
+        cont_dim=20,
+        cont_tasks=30,
+        cont_k=3000,
+        cont_paths=64,
+        pep_T=4,
+    ),
+    full=dict(
+        T_max=10**5,
+        hinge_T=30000,
+        hinge_paths=2000,
+        prefactor_T=10**4,
+        tuned_T=10**8,
+        tradeoff_T=10**4,
+        kz_dim=30,
+        kz_kappas=4,
+        kz_T=10**5,
+        cont_dim=50,
+        cont_tasks=50,
+        cont_k=10**4,
+        cont_paths=400,
+        pep_T=5,
+    ),
 )
 
 
@@ -59,14 +98,23 @@ def _full_batch(inst):
     ``B = H^{1/2}``, ``c = H^{1/2} w_star``, no noise."""
     lam, V = np.linalg.eigh(inst.H)
     root = (V * np.sqrt(np.maximum(lam, 0.0))) @ V.T
-    return QuadraticSum(root[None], (root @ inst.w_star)[None], np.ones(1), inst.w0, 0.0,
-                        inst.name + " (full batch)")
+    return QuadraticSum(
+        root[None],
+        (root @ inst.w_star)[None],
+        np.ones(1),
+        inst.w0,
+        0.0,
+        inst.name + " (full batch)",
+    )
 
 
-SGD_TO_GD = wrap("dynamics._sgd_exact.quadratic_spectral",
-                 lambda f: lambda inst, eta: f(_full_batch(inst), eta),
-                 "the second-moment recursion uses the full gradient at every step (SGD "
-                 "replaced by gradient descent)", name="sgd_to_gd")
+SGD_TO_GD = wrap(
+    "dynamics._sgd_exact.quadratic_spectral",
+    lambda f: lambda inst, eta: f(_full_batch(inst), eta),
+    "the second-moment recursion uses the full gradient at every step (SGD "
+    "replaced by gradient descent)",
+    name="sgd_to_gd",
+)
 
 
 def _risk_times(factor):
@@ -74,7 +122,9 @@ def _risk_times(factor):
         def g(*args, **kwargs):
             c = f(*args, **kwargs)
             return dataclasses.replace(c, mean=c.mean * factor, se=c.se * factor)
+
         return g
+
     return wrapper
 
 
@@ -82,7 +132,9 @@ def _scale_array(factor):
     def wrapper(f):
         def g(*args, **kwargs):
             return f(*args, **kwargs) * factor
+
         return g
+
     return wrapper
 
 
@@ -97,9 +149,14 @@ def rare_curvature_worst(T_max: int) -> dict:
     T = _grid(1, T_max, 25)
     risk = {}
     for be in BETA_ETAS:
-        risk[be] = np.array([S.expected_excess_risk(
-            S.rare_curvature(1.0, ts.rare_curvature_worst_p(t, be, 1.0)), be, t).mean[0]
-            for t in T])
+        risk[be] = np.array(
+            [
+                S.expected_excess_risk(
+                    S.rare_curvature(1.0, ts.rare_curvature_worst_p(t, be, 1.0)), be, t
+                ).mean[0]
+                for t in T
+            ]
+        )
     return {"T": T, "risk": risk}
 
 
@@ -112,9 +169,17 @@ def hinge_simulation(T_max: int, n_paths: int, seed: int) -> dict:
     X, y = S.separable_data(60, 10, margin=0.05, rng=np.random.default_rng([seed, 3]))
     hinge = S.squared_hinge(X, y)
     T = _grid(1, T_max, 10)
-    mc = {be: S.expected_excess_risk(hinge, be / hinge.beta, T, method="monte_carlo",
-                                     key=jax.random.key(seed), n_paths=n_paths)
-          for be in BETA_ETAS}
+    mc = {
+        be: S.expected_excess_risk(
+            hinge,
+            be / hinge.beta,
+            T,
+            method="monte_carlo",
+            key=jax.random.key(seed),
+            n_paths=n_paths,
+        )
+        for be in BETA_ETAS
+    }
     return {"inst": hinge, "T": T, "mc": mc}
 
 
@@ -128,16 +193,30 @@ def tradeoff_simulation(T_fix: int, tuned_T: int, seed: int) -> dict:
     ls = S.least_squares(A, A @ np.ones(8) + 2.0 * gen.standard_normal(30))
     beta_ar, s2 = 2.0, 1.0
     ar = {w0: S.ar1(beta_ar, s2, w0) for w0 in (0.0, 1.0)}
-    x = np.geomspace(1e-3, 1.9, 16)                       # beta * eta
-    vs_eta = {w0: np.array([S.expected_excess_risk(inst, be / beta_ar, T_fix).mean[0]
-                            for be in x]) for w0, inst in ar.items()}
+    x = np.geomspace(1e-3, 1.9, 16)  # beta * eta
+    vs_eta = {
+        w0: np.array([S.expected_excess_risk(inst, be / beta_ar, T_fix).mean[0] for be in x])
+        for w0, inst in ar.items()
+    }
     ls_eta = np.array([S.expected_excess_risk(ls, be / ls.beta, T_fix).mean[0] for be in x])
     T = _grid(10, tuned_T, 13)
     eta_tuned = np.array([ts.tuned_stepsize(t, ls.beta, ls.dist2, ls.sigma2_star) for t in T])
-    tuned = np.array([S.expected_excess_risk(ls, e, t).mean[0]
-                      for e, t in zip(eta_tuned, T, strict=True)])
-    return {"ls": ls, "ar": ar, "beta_ar": beta_ar, "s2": s2, "x": x, "T_fix": T_fix,
-            "vs_eta": vs_eta, "ls_eta": ls_eta, "T": T, "eta_tuned": eta_tuned, "tuned": tuned}
+    tuned = np.array(
+        [S.expected_excess_risk(ls, e, t).mean[0] for e, t in zip(eta_tuned, T, strict=True)]
+    )
+    return {
+        "ls": ls,
+        "ar": ar,
+        "beta_ar": beta_ar,
+        "s2": s2,
+        "x": x,
+        "T_fix": T_fix,
+        "vs_eta": vs_eta,
+        "ls_eta": ls_eta,
+        "T": T,
+        "eta_tuned": eta_tuned,
+        "tuned": tuned,
+    }
 
 
 def _kaczmarz_system(dim, kappa, gen):
@@ -157,8 +236,9 @@ def kaczmarz_simulation(dim: int, n_kappa: int, T_max: int, seed: int) -> dict:
     out = {"T": T, "kappa": KAPPAS[:n_kappa], "worst": {}, "risk": {}, "kappa_F2": {}}
     for kappa in out["kappa"]:
         kz = S.kaczmarz(*_kaczmarz_system(dim, kappa, gen))
-        out["worst"][kappa] = (S.worst_start_excess_risk(kz, 1.0, T) if kz.realizable
-                               else np.full(T.shape, np.nan))   # inconsistent: no worst start
+        out["worst"][kappa] = (
+            S.worst_start_excess_risk(kz, 1.0, T) if kz.realizable else np.full(T.shape, np.nan)
+        )  # inconsistent: no worst start
         out["risk"][kappa] = S.expected_excess_risk(kz, 1.0, T).mean / kz.dist2
         lam = np.linalg.eigvalsh(kz.H)
         out["kappa_F2"][kappa] = float(1.0 / lam[lam > 1e-14 * lam.max()].min())
@@ -193,7 +273,8 @@ def continual_simulation(dim: int, n_tasks: int, k_max: int, n_paths: int, seed:
     for name, tasks in fam.items():
         out["with"][name] = S.continual_learning(tasks, k, method="exact")
     out["without"]["gaussian"] = S.continual_learning(
-        fam["gaussian"], k, replacement=False, key=jax.random.key(seed), n_paths=n_paths)
+        fam["gaussian"], k, replacement=False, key=jax.random.key(seed), n_paths=n_paths
+    )
     return out
 
 
@@ -223,13 +304,23 @@ def gd_worst_case(T, h):
 # --------------------------------------------------------------------------------------------------
 # claims
 # --------------------------------------------------------------------------------------------------
-@claim("sgd.bias_rate", paper=PAPER,
-       statement="With sigma_star = 0 and 0 < eta < 2/beta the last-iterate excess risk decays at "
-                 "least like D^2 / (eta (2 - beta eta) T^(1 - beta eta / 2)).",
-       where="Thm 1 (bias term)", sizes=SIZES,
-       mutants=[SGD_TO_GD,
-                wrap("dynamics.sgd.expected_excess_risk", _risk_times(20.0),
-                     "excess risk 20x too large", name="risk_x20")])
+@claim(
+    "sgd.bias_rate",
+    paper=PAPER,
+    statement="With sigma_star = 0 and 0 < eta < 2/beta the last-iterate excess risk decays at "
+    "least like D^2 / (eta (2 - beta eta) T^(1 - beta eta / 2)).",
+    where="Thm 1 (bias term)",
+    sizes=SIZES,
+    mutants=[
+        SGD_TO_GD,
+        wrap(
+            "dynamics.sgd.expected_excess_risk",
+            _risk_times(20.0),
+            "excess risk 20x too large",
+            name="risk_x20",
+        ),
+    ],
+)
 def _bias_rate(size, seed) -> Measurement:
     wc = rare_curvature_worst(size.T_max)
     hg = hinge_simulation(size.hinge_T, size.hinge_paths, seed)
@@ -241,37 +332,57 @@ def _bias_rate(size, seed) -> Measurement:
         slopes[be] = _fit_slope(T[T >= 10], r[T >= 10])
         ratio = max(ratio, float(np.max(r / ts.bias_term(T, be, 1.0, 1.0))))
         h = hg["mc"][be]
-        ratio = max(ratio, float(np.max((h.mean + 3 * h.se) / ts.bias_term(
-            h.T, be / hg["inst"].beta, hg["inst"].beta, hg["inst"].dist2))))
+        ratio = max(
+            ratio,
+            float(
+                np.max(
+                    (h.mean + 3 * h.se)
+                    / ts.bias_term(h.T, be / hg["inst"].beta, hg["inst"].beta, hg["inst"].dist2)
+                )
+            ),
+        )
     closed = {}
-    for be in BETA_ETAS:   # derived closed form (theory.sgd.rare_curvature_risk), p capped at 1
+    for be in BETA_ETAS:  # derived closed form (theory.sgd.rare_curvature_risk), p capped at 1
         c = be * (2 - be)
         p = np.minimum(1.0, 1.0 / (c * (T + 1.0)))
         closed[str(be)] = c * (T + 1) * 0.5 * p * (1 - p * c) ** T
     return measure(
         within({str(b): v for b, v in norm.items()}, closed, 1e-9, name="worst_case_value"),
-        *[slope_within(T[T >= 10], wc["risk"][be][T >= 10], -1.0, 0.02, name=f"slope_{be}")
-          for be in BETA_ETAS],
-        at_most(max(slopes[be] + 1 - be / 2 for be in BETA_ETAS), 0.0,
-                name="slope_minus_bound_exponent"),
+        *[
+            slope_within(T[T >= 10], wc["risk"][be][T >= 10], -1.0, 0.02, name=f"slope_{be}")
+            for be in BETA_ETAS
+        ],
+        at_most(
+            max(slopes[be] + 1 - be / 2 for be in BETA_ETAS), 0.0, name="slope_minus_bound_exponent"
+        ),
         at_most(ratio, 1.0, name="max_risk_over_bound"),
         extra={"bound_exponent": {str(be): -(1 - be / 2) for be in BETA_ETAS}},
         detail=f"worst case over the rare-curvature family (exact SGD recursion, T = 1..{T[-1]}): "
-               "eta(2-beta eta)(T+1) risk / D^2 equals the derived (T/(T+1))^T/2 (-> 1/(2e)) and "
-               "decays like 1/T (two-sided slope, T >= 10); that slope minus the bound's "
-               "-(1 - beta eta/2) <= 0; max risk / bound (c = 1) over it and squared hinge (Monte "
-               f"Carlo + 3 SE, {size.hinge_paths} paths, seed {seed}) <= 1. No instance attaining "
-               "the exponent 1 - beta eta/2 is known here (quadratics cannot at beta eta = 1, "
-               "Derezinski & Dong 2026), so the exponent is checked as an upper bound")
+        "eta(2-beta eta)(T+1) risk / D^2 equals the derived (T/(T+1))^T/2 (-> 1/(2e)) and "
+        "decays like 1/T (two-sided slope, T >= 10); that slope minus the bound's "
+        "-(1 - beta eta/2) <= 0; max risk / bound (c = 1) over it and squared hinge (Monte "
+        f"Carlo + 3 SE, {size.hinge_paths} paths, seed {seed}) <= 1. No instance attaining "
+        "the exponent 1 - beta eta/2 is known here (quadratics cannot at beta eta = 1, "
+        "Derezinski & Dong 2026), so the exponent is checked as an upper bound",
+    )
 
 
-@claim("sgd.prefactor", paper=PAPER,
-       statement="The 1/(eta (2 - beta eta)) prefactor of the bias term cannot be removed.",
-       where="Thm 1 (bias term); lower-bound instance derived here", sizes=SIZES,
-       mutants=[SGD_TO_GD,
-                wrap("theory.sgd.rare_curvature_worst_p",
-                     lambda f: lambda T, eta, beta: min(1.0, 1.0 / (beta * eta * (T + 1.0))),
-                     "worst-case p drops the (2 - beta eta) factor of c", name="worst_p_no_2")])
+@claim(
+    "sgd.prefactor",
+    paper=PAPER,
+    statement="The 1/(eta (2 - beta eta)) prefactor of the bias term cannot be removed.",
+    where="Thm 1 (bias term); lower-bound instance derived here",
+    sizes=SIZES,
+    mutants=[
+        SGD_TO_GD,
+        wrap(
+            "theory.sgd.rare_curvature_worst_p",
+            lambda f: lambda T, eta, beta: min(1.0, 1.0 / (beta * eta * (T + 1.0))),
+            "worst-case p drops the (2 - beta eta) factor of c",
+            name="worst_p_no_2",
+        ),
+    ],
+)
 def _prefactor(size, seed) -> Measurement:
     T = size.prefactor_T
     vals = {}
@@ -279,26 +390,39 @@ def _prefactor(size, seed) -> Measurement:
         p = ts.rare_curvature_worst_p(T, be, 1.0)
         r = S.expected_excess_risk(S.rare_curvature(1.0, p, 1.0), be, T).mean[0]
         vals[str(be)] = float(r * be * (2 - be) * (T + 1))
-    target = 0.5 * (T / (T + 1.0)) ** T                   # -> 1/(2e)
-    return measure(within(vals, {k: target for k in vals}, 1e-9, name="normalised_worst_risk"),
-                   detail=f"rare-curvature instance at its worst p, T = {T} (exact SGD "
-                          "recursion): risk * eta(2-beta eta)(T+1) / D^2 is the same derived "
-                          "constant (T/(T+1))^T/2 -> 1/(2e) for every beta*eta in "
-                          f"{PREFACTOR_BETA_ETAS}, so the risk scales as 1/(eta(2-beta eta)) "
-                          "(deterministic; seed unused)")
+    target = 0.5 * (T / (T + 1.0)) ** T  # -> 1/(2e)
+    return measure(
+        within(vals, {k: target for k in vals}, 1e-9, name="normalised_worst_risk"),
+        detail=f"rare-curvature instance at its worst p, T = {T} (exact SGD "
+        "recursion): risk * eta(2-beta eta)(T+1) / D^2 is the same derived "
+        "constant (T/(T+1))^T/2 -> 1/(2e) for every beta*eta in "
+        f"{PREFACTOR_BETA_ETAS}, so the risk scales as 1/(eta(2-beta eta)) "
+        "(deterministic; seed unused)",
+    )
 
 
-@claim("sgd.tuned_rate", paper=PAPER,
-       statement="With a tuned stepsize the last iterate attains O~(1/T + sigma_star/sqrt(T)).",
-       where="Thm 1, tuned-stepsize corollary", sizes=SIZES,
-       mutants=[SGD_TO_GD,
-                wrap("theory.sgd.tuned_stepsize",
-                     lambda f: lambda T, beta, dist2, s2: min(
-                         f(T, beta, dist2, s2), dist2 / (s2 * T)),
-                     "tuned stepsize D^2/(sigma^2 T): the square root dropped",
-                     name="stepsize_no_sqrt"),
-                wrap("dynamics.sgd.expected_excess_risk", _risk_times(1.01),
-                     "excess risk 1 % too large", name="risk_1pct")])
+@claim(
+    "sgd.tuned_rate",
+    paper=PAPER,
+    statement="With a tuned stepsize the last iterate attains O~(1/T + sigma_star/sqrt(T)).",
+    where="Thm 1, tuned-stepsize corollary",
+    sizes=SIZES,
+    mutants=[
+        SGD_TO_GD,
+        wrap(
+            "theory.sgd.tuned_stepsize",
+            lambda f: lambda T, beta, dist2, s2: min(f(T, beta, dist2, s2), dist2 / (s2 * T)),
+            "tuned stepsize D^2/(sigma^2 T): the square root dropped",
+            name="stepsize_no_sqrt",
+        ),
+        wrap(
+            "dynamics.sgd.expected_excess_risk",
+            _risk_times(1.01),
+            "excess risk 1 % too large",
+            name="risk_1pct",
+        ),
+    ],
+)
 def _tuned(size, seed) -> Measurement:
     sim = tradeoff_simulation(size.tradeoff_T, size.tuned_T, seed)
     ls, T, r = sim["ls"], sim["T"], sim["tuned"]
@@ -312,59 +436,92 @@ def _tuned(size, seed) -> Measurement:
         within(const, 0.25, 0.25 * be_last, name="risk_sqrtT_over_sigmaD"),
         at_most(ratio, 1.0, name="max_risk_over_rate"),
         detail="noisy least squares (30 x 8, seed-drawn), exact risk at eta = min(1/(beta ln T), "
-               f"D/(sigma* sqrt T)), T = 10..{T[-1]}: slope over the last two decades -1/2; "
-               "risk sqrt(T)/(sigma* D) at the largest T equals the derived 1/4 (stationary noise "
-               "eta sigma*^2/4, exponentially small bias) within its O(beta eta) correction "
-               f"(beta eta = {be_last:.2g}); risk / (beta D^2 ln T/T + sigma* D/sqrt T) <= 1")
+        f"D/(sigma* sqrt T)), T = 10..{T[-1]}: slope over the last two decades -1/2; "
+        "risk sqrt(T)/(sigma* D) at the largest T equals the derived 1/4 (stationary noise "
+        "eta sigma*^2/4, exponentially small bias) within its O(beta eta) correction "
+        f"(beta eta = {be_last:.2g}); risk / (beta D^2 ln T/T + sigma* D/sqrt T) <= 1",
+    )
 
 
-@claim("sgd.noise_tradeoff", paper=PAPER,
-       statement="The excess risk is at most the bias term plus eta T^(beta eta/2) sigma_star^2 "
-                 "/ (2 - beta eta)^2, trading bias against noise through eta.",
-       where="Thm 1 (both terms)", sizes=SIZES,
-       mutants=[SGD_TO_GD,
-                wrap("dynamics.sgd.ar1",
-                     lambda f: lambda beta, s2, w0=1.0: f(beta, s2 / beta, w0),
-                     "AR(1) gradient noise variance beta s^2 instead of beta^2 s^2",
-                     name="ar1_noise_scale"),
-                wrap("dynamics.sgd.expected_excess_risk", _risk_times(1.1),
-                     "excess risk 10 % too large", name="risk_10pct")])
+@claim(
+    "sgd.noise_tradeoff",
+    paper=PAPER,
+    statement="The excess risk is at most the bias term plus eta T^(beta eta/2) sigma_star^2 "
+    "/ (2 - beta eta)^2, trading bias against noise through eta.",
+    where="Thm 1 (both terms)",
+    sizes=SIZES,
+    mutants=[
+        SGD_TO_GD,
+        wrap(
+            "dynamics.sgd.ar1",
+            lambda f: lambda beta, s2, w0=1.0: f(beta, s2 / beta, w0),
+            "AR(1) gradient noise variance beta s^2 instead of beta^2 s^2",
+            name="ar1_noise_scale",
+        ),
+        wrap(
+            "dynamics.sgd.expected_excess_risk",
+            _risk_times(1.1),
+            "excess risk 10 % too large",
+            name="risk_10pct",
+        ),
+    ],
+)
 def _tradeoff(size, seed) -> Measurement:
     sim = tradeoff_simulation(size.tradeoff_T, size.tuned_T, seed)
     beta, s2, x, T = sim["beta_ar"], sim["s2"], sim["x"], sim["T_fix"]
-    exact = {str(w0): np.array([ts.ar1_risk(T, be / beta, beta, s2, w0) for be in x])
-             for w0 in sim["ar"]}
+    exact = {
+        str(w0): np.array([ts.ar1_risk(T, be / beta, beta, s2, w0) for be in x]) for w0 in sim["ar"]
+    }
     ratio = {}
     for w0, inst in sim["ar"].items():
-        bound = np.array([ts.last_iterate_bound(T, be / beta, beta, inst.dist2, inst.sigma2_star)
-                          for be in x])
+        bound = np.array(
+            [ts.last_iterate_bound(T, be / beta, beta, inst.dist2, inst.sigma2_star) for be in x]
+        )
         ratio[f"ar1_w0={w0}"] = float(np.max(sim["vs_eta"][w0] / bound))
     ls = sim["ls"]
-    bound = np.array([ts.last_iterate_bound(T, be / ls.beta, ls.beta, ls.dist2, ls.sigma2_star)
-                      for be in x])
+    bound = np.array(
+        [ts.last_iterate_bound(T, be / ls.beta, ls.beta, ls.dist2, ls.sigma2_star) for be in x]
+    )
     ratio["least_squares"] = float(np.max(sim["ls_eta"] / bound))
     return measure(
-        within({str(w0): v for w0, v in sim["vs_eta"].items()}, exact,
-               {k: 1e-9 * np.abs(v) for k, v in exact.items()}, name="risk_curve"),
+        within(
+            {str(w0): v for w0, v in sim["vs_eta"].items()},
+            exact,
+            {k: 1e-9 * np.abs(v) for k, v in exact.items()},
+            name="risk_curve",
+        ),
         at_most(max(ratio.values()), 1.0, name="max_risk_over_bound"),
         extra={"risk_over_bound": ratio},
         detail=f"risk against beta*eta in [1e-3, 1.9] at T = {T} (exact SGD recursion): on the "
-               "AR(1) instance (beta = 2, sigma*^2 = 4, w0 - w* in {0, 1}) the whole curve equals "
-               "the derived closed form (relative 1e-9); risk / (bias + noise term, constants 1) "
-               "<= 1 there and on noisy least squares; the noise-only curve attains the noise "
-               "term to within its (2 - beta eta)/2 T^(-beta eta/2) factor at small beta eta")
+        "AR(1) instance (beta = 2, sigma*^2 = 4, w0 - w* in {0, 1}) the whole curve equals "
+        "the derived closed form (relative 1e-9); risk / (bias + noise term, constants 1) "
+        "<= 1 there and on noisy least squares; the noise-only curve attains the noise "
+        "term to within its (2 - beta eta)/2 T^(-beta eta/2) factor at small beta eta",
+    )
 
 
-@claim("sgd.kaczmarz", paper=PAPER,
-       statement="Randomized Kaczmarz (SGD with beta*eta = 1 on a consistent system) has last-"
-                 "iterate loss O(1/sqrt(T)), independent of the condition number.",
-       where="Thm 1 with eta = 1/beta, sigma_star = 0 (Kaczmarz application)", sizes=SIZES,
-       mutants=[wrap("dynamics.sgd.kaczmarz",
-                     lambda f: lambda A, b, **kw: f(A, b * np.linalg.norm(A, axis=1), **kw),
-                     "rows normalised but right-hand side not (an inconsistent system)",
-                     name="rhs_not_normalised"),
-                wrap("dynamics.sgd.worst_start_excess_risk", _scale_array(12.0),
-                     "worst-start risk 12x too large", name="worst_x12")])
+@claim(
+    "sgd.kaczmarz",
+    paper=PAPER,
+    statement="Randomized Kaczmarz (SGD with beta*eta = 1 on a consistent system) has last-"
+    "iterate loss O(1/sqrt(T)), independent of the condition number.",
+    where="Thm 1 with eta = 1/beta, sigma_star = 0 (Kaczmarz application)",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "dynamics.sgd.kaczmarz",
+            lambda f: lambda A, b, **kw: f(A, b * np.linalg.norm(A, axis=1), **kw),
+            "rows normalised but right-hand side not (an inconsistent system)",
+            name="rhs_not_normalised",
+        ),
+        wrap(
+            "dynamics.sgd.worst_start_excess_risk",
+            _scale_array(12.0),
+            "worst-start risk 12x too large",
+            name="worst_x12",
+        ),
+    ],
+)
 def _kaczmarz(size, seed) -> Measurement:
     sim = kaczmarz_simulation(size.kz_dim, size.kz_kappas, size.kz_T, seed)
     T = sim["T"]
@@ -373,79 +530,114 @@ def _kaczmarz(size, seed) -> Measurement:
     for kappa in sim["kappa"]:
         for name, curve in (("worst", sim["worst"][kappa]), ("x0=0", sim["risk"][kappa])):
             m = (T >= 10) & (curve > 1e-250)
-            slopes[f"{name},kappa={kappa:g}"] = _fit_slope(T[m], curve[m]) if m.sum() > 1 \
-                else float("nan")
+            slopes[f"{name},kappa={kappa:g}"] = (
+                _fit_slope(T[m], curve[m]) if m.sum() > 1 else float("nan")
+            )
     spread = max(worst.values()) / min(worst.values())
     return measure(
         at_most(max(worst.values()), 1.0, name="max_sqrtT_worst_risk"),
         at_most(max(slopes.values()), -0.5, name="max_slope"),
         at_most(spread, 2.0, name="kappa_spread"),
-        extra={"max_sqrtT_worst_risk_by_kappa": worst, "slopes": slopes,
-               "kappa_F2": {str(k): v for k, v in sim["kappa_F2"].items()}},
+        extra={
+            "max_sqrtT_worst_risk_by_kappa": worst,
+            "slopes": slopes,
+            "kappa_F2": {str(k): v for k, v in sim["kappa_F2"].items()},
+        },
         detail=f"{4 * size.kz_dim} x {size.kz_dim} consistent systems, singular values geometric "
-               f"to 1/kappa, kappa in {sim['kappa']} (seed {seed}); exact risk "
-               "||Ax-b||^2/(2||A||_F^2) / ||x0 - x*||^2 at the worst start point and from x0 = 0, "
-               f"T = 1..{T[-1]}: sqrt(T) * worst risk <= 1 (bound at c = 1) for every kappa; "
-               "log-log slopes (T >= 10) <= -1/2, including T << kappa_F^2 where the linear rate "
-               "(1 - 1/kappa_F^2)^T has not started; max over T varies < 2x across kappa")
+        f"to 1/kappa, kappa in {sim['kappa']} (seed {seed}); exact risk "
+        "||Ax-b||^2/(2||A||_F^2) / ||x0 - x*||^2 at the worst start point and from x0 = 0, "
+        f"T = 1..{T[-1]}: sqrt(T) * worst risk <= 1 (bound at c = 1) for every kappa; "
+        "log-log slopes (T >= 10) <= -1/2, including T << kappa_F^2 where the linear rate "
+        "(1 - 1/kappa_F^2)^T has not started; max over T varies < 2x across kappa",
+    )
 
 
-@claim("sgd.continual_13", paper=PAPER,
-       statement="Continual linear regression under random task orderings, with or without "
-                 "replacement: E L(w_k) <= 13/sqrt(k), L normalised by ||w*||^2 R^2.",
-       where="continual-learning corollary (constant 13 restated by Tsipory et al. 2025, Sec. 5)",
-       sizes=SIZES,
-       mutants=[wrap("dynamics._sgd_instances.ContinualTasks.__post_init__",
-                     lambda f: lambda self: (f(self), object.__setattr__(
-                         self, "norm", float(np.sum(self.w_star ** 2))))[0],
-                     "loss normalised by ||w*||^2 only (R^2 dropped)", name="drop_R2"),
-                wrap("dynamics._sgd_instances.ContinualTasks.__post_init__",
-                     lambda f: lambda self: (f(self), object.__setattr__(
-                         self, "norm", float(self.R ** 2)))[0],
-                     "loss normalised by R^2 only (||w*||^2 dropped)", name="drop_wstar")])
+@claim(
+    "sgd.continual_13",
+    paper=PAPER,
+    statement="Continual linear regression under random task orderings, with or without "
+    "replacement: E L(w_k) <= 13/sqrt(k), L normalised by ||w*||^2 R^2.",
+    where="continual-learning corollary (constant 13 restated by Tsipory et al. 2025, Sec. 5)",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "dynamics._sgd_instances.ContinualTasks.__post_init__",
+            lambda f: (
+                lambda self: (
+                    f(self),
+                    object.__setattr__(self, "norm", float(np.sum(self.w_star**2))),
+                )[0]
+            ),
+            "loss normalised by ||w*||^2 only (R^2 dropped)",
+            name="drop_R2",
+        ),
+        wrap(
+            "dynamics._sgd_instances.ContinualTasks.__post_init__",
+            lambda f: lambda self: (f(self), object.__setattr__(self, "norm", float(self.R**2)))[0],
+            "loss normalised by R^2 only (||w*||^2 dropped)",
+            name="drop_wstar",
+        ),
+    ],
+)
 def _continual(size, seed) -> Measurement:
-    sim = continual_simulation(size.cont_dim, size.cont_tasks, size.cont_k, size.cont_paths,
-                               seed)
+    sim = continual_simulation(size.cont_dim, size.cont_tasks, size.cont_k, size.cont_paths, seed)
     ratio = {}
     for name, w in sim["with"].items():
         ratio[f"with,{name}"] = float(np.max(w.loss / ts.continual_loss_bound(w.k)))
     for name, wo in sim["without"].items():
-        ratio[f"without,{name}"] = float(np.max((wo.loss + 3 * wo.loss_se)
-                                                / ts.continual_loss_bound(wo.k)))
+        ratio[f"without,{name}"] = float(
+            np.max((wo.loss + 3 * wo.loss_se) / ts.continual_loss_bound(wo.k))
+        )
     return measure(
         at_most(max(ratio.values()), 1.0, name="max_loss_over_13_sqrt_k"),
         extra={"loss_over_bound": ratio},
         detail=f"k = 1..{sim['k'][-1]} tasks learnt: {size.cont_tasks} Gaussian rank-3 tasks in "
-               f"R^{size.cont_dim} (seed-drawn) at data scale R ~ 30 and target norm ~ 30, and one "
-               "informative task (R = 30) among m = 2..k_max tasks (the 1/k worst-case family); "
-               "loss exact with replacement, Monte Carlo + 3 SE without (Gaussian family, "
-               f"{size.cont_paths} orderings). The bound is far from tight on every instance "
-               "found (worst cases known decay like 1/k, Levinstein et al. 2025)")
+        f"R^{size.cont_dim} (seed-drawn) at data scale R ~ 30 and target norm ~ 30, and one "
+        "informative task (R = 30) among m = 2..k_max tasks (the 1/k worst-case family); "
+        "loss exact with replacement, Monte Carlo + 3 SE without (Gaussian family, "
+        f"{size.cont_paths} orderings). The bound is far from tight on every instance "
+        "found (worst cases known decay like 1/k, Levinstein et al. 2025)",
+    )
 
 
-@claim("sgd.pep_worst_case", paper=PAPER,
-       statement="Over all finite sums of beta-smooth convex functions with a common minimiser, "
-                 "the last-iterate excess risk is at most the bias bound.",
-       where="Thm 1 (worst case, sigma_star = 0)", sizes=SIZES,
-       mutants=[wrap(
-           "dynamics._sgd_pep._tree_coordinates",
-           lambda f: lambda T, n, eta: f(T, n, 0.9 * eta),
-           "PEP iterates built with a stepsize 10 % short", name="pep_step_10pct")])
+@claim(
+    "sgd.pep_worst_case",
+    paper=PAPER,
+    statement="Over all finite sums of beta-smooth convex functions with a common minimiser, "
+    "the last-iterate excess risk is at most the bias bound.",
+    where="Thm 1 (worst case, sigma_star = 0)",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "dynamics._sgd_pep._tree_coordinates",
+            lambda f: lambda T, n, eta: f(T, n, 0.9 * eta),
+            "PEP iterates built with a stepsize 10 % short",
+            name="pep_step_10pct",
+        )
+    ],
+)
 def _pep(size, seed) -> Measurement:
     sim = pep_simulation(size.pep_T)
     T = sim["T"]
     gd = {str(be): v for be, v in sim["gd"].items()}
-    ratios = {str(be): float(np.max(v / ts.bias_term(T, be, 1.0, 1.0)))
-              for be, v in sim["sgd"].items()}
-    slopes = {str(be): _fit_slope(T[1:], v[1:]) if T.size > 2 else _fit_slope(T, v)
-              for be, v in sim["sgd"].items()}
+    ratios = {
+        str(be): float(np.max(v / ts.bias_term(T, be, 1.0, 1.0))) for be, v in sim["sgd"].items()
+    }
+    slopes = {
+        str(be): _fit_slope(T[1:], v[1:]) if T.size > 2 else _fit_slope(T, v)
+        for be, v in sim["sgd"].items()
+    }
     return measure(
         within(gd, {be: gd_worst_case(T, float(be)) for be in gd}, 1e-6, name="gd_worst_case"),
         at_most(max(ratios.values()), 1.0, name="max_worst_over_bound"),
-        extra={"worst_over_bound": ratios, "fitted_exponent": slopes,
-               "bound_exponent": {str(be): -(1 - be / 2) for be in sim["sgd"]}},
+        extra={
+            "worst_over_bound": ratios,
+            "fitted_exponent": slopes,
+            "bound_exponent": {str(be): -(1 - be / 2) for be in sim["sgd"]},
+        },
         detail=f"PEP SDP (exact for the class), T = 1..{T[-1]}, beta = D = 1: n = 1 (gradient "
-               "descent) equals the known tight max(1/(4hT+2), (1-h)^(2T)/2); n = 2 (SGD) worst "
-               "case / bias bound (c = 1) <= 1; its fitted log-log exponent (T >= 2) is reported "
-               "beside the bound's -(1 - beta eta/2), not judged (T this small is pre-asymptotic); "
-               f"{sim['inaccurate']} solve(s) 'optimal_inaccurate'")
+        "descent) equals the known tight max(1/(4hT+2), (1-h)^(2T)/2); n = 2 (SGD) worst "
+        "case / bias bound (c = 1) <= 1; its fitted log-log exponent (T >= 2) is reported "
+        "beside the bound's -(1 - beta eta/2), not judged (T this small is pre-asymptotic); "
+        f"{sim['inaccurate']} solve(s) 'optimal_inaccurate'",
+    )

@@ -26,34 +26,67 @@ TANH_PS = (1.70974534, 0.58384117)
 TANH_NN = (2.17506053, 0.57475203)
 Z_PS = (7.41704791, 4.40851134, -5.20518863)
 Z_NN = (7.41622857, 4.13302992, -4.72853374)
-PARAMS = {("tanh", "planted_submatrix"): TANH_PS, ("tanh", "sparse_nnpca"): TANH_NN,
-          ("zshape", "planted_submatrix"): Z_PS, ("zshape", "sparse_nnpca"): Z_NN}
-PAPER_BETA = {("tanh", "planted_submatrix"): 0.7550073893, ("tanh", "sparse_nnpca"): 0.6616580861,
-              ("zshape", "planted_submatrix"): 0.7650237606,
-              ("zshape", "sparse_nnpca"): 0.6803246653,
-              ("step16", "planted_submatrix"): 0.7548625372,
-              ("step16", "sparse_nnpca"): 0.6643409466}
-PAPER_NM_EVALS = {("tanh", "planted_submatrix"): 78, ("tanh", "sparse_nnpca"): 160,
-                  ("zshape", "planted_submatrix"): 357, ("zshape", "sparse_nnpca"): 367}
+PARAMS = {
+    ("tanh", "planted_submatrix"): TANH_PS,
+    ("tanh", "sparse_nnpca"): TANH_NN,
+    ("zshape", "planted_submatrix"): Z_PS,
+    ("zshape", "sparse_nnpca"): Z_NN,
+}
+PAPER_BETA = {
+    ("tanh", "planted_submatrix"): 0.7550073893,
+    ("tanh", "sparse_nnpca"): 0.6616580861,
+    ("zshape", "planted_submatrix"): 0.7650237606,
+    ("zshape", "sparse_nnpca"): 0.6803246653,
+    ("step16", "planted_submatrix"): 0.7548625372,
+    ("step16", "sparse_nnpca"): 0.6643409466,
+}
+PAPER_NM_EVALS = {
+    ("tanh", "planted_submatrix"): 78,
+    ("tanh", "sparse_nnpca"): 160,
+    ("zshape", "planted_submatrix"): 357,
+    ("zshape", "sparse_nnpca"): 367,
+}
 STARTS = {"tanh": [1.0, 1.0], "zshape": [2.0, 2.0, -1.0]}
 #: the published β* carry ~1e-9 quadrature error (ours and the official code's differ by up to
 #: 2.6e-9 at the published parameters) and the official Nelder–Mead stops on the regime boundary
 #: 6e-9 above the NNPCA tanh minimum: agreement to 1e-8 is what the published digits support
 BETA_TOL = 1e-8
-AMP = math.exp(-0.5)   # Hajek, Wu & Xu 2018: AMP weak recovery iff beta > e^{-1/2}
+AMP = math.exp(-0.5)  # Hajek, Wu & Xu 2018: AMP weak recovery iff beta > e^{-1/2}
 PS, NN = "planted_submatrix", "sparse_nnpca"
 
 SIZES = sizes(
     # reopt: (family, prior) pairs re-optimised by gradient from the paper's start (the others are
     # evaluated at the published optima); search: pairs of the gradient-vs-Nelder–Mead race
-    smoke=dict(n=300, trials=2, betas=(0.0, 1.5, 3.0), reopt=(), search=(("tanh", PS),),
-               step16=False, hist_n=300, grid=(4.0, 3.0, 4.0)),
-    quick=dict(n=2000, trials=10, betas=(0.0, 0.9, 1.5, 2.0, 2.5, 3.0),
-               reopt=(("tanh", PS), ("zshape", PS)), search=(("tanh", PS), ("zshape", PS)),
-               step16=False, hist_n=1000, grid=(1.5, 1.0, 1.5)),
-    full=dict(n=4000, trials=50, betas=tuple(np.round(np.arange(0.0, 2.96, 0.15), 2)),
-              reopt=tuple(PARAMS), search=tuple(PARAMS), step16=True, hist_n=10000,
-              grid=(0.5, 0.5, 0.5)),
+    smoke=dict(
+        n=300,
+        trials=2,
+        betas=(0.0, 1.5, 3.0),
+        reopt=(),
+        search=(("tanh", PS),),
+        step16=False,
+        hist_n=300,
+        grid=(4.0, 3.0, 4.0),
+    ),
+    quick=dict(
+        n=2000,
+        trials=10,
+        betas=(0.0, 0.9, 1.5, 2.0, 2.5, 3.0),
+        reopt=(("tanh", PS), ("zshape", PS)),
+        search=(("tanh", PS), ("zshape", PS)),
+        step16=False,
+        hist_n=1000,
+        grid=(1.5, 1.0, 1.5),
+    ),
+    full=dict(
+        n=4000,
+        trials=50,
+        betas=tuple(np.round(np.arange(0.0, 2.96, 0.15), 2)),
+        reopt=tuple(PARAMS),
+        search=tuple(PARAMS),
+        step16=True,
+        hist_n=10000,
+        grid=(0.5, 0.5, 0.5),
+    ),
 )
 #: planted-submatrix σ of the simulations: PCA (σ = 0) and the tanh optimum
 SIGMAS = {"pca": sigmas.zero(), "tanh": sigmas.tanh(*TANH_PS)}
@@ -76,15 +109,18 @@ def optimise(fam: str, prior: str, method: str):
 
 def published_beta(fam: str, prior: str) -> float:
     """β* computed here at the paper's published optimal parameters."""
-    return spectral.critical_threshold(spectral.family(fam).make(np.array(PARAMS[fam, prior])),
-                                       prior)
+    return spectral.critical_threshold(
+        spectral.family(fam).make(np.array(PARAMS[fam, prior])), prior
+    )
 
 
 def _solver_low(f):
     """Mutant wrapper: every β* returned 1 % low (a biased root or quadrature)."""
+
     def g(*args, **kwargs):
         r = f(*args, **kwargs)
         return dataclasses.replace(r, beta_star=0.99 * r.beta_star)
+
     return g
 
 
@@ -100,41 +136,64 @@ def _no_m_ratio(f):
 
 def _weights_high(f):
     """Mutant wrapper: the Gaussian rule's weights 1 % too heavy (an unnormalised density)."""
+
     def g(*args, **kwargs):
         x, w = f(*args, **kwargs)
         return x, 1.01 * w
+
     return g
 
 
 def _no_edge_term(f):
     """Mutant wrapper: the implicit gradient of β* without the edge-point term du*/dp."""
+
     def g(*args):
         g1, g2 = f(*args)
         return (lambda u, p: (g1(u, p)[0], 0.0 * g1(u, p)[1])), g2
+
     return g
 
 
 def _overlap_without_hprime(f):
     """Mutant wrapper: the overlap limit <v1(X), x>^2 without the factor H'(theta)."""
+
     def g(*args, **kwargs):
         r = f(*args, **kwargs)
         return dataclasses.replace(r, overlap=min(r.overlap / r.hprime, 1.0)) if r.exists else r
+
     return g
 
 
-SOLVER_LOW = wrap("theory.nonlinear_laplacian.critical_threshold", _solver_low,
-                  "the beta* root 1 % low", name="beta_star_1pct_low")
-WEIGHTS_HIGH = wrap("theory.gaussian.gaussian_nodes", _weights_high,
-                    "Gaussian quadrature weights 1 % too heavy", name="quadrature_weights")
+SOLVER_LOW = wrap(
+    "theory.nonlinear_laplacian.critical_threshold",
+    _solver_low,
+    "the beta* root 1 % low",
+    name="beta_star_1pct_low",
+)
+WEIGHTS_HIGH = wrap(
+    "theory.gaussian.gaussian_nodes",
+    _weights_high,
+    "Gaussian quadrature weights 1 % too heavy",
+    name="quadrature_weights",
+)
 
 
-@claim("spectral.bbp_reduction", paper=PAPER,
-       statement="With sigma = 0 (or constant) the nonlinear Laplacian is PCA: beta* = 1, outlier "
-                 "beta + 1/beta and overlap 1 - 1/beta^2, for both priors.",
-       where="Sec. 3 (main theorem at sigma = 0); BBP: Baik, Ben Arous & Péché 2005",
-       mutants=[WEIGHTS_HIGH,
-                wrap("theory.nonlinear_laplacian._theta_u", scaled(1.01),
-                     "theta(beta) root 1 % high", name="theta_1pct_high")])
+@claim(
+    "spectral.bbp_reduction",
+    paper=PAPER,
+    statement="With sigma = 0 (or constant) the nonlinear Laplacian is PCA: beta* = 1, outlier "
+    "beta + 1/beta and overlap 1 - 1/beta^2, for both priors.",
+    where="Sec. 3 (main theorem at sigma = 0); BBP: Baik, Ben Arous & Péché 2005",
+    mutants=[
+        WEIGHTS_HIGH,
+        wrap(
+            "theory.nonlinear_laplacian._theta_u",
+            scaled(1.01),
+            "theta(beta) root 1 % high",
+            name="theta_1pct_high",
+        ),
+    ],
+)
 def _bbp(size, seed) -> Measurement:
     meas, exp = {}, {}
     for prior in spectral.PRIORS:
@@ -143,16 +202,22 @@ def _bbp(size, seed) -> Measurement:
             lam, ov = spectral.outlier(sigmas.constant(c), 2.0, prior)
             meas[key] = [spectral.critical_threshold(sigmas.constant(c), prior), lam - c, ov]
             exp[key] = [1.0, 2.5, 0.75]
-    return measure(within(meas, exp, 1e-10, name="beta*, outlier - c, overlap at beta = 2"),
-                   detail="deterministic (exact quadrature and roots); the limits are BBP's: "
-                          "beta* = 1, 2 + 1/2, 1 - 1/4")
+    return measure(
+        within(meas, exp, 1e-10, name="beta*, outlier - c, overlap at beta = 2"),
+        detail="deterministic (exact quadrature and roots); the limits are BBP's: "
+        "beta* = 1, 2 + 1/2, 1 - 1/4",
+    )
 
 
-@claim("spectral.optimized_thresholds", paper=PAPER,
-       statement="Optimised sigma lowers the detection threshold from 1 (PCA) to about 0.755 "
-                 "(planted submatrix) and 0.662 (sparse NNPCA); tanh and Z-shape within ~0.01.",
-       where="Sec. 4, black-box optimisation results (official logs)", sizes=SIZES,
-       mutants=[SOLVER_LOW, WEIGHTS_HIGH])
+@claim(
+    "spectral.optimized_thresholds",
+    paper=PAPER,
+    statement="Optimised sigma lowers the detection threshold from 1 (PCA) to about 0.755 "
+    "(planted submatrix) and 0.662 (sparse NNPCA); tanh and Z-shape within ~0.01.",
+    where="Sec. 4, black-box optimisation results (official logs)",
+    sizes=SIZES,
+    mutants=[SOLVER_LOW, WEIGHTS_HIGH],
+)
 def _optimised(size, seed) -> Measurement:
     """β* re-optimised (``size.reopt``) or at the published optima, two-sided against the paper."""
     meas, exp, how = {}, {}, {}
@@ -164,43 +229,71 @@ def _optimised(size, seed) -> Measurement:
             meas[key], how[key] = published_beta(fam, prior), "at published optimum"
         exp[key] = PAPER_BETA[fam, prior]
     if size.step16:  # 16-jump steps (32 parameters), gradient from one random start: an upper
-        for prior in spectral.PRIORS:   # bound on the paper's best-of-10 Nelder–Mead (reported)
+        for prior in spectral.PRIORS:  # bound on the paper's best-of-10 Nelder–Mead (reported)
             meas[f"step16/{prior}"] = optimise("step16", prior, "gradient").beta_star
             exp[f"step16/{prior}"] = PAPER_BETA["step16", prior]
     step = {k: meas.pop(k) for k in list(meas) if k.startswith("step16")}
     rules = [within(meas, {k: exp[k] for k in meas}, BETA_TOL, name="beta*")]
     if step:
         rules.append(within(step, {k: exp[k] for k in step}, 5e-3, name="beta* step16"))
-    return measure(*rules, detail="; ".join(f"{k}: {v}" for k, v in how.items())
-                   + f"; tolerance {BETA_TOL:g} (the published digits' quadrature error)")
+    return measure(
+        *rules,
+        detail="; ".join(f"{k}: {v}" for k, v in how.items())
+        + f"; tolerance {BETA_TOL:g} (the published digits' quadrature error)",
+    )
 
 
-@claim("spectral.transfer", paper=PAPER,
-       statement="A sigma optimised for one prior transfers to the other with a small loss: "
-                 "tanh(NNPCA) gives 0.7667 on the planted submatrix, tanh(planted) 0.6732 on "
-                 "NNPCA.",
-       where="Sec. 4, transferability table",
-       mutants=[wrap("theory.nonlinear_laplacian.signal_expectations", _no_m_ratio,
-                     "signal shift beta*eta without the factor m1/m2", name="no_m1_over_m2"),
-                WEIGHTS_HIGH])
+@claim(
+    "spectral.transfer",
+    paper=PAPER,
+    statement="A sigma optimised for one prior transfers to the other with a small loss: "
+    "tanh(NNPCA) gives 0.7667 on the planted submatrix, tanh(planted) 0.6732 on "
+    "NNPCA.",
+    where="Sec. 4, transferability table",
+    mutants=[
+        wrap(
+            "theory.nonlinear_laplacian.signal_expectations",
+            _no_m_ratio,
+            "signal shift beta*eta without the factor m1/m2",
+            name="no_m1_over_m2",
+        ),
+        WEIGHTS_HIGH,
+    ],
+)
 def _transfer(size, seed) -> Measurement:
-    m = {"tanh_nnpca_on_planted": spectral.critical_threshold(sigmas.tanh(*TANH_NN)),
-         "tanh_planted_on_nnpca": spectral.critical_threshold(sigmas.tanh(*TANH_PS), NN)}
+    m = {
+        "tanh_nnpca_on_planted": spectral.critical_threshold(sigmas.tanh(*TANH_NN)),
+        "tanh_planted_on_nnpca": spectral.critical_threshold(sigmas.tanh(*TANH_PS), NN),
+    }
     e = {"tanh_nnpca_on_planted": 0.766690, "tanh_planted_on_nnpca": 0.673214}
-    return measure(within(m, e, 5e-7, name="beta*"),
-                   detail="published values carry 6 digits (tolerance half a unit of the last)")
+    return measure(
+        within(m, e, 5e-7, name="beta*"),
+        detail="published values carry 6 digits (tolerance half a unit of the last)",
+    )
 
 
-@claim("spectral.gradient_search", paper=PAPER,
-       statement="(Added here) gradient descent on beta* by implicit differentiation reaches the "
-                 "paper's Nelder-Mead optima with fewer beta* evaluations.",
-       where="Sec. 4 (Nelder-Mead counts from the official logs)", sizes=SIZES,
-       mutants=[wrap("spectral._search._grad_fns", _no_edge_term,
-                     "implicit gradient without the edge-point term du*/dp", name="no_edge_term"),
-                wrap("spectral._search.threshold_and_gradient",
-                     lambda f: lambda *a, **k: (lambda b, g, r: (b, -g, r))(*f(*a, **k)),
-                     "implicit gradient without the minus sign of the implicit-function theorem",
-                     name="gradient_sign")])
+@claim(
+    "spectral.gradient_search",
+    paper=PAPER,
+    statement="(Added here) gradient descent on beta* by implicit differentiation reaches the "
+    "paper's Nelder-Mead optima with fewer beta* evaluations.",
+    where="Sec. 4 (Nelder-Mead counts from the official logs)",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "spectral._search._grad_fns",
+            _no_edge_term,
+            "implicit gradient without the edge-point term du*/dp",
+            name="no_edge_term",
+        ),
+        wrap(
+            "spectral._search.threshold_and_gradient",
+            lambda f: lambda *a, **k: (lambda b, g, r: (b, -g, r))(*f(*a, **k)),
+            "implicit gradient without the minus sign of the implicit-function theorem",
+            name="gradient_sign",
+        ),
+    ],
+)
 def _gradient(size, seed) -> Measurement:
     reached, evals, nm_evals, beta = {}, {}, {}, {}
     for fam, prior in size.search:
@@ -214,39 +307,61 @@ def _gradient(size, seed) -> Measurement:
         nm_evals[key] = min(PAPER_NM_EVALS[fam, prior], nm_reach or nm.evaluations)
         beta[key] = gr.beta_star
     return measure(
-        holds(all(reached.values()), name="gradient reaches the paper's beta*",
-              rule=f"running best <= published beta* + {BETA_TOL:g}", measured=reached),
+        holds(
+            all(reached.values()),
+            name="gradient reaches the paper's beta*",
+            rule=f"running best <= published beta* + {BETA_TOL:g}",
+            measured=reached,
+        ),
         at_most({k: v + 1 for k, v in evals.items()}, nm_evals, name="gradient evals + 1"),
-        within(beta, {k: PAPER_BETA[tuple(k.split("/"))] for k in beta}, BETA_TOL,
-               name="gradient beta*"),
+        within(
+            beta,
+            {k: PAPER_BETA[tuple(k.split("/"))] for k in beta},
+            BETA_TOL,
+            name="gradient beta*",
+        ),
         extra={"gradient_evals": evals},
         detail="beta* evaluations until the running best reaches the published value; bound: "
-               "fewer than both the paper's Nelder–Mead count and ours from the same start")
+        "fewer than both the paper's Nelder–Mead count and ours from the same start",
+    )
 
 
-@claim("spectral.between_amp_and_pca", paper=PAPER,
-       statement="On the planted submatrix the best nonlinear Laplacian (tanh, beta* = 0.7550) "
-                 "sits strictly between AMP (beta > e^{-1/2} = 0.6065) and PCA (beta > 1).",
-       where="Sec. 1 / comparison with Hajek, Wu & Xu 2018", sizes=SIZES,
-       mutants=[SOLVER_LOW, WEIGHTS_HIGH])
+@claim(
+    "spectral.between_amp_and_pca",
+    paper=PAPER,
+    statement="On the planted submatrix the best nonlinear Laplacian (tanh, beta* = 0.7550) "
+    "sits strictly between AMP (beta > e^{-1/2} = 0.6065) and PCA (beta > 1).",
+    where="Sec. 1 / comparison with Hajek, Wu & Xu 2018",
+    sizes=SIZES,
+    mutants=[SOLVER_LOW, WEIGHTS_HIGH],
+)
 def _between(size, seed) -> Measurement:
-    b = (optimise("tanh", PS, "gradient").beta_star if ("tanh", PS) in size.reopt
-         else published_beta("tanh", PS))
+    b = (
+        optimise("tanh", PS, "gradient").beta_star
+        if ("tanh", PS) in size.reopt
+        else published_beta("tanh", PS)
+    )
     pca = spectral.critical_threshold(sigmas.zero())
     return measure(
         within(b, PAPER_BETA["tanh", PS], BETA_TOL, name="beta* tanh"),
         within(pca, 1.0, 1e-10, name="beta* PCA"),
-        holds(AMP < b < pca, name="AMP < NL < PCA", rule="e^{-1/2} < beta*(tanh) < beta*(0)",
-              measured=[AMP, b, pca]),
+        holds(
+            AMP < b < pca,
+            name="AMP < NL < PCA",
+            rule="e^{-1/2} < beta*(tanh) < beta*(0)",
+            measured=[AMP, b, pca],
+        ),
         extra={"gap_to_amp": b - AMP, "gap_to_pca": pca - b},
         detail="beta* of the tanh optimum (re-optimised at quick/full) and of sigma = 0, against "
-               "0.7550073893 (paper) and 1 (BBP); AMP threshold e^{-1/2} (Hajek, Wu & Xu 2018)")
+        "0.7550073893 (paper) and 1 (BBP); AMP threshold e^{-1/2} (Hajek, Wu & Xu 2018)",
+    )
 
 
 # ---------------------------------------------------------------- simulations shared with figures
 @memo
-def simulate_phase_transition(n: int, trials: int, betas: tuple, seed: int = 0,
-                              sigma: str = "tanh"):
+def simulate_phase_transition(
+    n: int, trials: int, betas: tuple, seed: int = 0, sigma: str = "tanh"
+):
     """λ1 and ⟨v1, x⟩² of L_σ on planted submatrices against β (Sec. 5), σ = ``SIGMAS[sigma]``
     (``"tanh"``: the tanh optimum; ``"pca"``: σ = 0).
 
@@ -262,13 +377,15 @@ def simulate_phase_transition(n: int, trials: int, betas: tuple, seed: int = 0,
             rng = np.random.default_rng([seed, j, t])
             inst = spectral.planted_submatrix(n, float(betas[j]), rng=rng)
             eff[j] = inst.beta
-            val, vec = spectral.top_eigenpair(spectral.nonlinear_laplacian(inst.Y, SIGMAS[sigma]),
-                                              rng=rng, tol=1e-8)
+            val, vec = spectral.top_eigenpair(
+                spectral.nonlinear_laplacian(inst.Y, SIGMAS[sigma]), rng=rng, tol=1e-8
+            )
             lam[t, j] = val
             ov[t, j] = (vec @ inst.x) ** 2 if inst.beta > 0 else 0.0
     se = lambda a: a.std(0, ddof=1) / np.sqrt(trials)  # noqa: E731
-    return dict(n=n, trials=trials, beta=eff, lam=lam.mean(0), lam_se=se(lam), ov=ov.mean(0),
-                ov_se=se(ov))
+    return dict(
+        n=n, trials=trials, beta=eff, lam=lam.mean(0), lam_se=se(lam), ov=ov.mean(0), ov_se=se(ov)
+    )
 
 
 def theory_curves(sigma, beta) -> tuple[np.ndarray, np.ndarray]:
@@ -292,19 +409,32 @@ def edge_scale(sigma) -> float:
     return float(np.sum(law.weights / (u + law.upper_gaps) ** 3)) ** (1.0 / 3.0)
 
 
-@claim("spectral.phase_transition", paper=PAPER,
-       statement="For beta well above beta*, lambda_1(L) and <v1(L), x>^2 of the tanh-optimal "
-                 "nonlinear Laplacian match H(theta(beta)) and its overlap formula.",
-       where="Sec. 3 main theorem; Sec. 5 phase-transition figures", sizes=SIZES,
-       mutants=[wrap("theory.nonlinear_laplacian.signal_expectations", _no_beta_shift,
-                     "signal term sigma(eta m1/m2 + g) without beta in the shift",
-                     name="no_beta_in_shift"),
-                wrap("theory.nonlinear_laplacian.outlier", _overlap_without_hprime,
-                     "overlap <v1(X), x>^2 without the factor H'(theta)", name="overlap_no_hprime"),
-                wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale")])
+@claim(
+    "spectral.phase_transition",
+    paper=PAPER,
+    statement="For beta well above beta*, lambda_1(L) and <v1(L), x>^2 of the tanh-optimal "
+    "nonlinear Laplacian match H(theta(beta)) and its overlap formula.",
+    where="Sec. 3 main theorem; Sec. 5 phase-transition figures",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "theory.nonlinear_laplacian.signal_expectations",
+            _no_beta_shift,
+            "signal term sigma(eta m1/m2 + g) without beta in the shift",
+            name="no_beta_in_shift",
+        ),
+        wrap(
+            "theory.nonlinear_laplacian.outlier",
+            _overlap_without_hprime,
+            "overlap <v1(X), x>^2 without the factor H'(theta)",
+            name="overlap_no_hprime",
+        ),
+        wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale"),
+    ],
+)
 def _phase(size, seed) -> Measurement:
     sim = r = simulate_phase_transition(size.n, size.trials, size.betas, seed)
-    keep = np.asarray(size.betas) >= 1.5   # nominal beta (realised k/sqrt(n) can be below)
+    keep = np.asarray(size.betas) >= 1.5  # nominal beta (realised k/sqrt(n) can be below)
     beta = sim["beta"][keep]
     k = np.round(beta * np.sqrt(sim["n"]))
     lam_th, ov_th = theory_curves(SIGMAS["tanh"], beta)
@@ -314,20 +444,32 @@ def _phase(size, seed) -> Measurement:
     # as 2/k relative (note §8.3: agreement at n = 2000 within 0.3-1 % / 1-4 %)
     lam_tol = 3 * r["lam_se"][keep] + 2 * lam_th / k
     ov_tol = 3 * r["ov_se"][keep] + 2 * ov_th / k
-    return measure(within(r["lam"][keep], lam_th, lam_tol, name="lambda1"),
-                   within(r["ov"][keep], ov_th, ov_tol, name="overlap"),
-                   extra={"beta": beta},
-                   detail=f"n={sim['n']}, {sim['trials']} trials per beta (seed {seed}); "
-                          "tolerance 3 SE + 2/k relative (k = beta sqrt(n) support size)")
+    return measure(
+        within(r["lam"][keep], lam_th, lam_tol, name="lambda1"),
+        within(r["ov"][keep], ov_th, ov_tol, name="overlap"),
+        extra={"beta": beta},
+        detail=f"n={sim['n']}, {sim['trials']} trials per beta (seed {seed}); "
+        "tolerance 3 SE + 2/k relative (k = beta sqrt(n) support size)",
+    )
 
 
-@claim("spectral.null_edge", paper=PAPER,
-       statement="Under the null the top eigenvalue of the tanh-optimal L tends to the right edge "
-                 "2.5596 of the semicircle free-convolved with Law(sigma(g)).",
-       where="Sec. 3.1 (bulk) and Fig. 2", sizes=SIZES,
-       mutants=[wrap("theory.nonlinear_laplacian.bulk_edge", lambda f: lambda s: f(s) + 0.1,
-                     "bulk edge 0.1 high", name="edge_plus_0.1"),
-                wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale")])
+@claim(
+    "spectral.null_edge",
+    paper=PAPER,
+    statement="Under the null the top eigenvalue of the tanh-optimal L tends to the right edge "
+    "2.5596 of the semicircle free-convolved with Law(sigma(g)).",
+    where="Sec. 3.1 (bulk) and Fig. 2",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "theory.nonlinear_laplacian.bulk_edge",
+            lambda f: lambda s: f(s) + 0.1,
+            "bulk edge 0.1 high",
+            name="edge_plus_0.1",
+        ),
+        wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale"),
+    ],
+)
 def _null(size, seed) -> Measurement:
     sim = r = simulate_phase_transition(size.n, size.trials, size.betas, seed)
     n = sim["n"]
@@ -341,7 +483,9 @@ def _null(size, seed) -> Measurement:
     # positive while the TW mean is negative.
     tw = gamma * abs(TW1_MEAN) * n ** (-2.0 / 3.0)
     tol = 3 * r["lam_se"][j] + 2 * tw
-    return measure(within(r["lam"][j], edge, tol, name="null lambda1"),
-                   extra={"gamma": gamma, "tw_shift": -tw, "se": r["lam_se"][j]},
-                   detail=f"n={n}, {sim['trials']} trials (seed {seed}); tolerance 3 SE + 2 gamma "
-                          "|E TW1| n^(-2/3) (edge scale gamma = E[(z*-sigma)^-3]^(1/3))")
+    return measure(
+        within(r["lam"][j], edge, tol, name="null lambda1"),
+        extra={"gamma": gamma, "tw_shift": -tw, "se": r["lam_se"][j]},
+        detail=f"n={n}, {sim['trials']} trials (seed {seed}); tolerance 3 SE + 2 gamma "
+        "|E TW1| n^(-2/3) (edge scale gamma = E[(z*-sigma)^-3]^(1/3))",
+    )

@@ -37,8 +37,9 @@ __all__ = ["make_dataset", "LearnedSigma", "learn_sigma"]
 def _check_split(data, name):
     """``(Ys, labels)``: Ys (count, n, n) finite, labels (count,) in {0, 1}."""
     if not isinstance(data, tuple | list) or len(data) != 2:
-        raise TypeError(f"`{name}` must be a pair (Ys, labels) as from make_dataset; got "
-                        f"{type(data).__name__}.")
+        raise TypeError(
+            f"`{name}` must be a pair (Ys, labels) as from make_dataset; got {type(data).__name__}."
+        )
     Ys = as_array(data[0], name, ndim=3, min_size=1, lower=-1e100, upper=1e100)
     y = as_array(data[1], name, shape=(Ys.shape[0],))
     if not np.all((y == 0) | (y == 1)):
@@ -81,13 +82,24 @@ class LearnedSigma:
     losses: np.ndarray
 
     def summary(self) -> str:
-        return (f"learned sigma: {self.sigma!r}\n train accuracy {self.train_accuracy:.3f}, "
-                f"test accuracy {self.test_accuracy:.3f}, asymptotic beta* {self.beta_star:.6f}")
+        return (
+            f"learned sigma: {self.sigma!r}\n train accuracy {self.train_accuracy:.3f}, "
+            f"test accuracy {self.test_accuracy:.3f}, asymptotic beta* {self.beta_star:.6f}"
+        )
 
 
-def learn_sigma(train, test, *, units: int = 8, epochs: int = 100, batch: int = 200,
-                lr: float = 0.01, weight_decay: float = 0.01, prior="planted_submatrix",
-                key) -> LearnedSigma:
+def learn_sigma(
+    train,
+    test,
+    *,
+    units: int = 8,
+    epochs: int = 100,
+    batch: int = 200,
+    lr: float = 0.01,
+    weight_decay: float = 0.01,
+    prior="planted_submatrix",
+    key,
+) -> LearnedSigma:
     """Fit σ_θ on ``train = (Ys, labels)``; report accuracy on ``test`` and β*(σ_θ).
 
     ``key`` is a JAX PRNG key (initialisation and batch order).
@@ -101,15 +113,20 @@ def learn_sigma(train, test, *, units: int = 8, epochs: int = 100, batch: int = 
     as_prior(prior)  # fail before training, not after it
     data = [_check_split(train, "train"), _check_split(test, "test")]
     if data[0][0].shape[1:] != data[1][0].shape[1:]:
-        raise ValueError(f"`test` matrices must have the shape of `train`'s "
-                         f"{data[0][0].shape[1:]}; got {data[1][0].shape[1:]}.")
+        raise ValueError(
+            f"`test` matrices must have the shape of `train`'s "
+            f"{data[0][0].shape[1:]}; got {data[1][0].shape[1:]}."
+        )
     with jax.enable_x64(True):
         (Ytr, ytr), (Yte, yte) = [(jnp.asarray(Y), jnp.asarray(y)) for Y, y in data]
         k1, k2 = jax.random.split(key)
-        p = {"v": jax.random.normal(k1, (units,)) * 0.1,
-             "w": jax.random.normal(k2, (units,)) * 0.1 - 0.5,
-             "b": jnp.linspace(-1.0, 1.0, units), "scale": jnp.float64(5.0),
-             "offset": jnp.float64(-10.0)}
+        p = {
+            "v": jax.random.normal(k1, (units,)) * 0.1,
+            "w": jax.random.normal(k2, (units,)) * 0.1 - 0.5,
+            "b": jnp.linspace(-1.0, 1.0, units),
+            "scale": jnp.float64(5.0),
+            "offset": jnp.float64(-10.0),
+        }
         opt = optax.adamw(lr, weight_decay=weight_decay)
         state = opt.init(p)
 
@@ -127,7 +144,7 @@ def learn_sigma(train, test, *, units: int = 8, epochs: int = 100, batch: int = 
         for e in tqdm(range(epochs), desc="learning sigma", leave=False, disable=None):
             perm = jax.random.permutation(jax.random.fold_in(key, e), m)
             for s in range(0, m, batch):
-                idx = perm[s:s + batch]
+                idx = perm[s : s + batch]
                 p, state, val = step(p, state, Ytr[idx], ytr[idx])
             losses.append(float(val))
 

@@ -24,9 +24,18 @@ from theory._validation import (
 from ._sigmas import as_sigma
 from ._theory import as_prior, bulk_edge
 
-__all__ = ["Instance", "goe", "spiked_wigner", "planted_submatrix", "planted_clique",
-           "nonlinear_laplacian", "Detection", "detect", "top_eigenpair",
-           "finite_sample_limits"]
+__all__ = [
+    "Instance",
+    "goe",
+    "spiked_wigner",
+    "planted_submatrix",
+    "planted_clique",
+    "nonlinear_laplacian",
+    "Detection",
+    "detect",
+    "top_eigenpair",
+    "finite_sample_limits",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,8 +64,9 @@ def goe(n: int, rng=None) -> np.ndarray:
     return w
 
 
-def spiked_wigner(n: int, beta: float, prior="sparse_nnpca", *, rho: float | None = None,
-                  rng=None) -> Instance:
+def spiked_wigner(
+    n: int, beta: float, prior="sparse_nnpca", *, rho: float | None = None, rng=None
+) -> Instance:
     """Ŷ = W/√n + β x xᵀ, x = y/‖y‖, y_i i.i.d. (1-ρ)δ0 + ρη (Sec. 2).
 
     Code: ``generate_nnpca_matrix``.
@@ -76,16 +86,21 @@ def spiked_wigner(n: int, beta: float, prior="sparse_nnpca", *, rho: float | Non
     # P(y != 0) per entry; the support is redrawn while empty, so it must not be (almost) surely
     p_nonzero = rho * (1.0 if law is None else float(law.probs[law.nodes > 0].sum()))
     if -np.expm1(n * np.log1p(-min(p_nonzero, 1.0 - 1e-16))) < 1e-3:
-        raise ValueError(f"`rho` = {rho:g} with this `prior` leaves the spike's support empty with "
-                         f"probability > 0.999 at n = {n}; raise `rho` (n*rho*P(eta > 0) = "
-                         f"{n * p_nonzero:.3g}).")
+        raise ValueError(
+            f"`rho` = {rho:g} with this `prior` leaves the spike's support empty with "
+            f"probability > 0.999 at n = {n}; raise `rho` (n*rho*P(eta > 0) = "
+            f"{n * p_nonzero:.3g})."
+        )
     w = goe(n, gen)
     y = np.zeros(n)
     for _ in range(100_000):
         support = gen.random(n) < rho
         m = int(support.sum())
-        eta = (np.abs(gen.standard_normal(m)) if law is None
-               else gen.choice(law.nodes, size=m, p=law.probs))
+        eta = (
+            np.abs(gen.standard_normal(m))
+            if law is None
+            else gen.choice(law.nodes, size=m, p=law.probs)
+        )
         y[support] = eta
         if np.any(y):
             break
@@ -189,15 +204,23 @@ class Detection:
         return float((self.eigenvector @ x) ** 2 / (x @ x))
 
     def summary(self) -> str:
-        rows = [("lambda1(L)", self.eigenvalue), ("edge E+", self.edge),
-                ("statistic", self.statistic), ("margin", self.margin)]
+        rows = [
+            ("lambda1(L)", self.eigenvalue),
+            ("edge E+", self.edge),
+            ("statistic", self.statistic),
+            ("margin", self.margin),
+        ]
         body = "\n".join(f"{k:<12}{v:>14.6f}" for k, v in rows)
-        return (f"Nonlinear-Laplacian detector\n{'=' * 26}\n{body}\n"
-                f"{'detected':<12}{self.detected!s:>14}")
+        return (
+            f"Nonlinear-Laplacian detector\n{'=' * 26}\n{body}\n"
+            f"{'detected':<12}{self.detected!s:>14}"
+        )
 
     def __repr__(self):
-        return (f"Detection(lambda1={self.eigenvalue:.6g}, edge={self.edge:.6g}, "
-                f"detected={self.detected})")
+        return (
+            f"Detection(lambda1={self.eigenvalue:.6g}, edge={self.edge:.6g}, "
+            f"detected={self.detected})"
+        )
 
 
 def top_eigenpair(M: np.ndarray, *, rng=None, tol: float = 1e-10):
@@ -216,8 +239,9 @@ def top_eigenpair(M: np.ndarray, *, rng=None, tol: float = 1e-10):
     try:
         vals, vecs = eigsh(M, k=1, which="LA", v0=v0, tol=tol)
     except ArpackError as err:
-        raise NumericalError(f"Lanczos (ARPACK) failed on `M` of shape {M.shape}: {err}",
-                             shape=M.shape, tol=tol) from err
+        raise NumericalError(
+            f"Lanczos (ARPACK) failed on `M` of shape {M.shape}: {err}", shape=M.shape, tol=tol
+        ) from err
     return float(vals[0]), vecs[:, 0]
 
 
@@ -252,11 +276,12 @@ def finite_sample_limits(instance: Instance, sigma) -> tuple[float, float]:
     sig = as_sigma(sigma)
     d = instance.Y.sum(1)
     gap = sig.gap_upper(d)
-    x2, beta = instance.x ** 2, instance.beta
+    x2, beta = instance.x**2, instance.beta
     if beta <= 0:
         return None, 0.0
-    res = find_root(lambda s: beta * np.sum(x2 / (np.exp(s) + gap)) - 1.0, -40.0,
-                    np.log(beta) + 1e-9)
+    res = find_root(
+        lambda s: beta * np.sum(x2 / (np.exp(s) + gap)) - 1.0, -40.0, np.log(beta) + 1e-9
+    )
     if not res.found:
         return None, 0.0
     u = np.exp(res.root)

@@ -33,8 +33,16 @@ from theory.nonlinear_laplacian import critical_threshold as _threshold
 from . import _sigmas
 from ._theory import as_prior
 
-__all__ = ["Family", "FAMILIES", "family", "threshold_and_gradient", "GridResult",
-           "threshold_grid", "OptimizationResult", "optimize_threshold"]
+__all__ = [
+    "Family",
+    "FAMILIES",
+    "family",
+    "threshold_and_gradient",
+    "GridResult",
+    "threshold_grid",
+    "OptimizationResult",
+    "optimize_threshold",
+]
 
 
 @dataclass(frozen=True)
@@ -42,10 +50,10 @@ class Family:
     """A parametrised σ family: numpy constructor, JAX gap s₊ - σ(t), JAX breaks, bounds."""
 
     name: str
-    make: object            # params (np.ndarray) -> Sigma
-    gap: object             # (params, t) -> jnp array, upper - σ(t)
-    breaks: object          # params -> jnp array of kinks/jumps
-    bounds: tuple           # per-parameter (lo, hi) for L-BFGS-B
+    make: object  # params (np.ndarray) -> Sigma
+    gap: object  # (params, t) -> jnp array, upper - σ(t)
+    breaks: object  # params -> jnp array of kinks/jumps
+    bounds: tuple  # per-parameter (lo, hi) for L-BFGS-B
     size: int
 
 
@@ -74,16 +82,33 @@ def _step_make(p, k):
 
 def _make_step_family(k: int) -> Family:
     bounds = ((None, None),) + ((0.0, None),) * (k - 1) + ((0.0, None),) * k
-    return Family(f"step{k}", partial(_step_make, k=k), partial(_step_gap, k=k),
-                  lambda p: _step_parts(p, k)[0], bounds, 2 * k)
+    return Family(
+        f"step{k}",
+        partial(_step_make, k=k),
+        partial(_step_gap, k=k),
+        lambda p: _step_parts(p, k)[0],
+        bounds,
+        2 * k,
+    )
 
 
 FAMILIES = {
-    "tanh": Family("tanh", lambda p: _sigmas.tanh(p[0], p[1]), _tanh_gap,
-                   lambda p: jnp.zeros(0), ((1e-6, None), (1e-6, None)), 2),
-    "zshape": Family("zshape", lambda p: _sigmas.zshape(p[0], p[1], p[2]), _z_gap,
-                     lambda p: jnp.stack([p[2], p[2] + p[0]]),
-                     ((1e-6, None), (0.0, None), (None, None)), 3),
+    "tanh": Family(
+        "tanh",
+        lambda p: _sigmas.tanh(p[0], p[1]),
+        _tanh_gap,
+        lambda p: jnp.zeros(0),
+        ((1e-6, None), (1e-6, None)),
+        2,
+    ),
+    "zshape": Family(
+        "zshape",
+        lambda p: _sigmas.zshape(p[0], p[1], p[2]),
+        _z_gap,
+        lambda p: jnp.stack([p[2], p[2] + p[0]]),
+        ((1e-6, None), (0.0, None), (None, None)),
+        3,
+    ),
 }
 
 
@@ -91,14 +116,16 @@ def family(name: str) -> Family:
     """``"tanh"`` (a, b), ``"zshape"`` (a, b, c) or ``"stepK"`` (a_0..a_{K-1}, b_0..b_{K-1}):
     breaks cumsum(a), levels (0, cumsum(b)) as in the official ``beta_to_sigma`` (K = 16 there)."""
     if not isinstance(name, str):
-        raise TypeError(f"`name` must be a family name ('tanh', 'zshape', 'stepK'); got "
-                        f"{type(name).__name__}.")
+        raise TypeError(
+            f"`name` must be a family name ('tanh', 'zshape', 'stepK'); got {type(name).__name__}."
+        )
     if name in FAMILIES:
         return FAMILIES[name]
     if name.startswith("step") and name[4:].isdigit() and int(name[4:]) >= 1:
         return _make_step_family(int(name[4:]))
-    raise ValueError(f"`name` must be a family name, 'tanh', 'zshape' or 'stepK' (K >= 1); got "
-                     f"{name!r}.")
+    raise ValueError(
+        f"`name` must be a family name, 'tanh', 'zshape' or 'stepK' (K >= 1); got {name!r}."
+    )
 
 
 _XQ, _WQ = np.polynomial.legendre.leggauss(20)
@@ -144,6 +171,7 @@ def _residuals(fam: Family, q, pw):
     def r2(beta, u, p):
         def one(qk):
             return _jexpect(fam, p, beta * qk, lambda d: 1.0 / (u + d))
+
         return beta * jnp.sum(pw * jax.vmap(one)(q)) - 1.0
 
     return r1, r2
@@ -156,8 +184,10 @@ def _as_family(fam) -> Family:
     if isinstance(fam, Family):
         return fam
     if not isinstance(fam, str):
-        raise TypeError(f"`fam` must be a family name ('tanh', 'zshape', 'stepK') or a Family; "
-                        f"got {type(fam).__name__}.")
+        raise TypeError(
+            f"`fam` must be a family name ('tanh', 'zshape', 'stepK') or a Family; "
+            f"got {type(fam).__name__}."
+        )
     try:
         return family(fam)
     except ValueError as err:
@@ -168,12 +198,14 @@ def _grad_fns(fam: Family, eta):
     # keyed by the rule's content: a prior given as a scipy law is rebuilt on every call
     key = (fam.name, eta.nodes.tobytes(), eta.probs.tobytes())
     if key not in _GRADS:
-        keep = eta.probs * eta.nodes ** 2 > 0
+        keep = eta.probs * eta.nodes**2 > 0
         q = jnp.asarray(eta.nodes[keep] * eta.m1 / eta.m2)
         pw = jnp.asarray(eta.probs[keep] * eta.nodes[keep] ** 2 / eta.m2)
         r1, r2 = _residuals(fam, q, pw)
-        _GRADS[key] = (jax.jit(jax.grad(r1, argnums=(0, 1))),
-                       jax.jit(jax.grad(r2, argnums=(0, 1, 2))))
+        _GRADS[key] = (
+            jax.jit(jax.grad(r1, argnums=(0, 1))),
+            jax.jit(jax.grad(r2, argnums=(0, 1, 2))),
+        )
     return _GRADS[key]
 
 
@@ -186,8 +218,9 @@ def threshold_and_gradient(fam, params, prior="planted_submatrix"):
     p = as_array(params, "params", shape=(fam.size,), lower=-1e100, upper=1e100)
     for i, (v, (lo, hi)) in enumerate(zip(p, fam.bounds, strict=True)):
         if (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise ValueError(f"`params`[{i}] must lie in the family's domain [{lo}, {hi}]; got "
-                             f"{v:g}.")
+            raise ValueError(
+                f"`params`[{i}] must lie in the family's domain [{lo}, {hi}]; got {v:g}."
+            )
     eta = as_prior(prior)
     res = _threshold(fam.make(p), eta)
     g1, g2 = _grad_fns(fam, eta)
@@ -222,9 +255,11 @@ class GridResult:
     def summary(self) -> str:
         x, y, v = self.argmin
         below = float(np.mean(self.values < 1.0))
-        return (f"beta* grid ({self.family}; {self.axes[0]} x {self.axes[1]}, fixed {self.fixed})\n"
-                f"min {v:.6f} at {self.axes[0]}={x:g}, {self.axes[1]}={y:g}; "
-                f"fraction with beta* < 1: {below:.2f}")
+        return (
+            f"beta* grid ({self.family}; {self.axes[0]} x {self.axes[1]}, fixed {self.fixed})\n"
+            f"min {v:.6f} at {self.axes[0]}={x:g}, {self.axes[1]}={y:g}; "
+            f"fraction with beta* < 1: {below:.2f}"
+        )
 
 
 def threshold_grid(fam: str, axes: dict, fixed: dict, prior="planted_submatrix") -> GridResult:
@@ -233,13 +268,16 @@ def threshold_grid(fam: str, axes: dict, fixed: dict, prior="planted_submatrix")
     ``axes`` maps two parameter names to 1-D grids, ``fixed`` the others to values; names are
     ``a, b`` (tanh) or ``a, b, c`` (zshape). Each cell is an exact β* (no bracket capping).
     """
-    names = {"tanh": ("a", "b"), "zshape": ("a", "b", "c")}[check_choice(fam, "fam",
-                                                                          ("tanh", "zshape"))]
+    names = {"tanh": ("a", "b"), "zshape": ("a", "b", "c")}[
+        check_choice(fam, "fam", ("tanh", "zshape"))
+    ]
     check_instance(axes, "axes", dict)
     check_instance(fixed, "fixed", dict)
     if len(axes) != 2 or set(axes) | set(fixed) != set(names):
-        raise ValueError(f"`axes` (two names) and `fixed` must cover {names}; got {list(axes)} "
-                         f"and {list(fixed)}.")
+        raise ValueError(
+            f"`axes` (two names) and `fixed` must cover {names}; got {list(axes)} "
+            f"and {list(fixed)}."
+        )
     (nx, gx), (ny, gy) = axes.items()
     gx, gy = as_array(gx, "axes", ndim=1), as_array(gy, "axes", ndim=1)
     eta = as_prior(prior)
@@ -275,14 +313,23 @@ class OptimizationResult:
         return int(hit[0]) + 1 if hit.size else None
 
     def summary(self) -> str:
-        return (f"{self.method} on {self.family}: beta* = {self.beta_star:.10f} after "
-                f"{self.evaluations} beta* evaluations ({self.iterations} iterations)\n"
-                f"params = {np.array2string(self.params, precision=8)}")
+        return (
+            f"{self.method} on {self.family}: beta* = {self.beta_star:.10f} after "
+            f"{self.evaluations} beta* evaluations ({self.iterations} iterations)\n"
+            f"params = {np.array2string(self.params, precision=8)}"
+        )
 
 
-def optimize_threshold(fam: str, x0, prior="planted_submatrix", *, method: str = "gradient",
-                       maxiter: int = 2000, tol: float = 1e-12,
-                       initial_simplex=None) -> OptimizationResult:
+def optimize_threshold(
+    fam: str,
+    x0,
+    prior="planted_submatrix",
+    *,
+    method: str = "gradient",
+    maxiter: int = 2000,
+    tol: float = 1e-12,
+    initial_simplex=None,
+) -> OptimizationResult:
     """Minimise β*(σ_p) over the parameters of a family.
 
     ``method="nelder-mead"``: the paper's black-box search (scipy Nelder–Mead on the exact β*).
@@ -295,35 +342,42 @@ def optimize_threshold(fam: str, x0, prior="planted_submatrix", *, method: str =
     maxiter = check_int(maxiter, "maxiter", lower=1, upper=10**6)
     tol = check_scalar(tol, "tol", lower=0.0, upper=1.0)
     if initial_simplex is not None:
-        initial_simplex = as_array(initial_simplex, "initial_simplex",
-                                   shape=(fam_.size + 1, fam_.size))
+        initial_simplex = as_array(
+            initial_simplex, "initial_simplex", shape=(fam_.size + 1, fam_.size)
+        )
     eta = as_prior(prior)
     hist: list[float] = []
     best_p = [x0, np.inf]
     big = 10.0  # β* of an infeasible point (parameters outside the family's domain)
 
     def feasible(p):
-        return all((lo is None or v >= lo) and (hi is None or v <= hi)
-                   for v, (lo, hi) in zip(p, fam_.bounds, strict=True))
+        return all(
+            (lo is None or v >= lo) and (hi is None or v <= hi)
+            for v, (lo, hi) in zip(p, fam_.bounds, strict=True)
+        )
 
     if method == "nelder-mead":
+
         def f(p):
             val = _threshold(fam_.make(p), eta).beta_star if feasible(p) else big
             hist.append(val)
             if val < best_p[1]:
                 best_p[:] = [np.array(p, dtype=float), val]
             return val
+
         opts = dict(maxiter=maxiter, maxfev=2 * maxiter, xatol=1e-8, fatol=tol)
         if initial_simplex is not None:
             opts["initial_simplex"] = initial_simplex
         r = minimize(f, x0, method="Nelder-Mead", options=opts)
     else:
+
         def fg(p):
             val, grad, _ = threshold_and_gradient(fam_, p, eta)
             hist.append(val)
             if val < best_p[1]:
                 best_p[:] = [np.array(p, dtype=float), val]
             return val, grad
+
         # β* has a kink where the edge switches regime (H'(s₊) = 0, Sec. 3.2 of the note): a
         # minimiser there is a smooth minimum of β* restricted to that boundary, found by SLSQP
         # with the constraint E[gap^-2] = 1 (only families without an atom at s₊ have one).
@@ -344,10 +398,17 @@ def optimize_threshold(fam: str, x0, prior="planted_submatrix", *, method: str =
         r = minimize(fg, x0, **lb, options=dict(maxiter=first, ftol=tol, gtol=1e-10))
         c_end = cons(best_p[0]) if kinked else np.inf
         if abs(c_end) < 0.25:
-            r = minimize(fg, best_p[0], jac=True, method="SLSQP", bounds=fam_.bounds,
-                         constraints=[dict(type="eq", fun=cons, jac=cons_jac)],
-                         options=dict(maxiter=min(200, maxiter), ftol=tol))
+            r = minimize(
+                fg,
+                best_p[0],
+                jac=True,
+                method="SLSQP",
+                bounds=fam_.bounds,
+                constraints=[dict(type="eq", fun=cons, jac=cons_jac)],
+                options=dict(maxiter=min(200, maxiter), ftol=tol),
+            )
         if kinked:  # polish (also when the minimiser is interior to one regime)
             r = minimize(fg, best_p[0], **lb, options=dict(maxiter=maxiter, ftol=tol, gtol=1e-10))
-    return OptimizationResult(fam_.name, method, best_p[0], float(best_p[1]), len(hist),
-                              int(r.nit), np.array(hist))
+    return OptimizationResult(
+        fam_.name, method, best_p[0], float(best_p[1]), len(hist), int(r.nit), np.array(hist)
+    )

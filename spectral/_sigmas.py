@@ -116,13 +116,16 @@ def step(breaks, levels) -> Sigma:
     b = as_array(breaks, "breaks", ndim=1)
     v = as_array(levels, "levels", ndim=1)
     if v.size != b.size + 1:
-        raise ValueError(f"`levels` must have len(breaks) + 1 = {b.size + 1} entries; "
-                         f"got {v.size}.")
+        raise ValueError(
+            f"`levels` must have len(breaks) + 1 = {b.size + 1} entries; got {v.size}."
+        )
     if np.any(np.diff(b) < 0):
         raise ValueError("`breaks` must be non-decreasing.")
     if np.any(np.diff(v) < 0):
-        raise ValueError("`levels` must be non-decreasing (σ non-decreasing); got a decrease at "
-                         f"index {int(np.argmax(np.diff(v) < 0)) + 1}.")
+        raise ValueError(
+            "`levels` must be non-decreasing (σ non-decreasing); got a decrease at "
+            f"index {int(np.argmax(np.diff(v) < 0)) + 1}."
+        )
     return _Step(b, v)
 
 
@@ -251,8 +254,10 @@ def custom(fn, *, upper: float, lower: float, breaks=(), name: str = "custom") -
         raise ValueError("`fn` must be vectorised and finite on [-40, 40].")
     tol = 1e-12 * max(1.0, abs(upper), abs(lower))
     if vals.max() > upper + tol or vals.min() < lower - tol:
-        raise ValueError(f"`fn` must be bounded by [lower, upper] = [{lower:g}, {upper:g}]; got "
-                         f"values in [{vals.min():g}, {vals.max():g}].")
+        raise ValueError(
+            f"`fn` must be bounded by [lower, upper] = [{lower:g}, {upper:g}]; got "
+            f"values in [{vals.min():g}, {vals.max():g}]."
+        )
     if np.any(np.diff(vals) < -tol):
         i = int(np.argmax(np.diff(vals) < -tol))
         raise ValueError(f"`fn` must be non-decreasing; it decreases near t = {grid[i]:g}.")
@@ -266,8 +271,11 @@ def as_sigma(sigma, name: str = "sigma") -> Sigma:
     if isinstance(sigma, (int, float, np.floating, np.integer)) and not isinstance(sigma, bool):
         return constant(float(sigma))
     if callable(sigma):
-        raise TypeError(f"`{name}` must be a spectral.sigmas object (bounds and kinks declared); "
-                        f"wrap a plain callable with spectral.sigmas.custom(fn, upper=..., "
-                        f"lower=..., breaks=...). Got {type(sigma).__name__}.")
-    raise TypeError(f"`{name}` must be a spectral.sigmas object or a number; got "
-                    f"{type(sigma).__name__}.")
+        raise TypeError(
+            f"`{name}` must be a spectral.sigmas object (bounds and kinks declared); "
+            f"wrap a plain callable with spectral.sigmas.custom(fn, upper=..., "
+            f"lower=..., breaks=...). Got {type(sigma).__name__}."
+        )
+    raise TypeError(
+        f"`{name}` must be a spectral.sigmas object or a number; got {type(sigma).__name__}."
+    )

@@ -12,8 +12,16 @@ from theory.nonlinear_laplacian import EtaLaw, null_law
 
 from ._sigmas import as_sigma
 
-__all__ = ["as_prior", "critical_threshold", "threshold", "outlier", "outlier_limits",
-           "bulk_edge", "bulk_density", "PRIORS"]
+__all__ = [
+    "as_prior",
+    "critical_threshold",
+    "threshold",
+    "outlier",
+    "outlier_limits",
+    "bulk_edge",
+    "bulk_density",
+    "PRIORS",
+]
 
 PRIORS = ("planted_submatrix", "sparse_nnpca")
 
@@ -35,8 +43,10 @@ def as_prior(prior) -> EtaLaw:
         return prior
     if hasattr(prior, "pdf") and hasattr(prior, "ppf"):
         return EtaLaw.from_scipy(prior)
-    raise TypeError(f"`prior` must be a name in {PRIORS}, an EtaLaw or a frozen scipy.stats law; "
-                    f"got {type(prior).__name__}.")
+    raise TypeError(
+        f"`prior` must be a name in {PRIORS}, an EtaLaw or a frozen scipy.stats law; "
+        f"got {type(prior).__name__}."
+    )
 
 
 def threshold(sigma, prior="planted_submatrix") -> _nl.ThresholdResult:

@@ -57,7 +57,12 @@ class Case:
             if p.name in names or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 continue
             if p.default is not p.empty and _kind(p.name, p.default) in (
-                "float", "int", "bool", "str", "rng"):
+                "float",
+                "int",
+                "bool",
+                "str",
+                "rng",
+            ):
                 names.append(p.name)
         return tuple(names)
 
@@ -106,6 +111,7 @@ def missing_cases(package, cases: dict, not_entry_points: dict) -> list[str]:
 
 # --- classes of bad values --------------------------------------------------------------------
 
+
 def _is_key(v):
     dt = getattr(v, "dtype", None)
     if dt is None:
@@ -139,8 +145,23 @@ def _kind(name, v):
     return "other"
 
 
-_SCALAR = [math.nan, math.inf, -math.inf, 1e308, -1e308, 0.0, -1.0, 1e-300, 1 + 1j, "1.0",
-           None, True, 10**400, -(10**400), np.array([1.0, 2.0])]
+_SCALAR = [
+    math.nan,
+    math.inf,
+    -math.inf,
+    1e308,
+    -1e308,
+    0.0,
+    -1.0,
+    1e-300,
+    1 + 1j,
+    "1.0",
+    None,
+    True,
+    10**400,
+    -(10**400),
+    np.array([1.0, 2.0]),
+]
 _INT = [0, -1, -(10**9), 10**12, 10**400, 2.5, "3", None, True, math.nan, 3.0]
 _OTHER = [None, "x", 1.5, object()]
 
@@ -154,9 +175,17 @@ def _array_variants(a):
             b = flat.copy()
             b[len(b) // 2] = bad
             out.append(b.reshape(a.shape))
-        out += [a + 1j, a.astype(str), a.astype(object).tolist() + ["x"] if a.ndim == 1 else
-                a.astype(str), a > 0, np.zeros_like(a), np.full_like(a, 1e300), -a,
-                a[..., None], a[:-1] if a.shape[0] > 1 else a[:0]]
+        out += [
+            a + 1j,
+            a.astype(str),
+            a.astype(object).tolist() + ["x"] if a.ndim == 1 else a.astype(str),
+            a > 0,
+            np.zeros_like(a),
+            np.full_like(a, 1e300),
+            -a,
+            a[..., None],
+            a[:-1] if a.shape[0] > 1 else a[:0],
+        ]
     out += [np.float64(1.0), np.empty((0,) * max(a.ndim, 1)), "array", None]
     return out
 
@@ -176,8 +205,15 @@ def bad_values(name, valid):
         return ["seed", 1.5, -1, object(), [1.5, "a"], np.random.RandomState(0), 10**400]
     if kind == "key":
         k = jax.random.key(0)
-        return [0, "key", np.array([1.0, 2.0]), jax.random.split(k, 3), None, 1.5,
-                jnp.zeros((3,), jnp.uint32)]
+        return [
+            0,
+            "key",
+            np.array([1.0, 2.0]),
+            jax.random.split(k, 3),
+            None,
+            1.5,
+            jnp.zeros((3,), jnp.uint32),
+        ]
     if kind == "array":
         return _array_variants(valid)
     if kind == "transform":
@@ -188,6 +224,7 @@ def bad_values(name, valid):
 
 
 # --- outcome ---------------------------------------------------------------------------------
+
 
 class Hang(Exception):
     pass
@@ -265,9 +302,9 @@ def check_outcome(case: Case, name, value, label):
         # a shape that no longer matches another argument may be reported under either name
         reshaped = isinstance(value, np.ndarray) and np.shape(value) != np.shape(case.value(name))
         names = [*case.kwargs, name] if reshaped else [name]
-        assert any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", msg)
-                   for n in names), (
-            f"{label}({name}={shown}) raised {type(out).__name__} not naming `{name}`: {msg}")
+        assert any(
+            re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", msg) for n in names
+        ), f"{label}({name}={shown}) raised {type(out).__name__} not naming `{name}`: {msg}"
         return
     bad = nonfinite_leaves(out)
     if case.allow_inf:
@@ -286,11 +323,15 @@ def make_tests(package, cases, not_entry_points, *, max_examples, known_gaps=Non
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    pairs = [(label, arg) for label in sorted(cases)
-             if not cases[label].heavy and label not in known_gaps
-             for arg in cases[label].target_names()]
-    labels = [pytest.param(k, marks=pytest.mark.slow) if cases[k].heavy else k
-              for k in sorted(cases)]
+    pairs = [
+        (label, arg)
+        for label in sorted(cases)
+        if not cases[label].heavy and label not in known_gaps
+        for arg in cases[label].target_names()
+    ]
+    labels = [
+        pytest.param(k, marks=pytest.mark.slow) if cases[k].heavy else k for k in sorted(cases)
+    ]
 
     def test_every_public_callable_has_a_valid_call():
         missing = missing_cases(package, cases, not_entry_points)
@@ -308,8 +349,12 @@ def make_tests(package, cases, not_entry_points, *, max_examples, known_gaps=Non
         assert not bad, f"{label}: the registered call returned non-finite {bad}"
         assert elapsed < SECONDS
 
-    @settings(max_examples=max_examples, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(data=st.data())
     def test_bad_input(data):
         label, arg = data.draw(st.sampled_from(pairs), label="call")
@@ -327,10 +372,16 @@ def make_tests(package, cases, not_entry_points, *, max_examples, known_gaps=Non
                     check_outcome(case, arg, value, label)
                 except (AssertionError, Hang) as err:
                     failures.append(str(err).splitlines()[0][:200])
-                except Exception as err:  # noqa: BLE001 - any other exception is the finding
-                    failures.append(f"{label}({arg}={repr(value)[:40]}) crashed: "
-                                    f"{type(err).__name__}: {str(err)[:120]}")
+                except Exception as err:
+                    failures.append(
+                        f"{label}({arg}={repr(value)[:40]}) crashed: "
+                        f"{type(err).__name__}: {str(err)[:120]}"
+                    )
         assert not failures, "\n".join(failures)
 
-    return (test_every_public_callable_has_a_valid_call, test_valid_call_is_finite,
-            test_bad_input, test_bad_input_exhaustive)
+    return (
+        test_every_public_callable_has_a_valid_call,
+        test_valid_call_is_finite,
+        test_bad_input,
+        test_bad_input_exhaustive,
+    )

@@ -13,17 +13,24 @@ from hypothesis import HealthCheck, settings
 jax.config.update("jax_enable_x64", True)
 
 settings.register_profile(
-    "ci", derandomize=True, database=None, deadline=None, print_blob=True, max_examples=30,
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    max_examples=30,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("dev", deadline=None, max_examples=30,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "dev", deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 # The bad-input harness, shared by every tests/<area>/test_bad_input.py, loaded once by file:
 # adding tests/ to sys.path would shadow the real packages (tests/spectral, tests/nn, ...).
-_spec = importlib.util.spec_from_file_location("_bad_input",
-                                               Path(__file__).with_name("_bad_input.py"))
+_spec = importlib.util.spec_from_file_location(
+    "_bad_input", Path(__file__).with_name("_bad_input.py")
+)
 sys.modules["_bad_input"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sys.modules["_bad_input"])

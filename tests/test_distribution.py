@@ -8,8 +8,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["theory", "estimators", "spectral", "dynamics", "nn", "paper_checks", "figures",
-            "theorylab"]
+PACKAGES = [
+    "theory",
+    "estimators",
+    "spectral",
+    "dynamics",
+    "nn",
+    "paper_checks",
+    "figures",
+    "theorylab",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -17,8 +25,9 @@ def test_package_comes_from_this_distribution(name):
     mod = importlib.import_module(name)
     here = Path(mod.__file__).resolve()
     dist = importlib.metadata.distribution("theorylab")
-    installed = {Path(dist.locate_file(f)).resolve() for f in dist.files or ()
-                 if f.name == "__init__.py"}
+    installed = {
+        Path(dist.locate_file(f)).resolve() for f in dist.files or () if f.name == "__init__.py"
+    }
     # editable install / source tree, or the files this distribution installed
     assert here == ROOT / name / "__init__.py" or here in installed, here
 

@@ -14,15 +14,33 @@ from .gaussian import gauss_hermite_expectation, gaussian_expectation
 from .roots import NoRootError, RootResult, find_root
 from .semicircle import semicircle_cdf, semicircle_edge, semicircle_pdf, semicircle_stieltjes
 
-_TOPICS = ("ecc", "fp4", "free_convolution", "marchenko_pastur", "nonlinear_laplacian", "sgd",
-           "transformer")
+_TOPICS = (
+    "ecc",
+    "fp4",
+    "free_convolution",
+    "marchenko_pastur",
+    "nonlinear_laplacian",
+    "sgd",
+    "transformer",
+)
 
 __all__ = [
-    "bbp", "gaussian", "roots", "semicircle", *_TOPICS,
-    "bbp_overlap", "bbp_top_eigenvalue",
-    "gauss_hermite_expectation", "gaussian_expectation",
-    "NoRootError", "RootResult", "find_root",
-    "semicircle_cdf", "semicircle_edge", "semicircle_pdf", "semicircle_stieltjes",
+    "bbp",
+    "gaussian",
+    "roots",
+    "semicircle",
+    *_TOPICS,
+    "bbp_overlap",
+    "bbp_top_eigenvalue",
+    "gauss_hermite_expectation",
+    "gaussian_expectation",
+    "NoRootError",
+    "RootResult",
+    "find_root",
+    "semicircle_cdf",
+    "semicircle_edge",
+    "semicircle_pdf",
+    "semicircle_stieltjes",
 ]
 
 

@@ -69,12 +69,32 @@ def _show(value, limit=60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-_KINDS = {"c": "complex", "U": "string", "S": "bytes", "O": "object", "V": "structured",
-          "M": "datetime", "m": "timedelta", "b": "boolean"}
+_KINDS = {
+    "c": "complex",
+    "U": "string",
+    "S": "bytes",
+    "O": "object",
+    "V": "structured",
+    "M": "datetime",
+    "m": "timedelta",
+    "b": "boolean",
+}
 
 
-def as_array(x, name, *, ndim=None, shape=None, finite=True, dtype=np.float64, min_size=None,
-             allow_bool=False, lower=None, upper=None, closed="both"):
+def as_array(
+    x,
+    name,
+    *,
+    ndim=None,
+    shape=None,
+    finite=True,
+    dtype=np.float64,
+    min_size=None,
+    allow_bool=False,
+    lower=None,
+    upper=None,
+    closed="both",
+):
     """Return ``x`` as a ``dtype`` (default float64) array, strictly: no silent reshaping or cast.
 
     Rejects complex, string, object and (unless ``allow_bool``) boolean input with ``TypeError``
@@ -92,18 +112,21 @@ def as_array(x, name, *, ndim=None, shape=None, finite=True, dtype=np.float64, m
         try:
             arr = np.asarray(x)
         except (TypeError, ValueError) as err:
-            raise TypeError(f"`{name}` must be array-like of real numbers; got "
-                            f"{type(x).__name__} ({err}).") from err
+            raise TypeError(
+                f"`{name}` must be array-like of real numbers; got {type(x).__name__} ({err})."
+            ) from err
         kind = arr.dtype.kind
     if kind in _KINDS and not (kind == "b" and allow_bool):
-        raise TypeError(f"`{name}` must hold real numbers; got an array of {_KINDS[kind]} dtype "
-                        f"{arr.dtype}.")
+        raise TypeError(
+            f"`{name}` must hold real numbers; got an array of {_KINDS[kind]} dtype {arr.dtype}."
+        )
     if not _is_tracer(arr):
         try:
             arr = arr.astype(dtype, copy=False)
         except (TypeError, ValueError, OverflowError) as err:
-            raise TypeError(f"`{name}` must be convertible to {np.dtype(dtype)}; got dtype "
-                            f"{arr.dtype}.") from err
+            raise TypeError(
+                f"`{name}` must be convertible to {np.dtype(dtype)}; got dtype {arr.dtype}."
+            ) from err
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"`{name}` must be {ndim}-D; got shape {tuple(arr.shape)}.")
     if shape is not None:
@@ -113,21 +136,28 @@ def as_array(x, name, *, ndim=None, shape=None, finite=True, dtype=np.float64, m
             want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
             raise ValueError(f"`{name}` must have shape {want}; got shape {tuple(arr.shape)}.")
     if min_size is not None and arr.size < min_size:
-        raise ValueError(f"`{name}` must hold at least {min_size} element(s); got shape "
-                         f"{tuple(arr.shape)}.")
+        raise ValueError(
+            f"`{name}` must hold at least {min_size} element(s); got shape {tuple(arr.shape)}."
+        )
     if _is_tracer(arr):
         return arr
     if finite and np.issubdtype(arr.dtype, np.inexact):
         bad = np.isnan(arr) if finite == "nan" else ~np.isfinite(arr)
         if bad.any():
             what = "NaN" if finite == "nan" else "NaN or infinite"
-            raise ValueError(f"`{name}` must be {'free of NaN' if finite == 'nan' else 'finite'}; "
-                             f"got {int(bad.sum())} {what} value(s).")
+            raise ValueError(
+                f"`{name}` must be {'free of NaN' if finite == 'nan' else 'finite'}; "
+                f"got {int(bad.sum())} {what} value(s)."
+            )
     if (lower is not None or upper is not None) and arr.size:
-        lo_ok = True if lower is None else (arr >= lower if closed in ("both", "left")
-                                            else arr > lower)
-        hi_ok = True if upper is None else (arr <= upper if closed in ("both", "right")
-                                            else arr < upper)
+        lo_ok = (
+            True if lower is None else (arr >= lower if closed in ("both", "left") else arr > lower)
+        )
+        hi_ok = (
+            True
+            if upper is None
+            else (arr <= upper if closed in ("both", "right") else arr < upper)
+        )
         bad = ~(lo_ok & hi_ok)
         if np.any(bad):
             left = "[" if closed in ("both", "left") else "("
@@ -135,8 +165,10 @@ def as_array(x, name, *, ndim=None, shape=None, finite=True, dtype=np.float64, m
             lo = "-inf" if lower is None else f"{lower:g}"
             hi = "inf" if upper is None else f"{upper:g}"
             first = arr[bad].ravel()[0] if np.ndim(bad) else arr.item()
-            raise ValueError(f"`{name}` must lie in {left}{lo}, {hi}{right}; got {first:g}"
-                             f"{'' if arr.ndim == 0 else ' among its entries'}.")
+            raise ValueError(
+                f"`{name}` must lie in {left}{lo}, {hi}{right}; got {first:g}"
+                f"{'' if arr.ndim == 0 else ' among its entries'}."
+            )
     return arr
 
 
@@ -153,14 +185,17 @@ def check_array(x, name, *, ndim=None, min_ndim=None, finite=True, max_abs=None)
     if ndim is not None and x.ndim != ndim:
         raise ValueError(f"`{name}` must be {ndim}-D; got shape {tuple(x.shape)}.")
     if min_ndim is not None and x.ndim < min_ndim:
-        raise ValueError(f"`{name}` must have at least {min_ndim} axes; got shape "
-                         f"{tuple(x.shape)}.")
+        raise ValueError(
+            f"`{name}` must have at least {min_ndim} axes; got shape {tuple(x.shape)}."
+        )
     if finite and not _is_tracer(x) and kind == "f" and not np.all(np.isfinite(np.asarray(x))):
         raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
     big = max_abs is not None and not _is_tracer(x) and x.size
     if big and np.abs(np.asarray(x)).max() > max_abs:
-        raise ValueError(f"`{name}` must have entries of magnitude <= {max_abs:g}; got "
-                         f"{float(np.abs(np.asarray(x)).max()):.3g}.")
+        raise ValueError(
+            f"`{name}` must have entries of magnitude <= {max_abs:g}; got "
+            f"{float(np.abs(np.asarray(x)).max()):.3g}."
+        )
     return x
 
 
@@ -173,8 +208,9 @@ def _real(value, name, what="a real number"):
         if kind in "iuf":
             value = value.item()
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise TypeError(f"`{name}` must be {what}; got {_show(value)} of type "
-                        f"{type(value).__name__}.")
+        raise TypeError(
+            f"`{name}` must be {what}; got {_show(value)} of type {type(value).__name__}."
+        )
     return value
 
 
@@ -186,15 +222,19 @@ def check_scalar(value, name, *, lower=None, upper=None, closed="both", finite=T
     """
     if _is_tracer(value):  # inside jit: the dtype and shape are all there is to check
         if value.ndim or np.dtype(value.dtype).kind not in "iuf":
-            raise TypeError(f"`{name}` must be a real scalar; got a traced {value.dtype} array "
-                            f"of shape {value.shape}.")
+            raise TypeError(
+                f"`{name}` must be a real scalar; got a traced {value.dtype} array "
+                f"of shape {value.shape}."
+            )
         return value
     value = _real(value, name)
     try:
         value = float(value)
     except OverflowError as err:
-        raise ValueError(f"`{name}` must be representable as a float; got an integer of "
-                         f"{len(str(abs(int(value))))} digits.") from err
+        raise ValueError(
+            f"`{name}` must be representable as a float; got an integer of "
+            f"{len(str(abs(int(value))))} digits."
+        ) from err
     if math.isnan(value) or (finite and math.isinf(value)):
         raise ValueError(f"`{name}` must be finite; got {value}.")
     lo_ok = lower is None or (value >= lower if closed in ("both", "left") else value > lower)
@@ -217,12 +257,14 @@ def check_int(value, name, *, lower=None, upper=None):
         if np.dtype(value.dtype).kind in "iu":
             value = value.item()
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"`{name}` must be an integer; got {_show(value)} of type "
-                        f"{type(value).__name__}.")
+        raise TypeError(
+            f"`{name}` must be an integer; got {_show(value)} of type {type(value).__name__}."
+        )
     value = int(value)
     if abs(value) >= 2**63:
-        raise ValueError(f"`{name}` must fit in 64 bits; got an integer of {len(str(abs(value)))} "
-                         f"digits.")
+        raise ValueError(
+            f"`{name}` must fit in 64 bits; got an integer of {len(str(abs(value)))} digits."
+        )
     if (lower is not None and value < lower) or (upper is not None and value > upper):
         lo = "-inf" if lower is None else lower
         hi = "inf" if upper is None else upper
@@ -237,8 +279,9 @@ def check_bool(value, name) -> bool:
     """
     if isinstance(value, bool | np.bool_):
         return bool(value)
-    raise TypeError(f"`{name}` must be True or False; got {_show(value)} of type "
-                    f"{type(value).__name__}.")
+    raise TypeError(
+        f"`{name}` must be True or False; got {_show(value)} of type {type(value).__name__}."
+    )
 
 
 def _same_kind(a, b) -> bool:
@@ -259,8 +302,9 @@ def check_choice(value, name, options: Iterable):
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise ValueError(f"`{name}` must be one of {', '.join(map(repr, options))}; "
-                         f"got {_show(value)}.")
+        raise ValueError(
+            f"`{name}` must be one of {', '.join(map(repr, options))}; got {_show(value)}."
+        )
     return value
 
 
@@ -275,13 +319,22 @@ def as_generator(rng, name="rng") -> np.random.Generator:
         check_int(rng, name, lower=0)
         return np.random.default_rng(int(rng))
     seq = rng.ravel().tolist() if isinstance(rng, np.ndarray) else rng
-    if isinstance(rng, list | tuple | np.ndarray) and len(rng) and all(
-            isinstance(s, numbers.Integral) and not isinstance(s, bool | np.bool_)
-            and 0 <= s < 2**63 for s in seq):
+    if (
+        isinstance(rng, list | tuple | np.ndarray)
+        and len(rng)
+        and all(
+            isinstance(s, numbers.Integral)
+            and not isinstance(s, bool | np.bool_)
+            and 0 <= s < 2**63
+            for s in seq
+        )
+    ):
         return np.random.default_rng([int(s) for s in np.ravel(rng)])
-    raise TypeError(f"`{name}` must be None, a non-negative int seed (or a sequence of them), a "
-                    f"numpy.random.Generator or a SeedSequence; got {_show(rng)} of type "
-                    f"{type(rng).__name__}.")
+    raise TypeError(
+        f"`{name}` must be None, a non-negative int seed (or a sequence of them), a "
+        f"numpy.random.Generator or a SeedSequence; got {_show(rng)} of type "
+        f"{type(rng).__name__}."
+    )
 
 
 def check_key(key, name="key", *, optional=False):
@@ -289,8 +342,10 @@ def check_key(key, name="key", *, optional=False):
     or a raw ``jax.random.PRNGKey(seed)`` (uint32, shape (2,)). ``optional`` admits None."""
     if key is None and optional:
         return None
-    want = (f"`{name}` must be a single JAX PRNG key (jax.random.key(seed) or "
-            f"jax.random.PRNGKey(seed)){' or None' if optional else ''}")
+    want = (
+        f"`{name}` must be a single JAX PRNG key (jax.random.key(seed) or "
+        f"jax.random.PRNGKey(seed)){' or None' if optional else ''}"
+    )
     if key is None:
         raise ValueError(f"{want}; it is required here and got None.")
     dtype = getattr(key, "dtype", None)
@@ -312,8 +367,9 @@ def check_instance(value, name, cls, what=None):
     if not isinstance(value, cls):
         names = [cls] if isinstance(cls, type) else cls
         what = what or " or ".join(c.__name__ for c in names)
-        raise TypeError(f"`{name}` must be {what}; got {_show(value)} of type "
-                        f"{type(value).__name__}.")
+        raise TypeError(
+            f"`{name}` must be {what}; got {_show(value)} of type {type(value).__name__}."
+        )
     return value
 
 
@@ -327,8 +383,10 @@ def check_callable(f, name):
 def check_transform(tx, name):
     """Return ``tx`` if it looks like an optax ``GradientTransformation`` (``init``/``update``)."""
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
-        raise TypeError(f"`{name}` must be an optax GradientTransformation (e.g. optax.adam(1e-3));"
-                        f" got {_show(tx)} of type {type(tx).__name__}.")
+        raise TypeError(
+            f"`{name}` must be an optax GradientTransformation (e.g. optax.adam(1e-3));"
+            f" got {_show(tx)} of type {type(tx).__name__}."
+        )
     return tx
 
 
@@ -336,8 +394,9 @@ def as_path(path, name, *, kind=None):
     """Return ``path`` as a str; ``kind`` "file" or "dir" requires an existing one of that kind,
     "parent" an existing parent directory (a file about to be written)."""
     if not isinstance(path, str | os.PathLike) or not os.fspath(path):
-        raise TypeError(f"`{name}` must be a non-empty path (str or os.PathLike); got "
-                        f"{_show(path)}.")
+        raise TypeError(
+            f"`{name}` must be a non-empty path (str or os.PathLike); got {_show(path)}."
+        )
     path = os.fspath(path)
     if isinstance(path, bytes):
         path = os.fsdecode(path)
@@ -349,8 +408,9 @@ def as_path(path, name, *, kind=None):
     if kind == "parent":
         parent = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path) or not os.path.isdir(parent):
-            raise ValueError(f"`{name}` must be a file path in an existing directory; got "
-                             f"{path!r}.")
+            raise ValueError(
+                f"`{name}` must be a file path in an existing directory; got {path!r}."
+            )
     return path
 
 
@@ -361,20 +421,26 @@ def batch_source(batches, name="batches"):
     if callable(batches):
         return batches
     if isinstance(batches, str | bytes):
-        raise TypeError(f"`{name}` must be a callable step -> batch or an iterable of batches; got "
-                        f"{_show(batches)}.")
+        raise TypeError(
+            f"`{name}` must be a callable step -> batch or an iterable of batches; got "
+            f"{_show(batches)}."
+        )
     try:
         it = iter(batches)
     except TypeError as err:
-        raise TypeError(f"`{name}` must be a callable step -> batch or an iterable of batches; got "
-                        f"{type(batches).__name__}.") from err
+        raise TypeError(
+            f"`{name}` must be a callable step -> batch or an iterable of batches; got "
+            f"{type(batches).__name__}."
+        ) from err
 
     def get(step):
         try:
             return next(it)
         except StopIteration:
-            raise ValueError(f"`{name}` ran out at step {step}: give at least `steps` batches or a "
-                             f"callable step -> batch.") from None
+            raise ValueError(
+                f"`{name}` ran out at step {step}: give at least `steps` batches or a "
+                f"callable step -> batch."
+            ) from None
 
     return get
 
@@ -392,9 +458,11 @@ def check_memory(n_elements, names, *, itemsize=8, what="the arrays", fraction=0
     need = float(n_elements) * itemsize
     have = _memory_bytes()
     if need > fraction * have:
-        raise ValueError(f"{names} too large: {what} would take about {need / 2**30:.3g} GiB, "
-                         f"more than {fraction:g} of this machine's {have / 2**30:.3g} GiB; "
-                         f"reduce {names}.")
+        raise ValueError(
+            f"{names} too large: {what} would take about {need / 2**30:.3g} GiB, "
+            f"more than {fraction:g} of this machine's {have / 2**30:.3g} GiB; "
+            f"reduce {names}."
+        )
     return need
 
 
@@ -404,7 +472,9 @@ def check_finite_result(value, what, **diagnostics):
     arr = np.asarray(value)
     if np.issubdtype(arr.dtype, np.inexact) and not np.isfinite(arr).all():
         extra = ", ".join(f"{k}={_show(v, 30)}" for k, v in diagnostics.items())
-        raise NumericalError(f"{what} is not finite ({int((~np.isfinite(arr)).sum())} NaN or "
-                             f"infinite value(s)){'; ' + extra if extra else ''}.",
-                             **diagnostics)
+        raise NumericalError(
+            f"{what} is not finite ({int((~np.isfinite(arr)).sum())} NaN or "
+            f"infinite value(s)){'; ' + extra if extra else ''}.",
+            **diagnostics,
+        )
     return value

@@ -50,5 +50,3 @@ def tw_edge_shift(n: int) -> float:
     """
     n = check_int(n, "n", lower=1)
     return TW1_MEAN * n ** (-2.0 / 3.0)
-
-

@@ -55,8 +55,10 @@ def _check_kind(estimator, split):
 def _check_constants(c):
     """``c`` from :func:`bias_constants`: five finite keys, ``s_a s_y > 0`` and ``Gamma > 0``."""
     if not isinstance(c, dict) or any(k not in c for k in _CONSTANTS):
-        raise TypeError(f"`c` must be the dict of bias_constants with keys {_CONSTANTS}; got "
-                        f"{type(c).__name__}.")
+        raise TypeError(
+            f"`c` must be the dict of bias_constants with keys {_CONSTANTS}; got "
+            f"{type(c).__name__}."
+        )
     out = {k: as_array(c[k], "c") for k in _CONSTANTS}
     if np.any(out["s_a"] * out["s_y"] <= 0) or np.any(out["Gamma"] <= 0):
         raise ValueError("`c` must have s_a * s_y > 0 and Gamma > 0 (bias_constants of lam > 0).")
@@ -74,11 +76,13 @@ def _check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta):
     theta = check_scalar(theta, "theta", lower=-big, upper=big)
     ced = check_scalar(cov_eps_delta, "cov_eps_delta", lower=-big, upper=big)
     if theta**2 > a2 * b2 * (1 + 1e-12):
-        raise ValueError(f"`theta` must satisfy theta^2 <= a2*b2 = {a2 * b2:g} (Cauchy–Schwarz); "
-                         f"got {theta:g}.")
+        raise ValueError(
+            f"`theta` must satisfy theta^2 <= a2*b2 = {a2 * b2:g} (Cauchy–Schwarz); got {theta:g}."
+        )
     if ced**2 > ve * vd * (1 + 1e-12):
-        raise ValueError(f"`cov_eps_delta` must satisfy cov^2 <= var_eps*var_delta = {ve * vd:g};"
-                         f" got {ced:g}.")
+        raise ValueError(
+            f"`cov_eps_delta` must satisfy cov^2 <= var_eps*var_delta = {ve * vd:g}; got {ced:g}."
+        )
     return a2, b2, theta, ve, vd, ced
 
 
@@ -130,8 +134,11 @@ class SpectralIntegrator:
         lam_a = as_array(lam_a, "lam_a", lower=0.0, upper=1e50, closed="right")
         lam_y = as_array(lam_y, "lam_y", lower=0.0, upper=1e50, closed="right")
         self.lam_a, self.lam_y = np.broadcast_arrays(lam_a, lam_y)
-        self.eigenvalues = None if eigenvalues is None else as_array(
-            eigenvalues, "eigenvalues", ndim=1, min_size=1, lower=0.0, upper=1e50)
+        self.eigenvalues = (
+            None
+            if eigenvalues is None
+            else as_array(eigenvalues, "eigenvalues", ndim=1, min_size=1, lower=0.0, upper=1e50)
+        )
         self._cache = {}
 
     def _term(self, key):
@@ -143,11 +150,17 @@ class SpectralIntegrator:
                     if "table" not in self._cache:
                         self._cache["table"] = _mp._table(self.gamma, self.lam_a, self.lam_y, 4)
                     return self._cache["table"][key]
-                val = _mp.resolvent_moment(self.gamma, lams, j) if lams else np.full(
-                    self.lam_a.shape, _mp.moment(j, self.gamma))
+                val = (
+                    _mp.resolvent_moment(self.gamma, lams, j)
+                    if lams
+                    else np.full(self.lam_a.shape, _mp.moment(j, self.gamma))
+                )
             else:
-                val = _mp.empirical_resolvent_moment(self.eigenvalues, lams, j) if lams else \
-                    np.full(self.lam_a.shape, np.mean(self.eigenvalues**j))
+                val = (
+                    _mp.empirical_resolvent_moment(self.eigenvalues, lams, j)
+                    if lams
+                    else np.full(self.lam_a.shape, np.mean(self.eigenvalues**j))
+                )
             self._cache[key] = val
         return self._cache[key]
 
@@ -209,8 +222,11 @@ def debias_factors(estimator, split, c: dict):
     c = _check_constants(c)
     if split == 3:
         g = c["s_a"] * c["s_y"]
-        k = {"int": (1 - g) / g, "nr": (1 - c["s_y"]) / g,
-             "dr": (1 - c["s_a"]) * (1 - c["s_y"]) / g}[estimator]
+        k = {
+            "int": (1 - g) / g,
+            "nr": (1 - c["s_y"]) / g,
+            "dr": (1 - c["s_a"]) * (1 - c["s_y"]) / g,
+        }[estimator]
         return k, np.ones_like(np.asarray(g))
     G, z = c["Gamma"], c["zeta"]
     if estimator == "int":
@@ -275,15 +291,18 @@ def prediction_optimal_lambda(gamma, signal2, noise_var):
 def _w2(integ, f, g, h, q, a2, b2, theta, ve, vd, ced):
     """Training-fold piece ``W(f, g, h, q)`` of the two-split variance (note §4.2)."""
     gm = integ.gamma
-    return ((a2 * b2 + theta**2) / gm * integ.var(f)
-            + ve * a2 * integ(_mul(_X, _mul(g, g)))
-            + vd * b2 * integ(_mul(_X, _mul(h, h)))
-            + 2 * ced * theta * integ(_mul(_X, _mul(g, h)))
-            + gm * (ced**2 + ve * vd) * integ(_mul(_mul(_X, _X), _mul(q, q))))
+    return (
+        (a2 * b2 + theta**2) / gm * integ.var(f)
+        + ve * a2 * integ(_mul(_X, _mul(g, g)))
+        + vd * b2 * integ(_mul(_X, _mul(h, h)))
+        + 2 * ced * theta * integ(_mul(_X, _mul(g, h)))
+        + gm * (ced**2 + ve * vd) * integ(_mul(_mul(_X, _X), _mul(q, q)))
+    )
 
 
-def variance_components(estimator, split, integ: SpectralIntegrator, *, a2, b2, theta, var_eps,
-                        var_delta, cov_eps_delta) -> dict:
+def variance_components(
+    estimator, split, integ: SpectralIntegrator, *, a2, b2, theta, var_eps, var_delta, cov_eps_delta
+) -> dict:
     r"""Pieces of ``lim m Var(psi_tilde)`` for one (estimator, split), derived here (note §4).
 
     Returns a dict with ``"eval"`` (the conditional variance of the evaluated score given the
@@ -320,14 +339,34 @@ def variance_components(estimator, split, integ: SpectralIntegrator, *, a2, b2, 
             M = G - z
         elif estimator == "nr":
             ev = (a2 + vd) * (r_y + ve) + ((1 - sy) * theta + ced) ** 2
-            W = _w2(integ, _add(_SY, _scale(k, SS)), _add(_QY, _scale(k, SQ)), _scale(k, QS),
-                    _scale(k, QQ), a2, b2, theta, ve, vd, ced)
+            W = _w2(
+                integ,
+                _add(_SY, _scale(k, SS)),
+                _add(_QY, _scale(k, SQ)),
+                _scale(k, QS),
+                _scale(k, QQ),
+                a2,
+                b2,
+                theta,
+                ve,
+                vd,
+                ced,
+            )
         else:
             ev = (r_y + ve) * (r_a + vd) + (kap * theta + z * ced + ced) ** 2
-            W = _w2(integ, _add(_scale(la * ly, QQ), _scale(-k, SS)),
-                    _add(_scale(-la, QQ), _scale(-k, SQ)),
-                    _add(_scale(-ly, QQ), _scale(-k, QS)),
-                    _scale(1 - k, QQ), a2, b2, theta, ve, vd, ced)
+            W = _w2(
+                integ,
+                _add(_scale(la * ly, QQ), _scale(-k, SS)),
+                _add(_scale(-la, QQ), _scale(-k, SQ)),
+                _add(_scale(-ly, QQ), _scale(-k, QS)),
+                _scale(1 - k, QQ),
+                a2,
+                b2,
+                theta,
+                ve,
+                vd,
+                ced,
+            )
         return {"eval": ev, "train": W, "M": M}
     # three splits
     e_a = integ(_mul(_X, _mul(_QA, _QA)))
@@ -357,8 +396,9 @@ def variance_components(estimator, split, integ: SpectralIntegrator, *, a2, b2, 
     return {"eval": base, "fold_y": fold_y, "fold_a": outer, "M": np.ones_like(np.asarray(sa))}
 
 
-def asymptotic_variance(estimator, split, lam_a, lam_y, gamma, *, a2, b2, theta, var_eps,
-                        var_delta, cov_eps_delta):
+def asymptotic_variance(
+    estimator, split, lam_a, lam_y, gamma, *, a2, b2, theta, var_eps, var_delta, cov_eps_delta
+):
     """``lim m Var(psi_tilde)`` (equal fold sizes ``m``), vectorised over ``lam_a``, ``lam_y``.
 
     The sum of :func:`variance_components` (divided by ``M^2``). Derived here; unvalidated
@@ -367,8 +407,17 @@ def asymptotic_variance(estimator, split, lam_a, lam_y, gamma, *, a2, b2, theta,
     _check_kind(estimator, split)
     _check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
     integ = SpectralIntegrator(gamma, lam_a, lam_y)
-    comp = variance_components(estimator, split, integ, a2=a2, b2=b2, theta=theta,
-                               var_eps=var_eps, var_delta=var_delta, cov_eps_delta=cov_eps_delta)
+    comp = variance_components(
+        estimator,
+        split,
+        integ,
+        a2=a2,
+        b2=b2,
+        theta=theta,
+        var_eps=var_eps,
+        var_delta=var_delta,
+        cov_eps_delta=cov_eps_delta,
+    )
     if split == 2:
         return (comp["eval"] + comp["train"]) / comp["M"] ** 2
     return comp["eval"] + comp["fold_y"] + comp["fold_a"]

@@ -83,8 +83,10 @@ def _quad(G, sigma, d, lam):
     d = check_int(d, "d", lower=1, upper=10**15)
     lam = check_scalar(lam, "lam", lower=1.0 / _BIG, upper=_BIG)
     if G + d * sigma**2 == 0:
-        raise ValueError("`G` and `sigma` must not both be 0: with neither gradient nor noise the "
-                         "optimal step is undefined.")
+        raise ValueError(
+            "`G` and `sigma` must not both be 0: with neither gradient nor noise the "
+            "optimal step is undefined."
+        )
     return G, sigma, d, lam
 
 
@@ -98,8 +100,11 @@ def expected_loss_change(G, sigma, d, lam, eta=None):
     """``E dL = -eta G + eta^2 lam (G + d sigma^2) / 2`` on ``L = lam |x|^2 / 2`` (paper Sec. 4);
     ``eta=None`` uses :func:`optimal_step`, giving ``-G^2 / (2 lam (G + d sigma^2))``."""
     G, sigma, d, lam = _quad(G, sigma, d, lam)
-    eta = optimal_step(G, sigma, d, lam) if eta is None else check_scalar(eta, "eta", lower=0.0,
-                                                                          upper=_BIG)
+    eta = (
+        optimal_step(G, sigma, d, lam)
+        if eta is None
+        else check_scalar(eta, "eta", lower=0.0, upper=_BIG)
+    )
     return -eta * G + 0.5 * eta**2 * lam * (G + d * sigma**2)
 
 
@@ -170,8 +175,9 @@ def nvfp4_sr_variance(x, axis=-1, block=16):
     axis = check_int(axis, "axis", lower=-x.ndim, upper=x.ndim - 1)
     xm = np.moveaxis(x, axis, -1)
     if xm.shape[-1] % block:
-        raise ValueError(f"x must have a multiple of block={block} entries along axis {axis}; "
-                         f"got {xm.shape[-1]}")
+        raise ValueError(
+            f"x must have a multiple of block={block} entries along axis {axis}; got {xm.shape[-1]}"
+        )
     xb = np.abs(xm.reshape(*xm.shape[:-1], -1, block))
     amax_b = xb.max(-1, keepdims=True)
     amax_t = xb.max()
@@ -182,7 +188,7 @@ def nvfp4_sr_variance(x, axis=-1, block=16):
     ideal = amax_b / 6.0 * s_enc
     s_b = e4[np.minimum(np.searchsorted(e4, ideal, side="left"), e4.size - 1)]
     s_b = np.where(ideal > 0, s_b, 1.0)
-    y = np.minimum(xb * s_enc / s_b, 6.0)   # <= 6 up to rounding of the division
+    y = np.minimum(xb * s_enc / s_b, 6.0)  # <= 6 up to rounding of the division
     i = np.clip(np.searchsorted(E2M1_VALUES, y, side="right") - 1, 0, E2M1_VALUES.size - 2)
     v = two_point_variance(y, E2M1_VALUES[i], E2M1_VALUES[i + 1]) * (s_b / s_enc) ** 2
     return np.moveaxis(v.reshape(xm.shape), -1, axis)
@@ -205,8 +211,13 @@ def noisy_gd_sq_error(e0_sq, noise_sq, eta, lam=1.0):
     a2 = (1.0 - eta * lam) ** 2
     with np.errstate(over="ignore", invalid="ignore"):
         rest = lfilter([1.0], [1.0, -a2], eta**2 * n2, zi=[a2 * e0])[0] if n2.size else n2
-    return check_finite_result(np.concatenate([[e0], rest]), "E|e_t|^2 (diverges for eta*lam > 2)",
-                               eta=eta, lam=lam, steps=n2.size)
+    return check_finite_result(
+        np.concatenate([[e0], rest]),
+        "E|e_t|^2 (diverges for eta*lam > 2)",
+        eta=eta,
+        lam=lam,
+        steps=n2.size,
+    )
 
 
 @dataclasses.dataclass(frozen=True)

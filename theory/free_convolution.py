@@ -27,8 +27,14 @@ import numpy as np
 from ._validation import as_array, check_instance, check_int
 from .roots import find_root
 
-__all__ = ["AtomicLaw", "edge_point", "right_edge", "left_edge", "free_convolution_density",
-           "FreeConvolutionDensity"]
+__all__ = [
+    "AtomicLaw",
+    "edge_point",
+    "right_edge",
+    "left_edge",
+    "free_convolution_density",
+    "FreeConvolutionDensity",
+]
 
 
 @dataclass(frozen=True)
@@ -46,14 +52,17 @@ class AtomicLaw:
     lower_gaps: np.ndarray
 
     @classmethod
-    def from_values(cls, values, weights, *, upper=None, lower=None, upper_gaps=None,
-                    lower_gaps=None):
+    def from_values(
+        cls, values, weights, *, upper=None, lower=None, upper_gaps=None, lower_gaps=None
+    ):
         """Atoms ``values`` with ``weights``; ``upper``/``lower`` default to the extreme atoms."""
         v = as_array(values, "values").ravel()
         w = as_array(weights, "weights").ravel()
         if v.shape != w.shape or v.size == 0:
-            raise ValueError(f"`values` and `weights` must be non-empty of one shape; got "
-                             f"{v.shape} and {w.shape}.")
+            raise ValueError(
+                f"`values` and `weights` must be non-empty of one shape; got "
+                f"{v.shape} and {w.shape}."
+            )
         if np.any(w < 0):
             raise ValueError("`weights` must be non-negative.")
         up = float(v.max()) if upper is None else float(upper)
@@ -66,8 +75,9 @@ class AtomicLaw:
 
     def mirrored(self) -> AtomicLaw:
         """Law of -X (turns left-edge questions into right-edge ones)."""
-        return AtomicLaw(-self.values, self.weights, -self.lower, -self.upper,
-                         self.lower_gaps, self.upper_gaps)
+        return AtomicLaw(
+            -self.values, self.weights, -self.lower, -self.upper, self.lower_gaps, self.upper_gaps
+        )
 
 
 @dataclass(frozen=True)
@@ -92,8 +102,10 @@ def edge_point(law: AtomicLaw) -> EdgePoint:
         u = 0.0
         regular = False
     else:
+
         def f(s):  # in s = log u: E[(u + d)^-2] - 1, decreasing
             return float(np.sum(w / np.square(np.exp(s) + d))) - 1.0
+
         # E[(u+d)^-2] <= 1/u^2 sum(w) so the root is below log(sum w)/2 <= 1e-12 + 0
         hi = 0.5 * math.log(float(w.sum())) + 1e-12
         lo = hi - 2.0
@@ -140,8 +152,10 @@ class FreeConvolutionDensity:
         return float(np.trapezoid(self.density, self.x))
 
     def __repr__(self):
-        return (f"FreeConvolutionDensity(support=[{self.left:.6g}, {self.right:.6g}], "
-                f"mass={self.mass:.6f}, points={self.x.size})")
+        return (
+            f"FreeConvolutionDensity(support=[{self.left:.6g}, {self.right:.6g}], "
+            f"mass={self.mass:.6f}, points={self.x.size})"
+        )
 
 
 def _v_of_u(u: np.ndarray, law: AtomicLaw, iters: int = 60) -> np.ndarray:

@@ -42,8 +42,13 @@ def gaussian_nodes(s, breaks=(), *, half_width: float = 12.0, step: float = 1.0,
     order = check_int(order, "order", lower=1, upper=200)
     grid = np.arange(-half_width, half_width + 0.5 * step, step)
     # cut points in g for every s: the grid plus the breakpoints moved to g = b - s, clipped.
-    cuts = np.concatenate([np.broadcast_to(grid, s.shape + grid.shape),
-                           np.clip(b - s[..., None], -half_width, half_width)], axis=-1)
+    cuts = np.concatenate(
+        [
+            np.broadcast_to(grid, s.shape + grid.shape),
+            np.clip(b - s[..., None], -half_width, half_width),
+        ],
+        axis=-1,
+    )
     cuts = np.sort(cuts, axis=-1)
     lo, hi = cuts[..., :-1], cuts[..., 1:]
     xq, wq = _legendre(order)
@@ -54,8 +59,9 @@ def gaussian_nodes(s, breaks=(), *, half_width: float = 12.0, step: float = 1.0,
     return (s[..., None, None] + g).reshape(shape), w.reshape(shape)
 
 
-def gaussian_expectation(f, s=0.0, *, breaks=(), half_width: float = 12.0, step: float = 1.0,
-                         order: int = 20):
+def gaussian_expectation(
+    f, s=0.0, *, breaks=(), half_width: float = 12.0, step: float = 1.0, order: int = 20
+):
     r"""E[f(s + g)] for g ~ N(0, 1), exact to ~1e-12 for piecewise-smooth f of moderate growth.
 
     .. math:: \mathbb E f(s + g) = \int f(s + u)\,\varphi(u)\,du
@@ -84,8 +90,10 @@ def gaussian_expectation(f, s=0.0, *, breaks=(), half_width: float = 12.0, step:
     x, w = gaussian_nodes(s_arr, breaks, half_width=half_width, step=step, order=order)
     fx = np.asarray(f(x), dtype=np.float64)
     if fx.shape != x.shape:
-        raise ValueError(f"`f` must be vectorised (same output shape as input); got {fx.shape} for "
-                         f"input {x.shape}.")
+        raise ValueError(
+            f"`f` must be vectorised (same output shape as input); got {fx.shape} for "
+            f"input {x.shape}."
+        )
     # pieces clipped to zero width at |g| = half_width carry weight 0: never let f there matter
     out = np.where(w > 0, w * fx, 0.0).sum(-1)
     if not np.all(np.isfinite(out)):

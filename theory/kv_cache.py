@@ -25,9 +25,18 @@ import math
 
 from ._validation import check_int
 
-__all__ = ["LlamaConfig", "HybridConfig", "LLAMA", "ZEBRA", "gqa_cache_per_token",
-           "mla_cache_per_token", "mamba2_state", "kv_fraction", "state_fraction",
-           "break_even_context"]
+__all__ = [
+    "LlamaConfig",
+    "HybridConfig",
+    "LLAMA",
+    "ZEBRA",
+    "gqa_cache_per_token",
+    "mla_cache_per_token",
+    "mamba2_state",
+    "kv_fraction",
+    "state_fraction",
+    "break_even_context",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,8 +53,9 @@ class LlamaConfig:
         for f in dataclasses.fields(self):
             check_int(getattr(self, f.name), f.name, lower=1)
         if self.num_heads % self.num_kv_heads:
-            raise ValueError(f"`num_kv_heads` must divide num_heads={self.num_heads}; got "
-                             f"{self.num_kv_heads}.")
+            raise ValueError(
+                f"`num_kv_heads` must divide num_heads={self.num_heads}; got {self.num_kv_heads}."
+            )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -82,8 +82,9 @@ def moment(k, gamma) -> float:
     if k == 0:
         return 1.0
     with np.errstate(over="ignore"):
-        out = float(sum(np.float64(g) ** r / (r + 1) * comb(k, r) * comb(k - 1, r)
-                        for r in range(k)))
+        out = float(
+            sum(np.float64(g) ** r / (r + 1) * comb(k, r) * comb(k - 1, r) for r in range(k))
+        )
     return check_finite_result(out, "the moment", k=k, gamma=g)
 
 
@@ -178,8 +179,9 @@ def resolvent_moment(gamma, lams, power: int = 0):
     g = _gamma(gamma)
     j = check_int(power, "power", lower=0, upper=64)
     if not isinstance(lams, list | tuple):
-        raise TypeError(f"`lams` must be a list or tuple of ridge parameters; got "
-                        f"{type(lams).__name__}.")
+        raise TypeError(
+            f"`lams` must be a list or tuple of ridge parameters; got {type(lams).__name__}."
+        )
     nodes = [_lams(t, "lams") for t in lams]
     k = len(nodes)
     if k == 0:
@@ -251,8 +253,9 @@ def empirical_resolvent_moment(eigenvalues, lams, power: int = 0):
     x = as_array(eigenvalues, "eigenvalues", ndim=1, min_size=1, lower=0.0, upper=1e50)
     power = check_int(power, "power", lower=0, upper=64)
     if not isinstance(lams, list | tuple):
-        raise TypeError(f"`lams` must be a list or tuple of ridge parameters; got "
-                        f"{type(lams).__name__}.")
+        raise TypeError(
+            f"`lams` must be a list or tuple of ridge parameters; got {type(lams).__name__}."
+        )
     nodes = np.broadcast_arrays(*[_lams(t, "lams") for t in lams])
     shape = nodes[0].shape if nodes else ()
     out = np.broadcast_to(x**power, shape + x.shape).copy()
@@ -274,9 +277,25 @@ def integrate(f, gamma, *, epsabs: float = 1e-13, epsrel: float = 1e-12) -> floa
     a, b = edges(g)
     c = 1.0 / (2 * np.pi * g)
     if a > 0:
-        val, _ = _integrate.quad(lambda x: f(x) * c / x, a, b, weight="alg", wvar=(0.5, 0.5),
-                                 epsabs=epsabs, epsrel=epsrel, limit=200)
+        val, _ = _integrate.quad(
+            lambda x: f(x) * c / x,
+            a,
+            b,
+            weight="alg",
+            wvar=(0.5, 0.5),
+            epsabs=epsabs,
+            epsrel=epsrel,
+            limit=200,
+        )
     else:  # gamma == 1: sqrt((b - x) x) / x = x^{-1/2} (b - x)^{1/2}
-        val, _ = _integrate.quad(lambda x: f(x) * c, a, b, weight="alg", wvar=(-0.5, 0.5),
-                                 epsabs=epsabs, epsrel=epsrel, limit=200)
+        val, _ = _integrate.quad(
+            lambda x: f(x) * c,
+            a,
+            b,
+            weight="alg",
+            wvar=(-0.5, 0.5),
+            epsabs=epsabs,
+            epsrel=epsrel,
+            limit=200,
+        )
     return check_finite_result(float(val + atom(g) * f(0.0)), "the integral of `f`", gamma=g)

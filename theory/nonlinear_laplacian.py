@@ -45,9 +45,19 @@ from .free_convolution import AtomicLaw, edge_point
 from .gaussian import gaussian_nodes
 from .roots import find_root
 
-__all__ = ["EtaLaw", "null_law", "signal_expectations", "theta", "ThresholdResult",
-           "critical_threshold", "critical_threshold_nested", "OutlierResult", "outlier",
-           "bulk_edge", "small_sigma_slope"]
+__all__ = [
+    "EtaLaw",
+    "null_law",
+    "signal_expectations",
+    "theta",
+    "ThresholdResult",
+    "critical_threshold",
+    "critical_threshold_nested",
+    "OutlierResult",
+    "outlier",
+    "bulk_edge",
+    "small_sigma_slope",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,7 +88,7 @@ class EtaLaw:
 
     @cached_property
     def m2(self) -> float:
-        return float(self.probs @ self.nodes ** 2)
+        return float(self.probs @ self.nodes**2)
 
     @classmethod
     def point(cls, value: float = 1.0) -> EtaLaw:
@@ -111,8 +121,10 @@ class EtaLaw:
         The support is cut at the ``tail`` quantiles; smooth densities are integrated to ~1e-12.
         """
         if not (hasattr(dist, "pdf") and hasattr(dist, "ppf")):
-            raise TypeError(f"`eta` must be a frozen continuous scipy.stats distribution; got "
-                            f"{type(dist).__name__}.")
+            raise TypeError(
+                f"`eta` must be a frozen continuous scipy.stats distribution; got "
+                f"{type(dist).__name__}."
+            )
         lo, hi = (float(t) for t in dist.support())
         if lo < 0:
             raise ValueError(f"`eta` must be supported on [0, inf); its support starts at {lo:g}.")
@@ -132,10 +144,14 @@ class EtaLaw:
 def _check_sigma(sigma, name="sigma"):
     """``sigma`` a bounded non-decreasing σ (``spectral.sigmas``: callable with ``breaks``,
     ``upper``, ``lower``, ``gap_upper``, ``gap_lower``)."""
-    if not (callable(sigma) and all(hasattr(sigma, a) for a in
-                                    ("breaks", "upper", "lower", "gap_upper", "gap_lower"))):
-        raise TypeError(f"`{name}` must be a σ from spectral.sigmas (e.g. sigmas.tanh(a, b)); got "
-                        f"{type(sigma).__name__}.")
+    if not (
+        callable(sigma)
+        and all(hasattr(sigma, a) for a in ("breaks", "upper", "lower", "gap_upper", "gap_lower"))
+    ):
+        raise TypeError(
+            f"`{name}` must be a σ from spectral.sigmas (e.g. sigmas.tanh(a, b)); got "
+            f"{type(sigma).__name__}."
+        )
     if not (np.isfinite(float(sigma.upper)) and np.isfinite(float(sigma.lower))):
         raise ValueError(f"`{name}` must be bounded; got upper={sigma.upper}, lower={sigma.lower}.")
     return sigma
@@ -150,8 +166,9 @@ def null_law(sigma) -> AtomicLaw:
     _check_sigma(sigma)
     x, w = gaussian_nodes(0.0, sigma.breaks)
     x, w = x[w > 0], w[w > 0]
-    return AtomicLaw(sigma(x), w, float(sigma.upper), float(sigma.lower), sigma.gap_upper(x),
-                     sigma.gap_lower(x))
+    return AtomicLaw(
+        sigma(x), w, float(sigma.upper), float(sigma.lower), sigma.gap_upper(x), sigma.gap_lower(x)
+    )
 
 
 @dataclass(frozen=True)
@@ -175,7 +192,7 @@ def signal_expectations(sigma, beta: float, eta: EtaLaw) -> _Signal:
     _check_sigma(sigma)
     _check_eta(eta)
     beta = check_scalar(beta, "beta", lower=0.0, upper=1e12)
-    keep = eta.probs * eta.nodes ** 2 > 0
+    keep = eta.probs * eta.nodes**2 > 0
     q = beta * eta.nodes[keep] * eta.m1 / eta.m2
     x, w = gaussian_nodes(q, sigma.breaks)
     weights = (w * (eta.probs[keep] * eta.nodes[keep] ** 2 / eta.m2)[:, None]).ravel()
@@ -229,8 +246,10 @@ class ThresholdResult:
     def summary(self) -> str:
         rows = [("beta*", self.beta_star), ("z*", self.z_star), ("edge E+", self.edge)]
         body = "\n".join(f"{k:<10}{v:>18.12f}" for k, v in rows)
-        return (f"Nonlinear-Laplacian threshold\n{'=' * 28}\n{body}\n"
-                f"{'regime':<10}{'regular' if self.regular else 'irregular':>18}")
+        return (
+            f"Nonlinear-Laplacian threshold\n{'=' * 28}\n{body}\n"
+            f"{'regime':<10}{'regular' if self.regular else 'irregular':>18}"
+        )
 
 
 def critical_threshold(sigma, eta: EtaLaw, *, xtol: float = 1e-13) -> ThresholdResult:
@@ -254,13 +273,16 @@ def critical_threshold(sigma, eta: EtaLaw, *, xtol: float = 1e-13) -> ThresholdR
 
     res = find_root(phi, 0.0, 2.0, expand=2.0, xtol=xtol)
     if not res.found:
-        raise ValueError(f"`sigma` must be non-decreasing with sup σ reached or approached "
-                         f"(β*: {res.message}); got {sigma!r}.")
+        raise ValueError(
+            f"`sigma` must be non-decreasing with sup σ reached or approached "
+            f"(β*: {res.message}); got {sigma!r}."
+        )
     return ThresholdResult(res.root, float(sigma.upper) + u_star, ep.regular, ep.edge, calls[0])
 
 
-def critical_threshold_nested(sigma, eta: EtaLaw, lo: float = 0.3, hi: float = 1.5,
-                              *, xtol: float = 1e-13):
+def critical_threshold_nested(
+    sigma, eta: EtaLaw, lo: float = 0.3, hi: float = 1.5, *, xtol: float = 1e-13
+):
     """β* as the root in β of H'(θ(β)) = 0, the two-level form of the official code.
 
     Returns a :class:`theory.roots.RootResult` (``found`` False when H'(θ(·)) has no sign change
@@ -293,11 +315,16 @@ class OutlierResult:
     hprime: float | None
 
     def summary(self) -> str:
-        rows = [("beta", self.beta), ("lambda1", self.eigenvalue), ("overlap", self.overlap),
-                ("edge E+", self.edge)]
+        rows = [
+            ("beta", self.beta),
+            ("lambda1", self.eigenvalue),
+            ("overlap", self.overlap),
+            ("edge E+", self.edge),
+        ]
         body = "\n".join(f"{k:<10}{v:>18.12f}" for k, v in rows)
-        return (f"Nonlinear-Laplacian outlier\n{'=' * 28}\n{body}\n"
-                f"{'outlier':<10}{self.exists!s:>18}")
+        return (
+            f"Nonlinear-Laplacian outlier\n{'=' * 28}\n{body}\n{'outlier':<10}{self.exists!s:>18}"
+        )
 
 
 def outlier(sigma, beta: float, eta: EtaLaw, *, law: AtomicLaw | None = None) -> OutlierResult:
@@ -343,7 +370,7 @@ def small_sigma_slope(s, eta: EtaLaw) -> float:
     _check_sigma(s, "s")
     _check_eta(eta)
     x0, w0 = gaussian_nodes(0.0, s.breaks)
-    keep = eta.probs * eta.nodes ** 2 > 0
+    keep = eta.probs * eta.nodes**2 > 0
     q = eta.nodes[keep] * eta.m1 / eta.m2
     x1, w1 = gaussian_nodes(q, s.breaks)
     wt = (eta.probs[keep] * eta.nodes[keep] ** 2 / eta.m2)[:, None]

@@ -50,9 +50,17 @@ class RootResult:
         return f"RootResult(found=False, bracket={self.bracket})"
 
 
-def find_root(f, lo: float, hi: float, *, xtol: float = 1e-14,
-              rtol: float = 4 * np.finfo(float).eps,
-              maxiter: int = 200, expand: float | None = None, max_expand: int = 60) -> RootResult:
+def find_root(
+    f,
+    lo: float,
+    hi: float,
+    *,
+    xtol: float = 1e-14,
+    rtol: float = 4 * np.finfo(float).eps,
+    maxiter: int = 200,
+    expand: float | None = None,
+    max_expand: int = 60,
+) -> RootResult:
     """Root of a continuous f in [lo, hi] by Brent's method, honest about a missing sign change.
 
     Parameters
@@ -106,13 +114,35 @@ def find_root(f, lo: float, hi: float, *, xtol: float = 1e-14,
     if fhi == 0.0:
         return RootResult(hi, True, (lo, hi), (flo, fhi), 0, calls, "root at the upper end")
     if (flo < 0) == (fhi < 0):
-        return RootResult(None, False, (lo, hi), (flo, fhi), 0, calls,
-                          f"no sign change in the bracket [{lo:g}, {hi:g}]: f = {flo:.3g} and "
-                          f"{fhi:.3g} at its ends")
-    root, info = brentq(f, lo, hi, xtol=xtol, rtol=rtol, maxiter=maxiter, full_output=True,
-                        disp=False)
+        return RootResult(
+            None,
+            False,
+            (lo, hi),
+            (flo, fhi),
+            0,
+            calls,
+            f"no sign change in the bracket [{lo:g}, {hi:g}]: f = {flo:.3g} and "
+            f"{fhi:.3g} at its ends",
+        )
+    root, info = brentq(
+        f, lo, hi, xtol=xtol, rtol=rtol, maxiter=maxiter, full_output=True, disp=False
+    )
     if not info.converged:
-        return RootResult(None, False, (lo, hi), (flo, fhi), info.iterations,
-                          calls + info.function_calls, f"Brent did not converge: {info.flag}")
-    return RootResult(float(root), True, (lo, hi), (flo, fhi), info.iterations,
-                      calls + info.function_calls, "converged")
+        return RootResult(
+            None,
+            False,
+            (lo, hi),
+            (flo, fhi),
+            info.iterations,
+            calls + info.function_calls,
+            f"Brent did not converge: {info.flag}",
+        )
+    return RootResult(
+        float(root),
+        True,
+        (lo, hi),
+        (flo, fhi),
+        info.iterations,
+        calls + info.function_calls,
+        "converged",
+    )

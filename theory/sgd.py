@@ -158,8 +158,10 @@ def last_iterate_bound(T, eta, beta, dist2, sigma2_star, *, c_bias=1.0, c_noise=
     >>> round(last_iterate_bound(100, 1.0, 1.0, 1.0, 0.0), 6)   # 1 / (1 * 1 * 100**0.5)
     0.1
     """
-    return _add(bias_term(T, eta, beta, dist2, c_bias=c_bias),
-                noise_term(T, eta, beta, sigma2_star, c_noise=c_noise))
+    return _add(
+        bias_term(T, eta, beta, dist2, c_bias=c_bias),
+        noise_term(T, eta, beta, sigma2_star, c_noise=c_noise),
+    )
 
 
 def _add(a, b):
@@ -283,7 +285,7 @@ def evron2025_rate(k, *, replacement=True, dim=None, mean_rank=None, n_tasks=Non
     k = _horizon(k, "k")
     c = _nonneg(c, "c")
     replacement = check_bool(replacement, "replacement")
-    terms = [k ** -0.25]
+    terms = [k**-0.25]
     if dim is not None and mean_rank is not None:
         dim = check_scalar(dim, "dim", lower=1.0)
         mean_rank = check_scalar(mean_rank, "mean_rank", lower=0.0, upper=dim)
@@ -383,7 +385,7 @@ def rare_curvature_risk(T, eta, beta, p, w0):
     T = as_array(T, "T")
     if np.any(T < 0):
         raise ValueError("`T` must be >= 0.")
-    return _out(0.5 * p * beta * w0 ** 2 * (1.0 - p * c) ** T)
+    return _out(0.5 * p * beta * w0**2 * (1.0 - p * c) ** T)
 
 
 def rare_curvature_worst_p(T, eta, beta) -> float:
@@ -417,7 +419,7 @@ def ar1_risk(T, eta, beta, s2, w0):
         raise ValueError("`T` must be >= 0.")
     be = beta * eta
     r = (1.0 - be) ** (2.0 * T)
-    return _out(0.5 * beta * (r * w0 ** 2 + be * s2 * (1.0 - r) / (2.0 - be)))
+    return _out(0.5 * beta * (r * w0**2 + be * s2 * (1.0 - r) / (2.0 - be)))
 
 
 def ar1_floor(eta, beta, sigma2_star) -> float:
@@ -445,5 +447,5 @@ def commuting_risk(T, eta, beta, p, w0):
     T = as_array(T, "T")
     if np.any(T < 0):
         raise ValueError("`T` must be >= 0.")
-    terms = 0.5 * p * beta * w0 ** 2 * (1.0 - p * c) ** T[..., None]
+    terms = 0.5 * p * beta * w0**2 * (1.0 - p * c) ** T[..., None]
     return _out(terms.sum(axis=-1))

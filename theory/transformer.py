@@ -85,8 +85,10 @@ def condensation_direction(X, y) -> np.ndarray:
     S = _label_sum(X, y)
     norm = np.linalg.norm(S)
     if norm == 0.0:
-        raise ValueError("`X`, `y`: the label-weighted token sum S = sum_i y_i sum_j X_ij is zero, "
-                         "so the condensation direction v = S/||S|| is undefined.")
+        raise ValueError(
+            "`X`, `y`: the label-weighted token sum S = sum_i y_i sum_j X_ij is zero, "
+            "so the condensation direction v = S/||S|| is undefined."
+        )
     return S / norm
 
 
@@ -125,8 +127,11 @@ def _check_u(u, W1, W2):
     W1 = as_array(W1, "W1", ndim=2)
     d = W1.shape[0]
     W1 = as_array(W1, "W1", shape=(d, d), lower=-_BIG, upper=_BIG)
-    return (as_array(u, "u", shape=(d,), lower=-_BIG, upper=_BIG), W1,
-            as_array(W2, "W2", shape=(d,), lower=-_BIG, upper=_BIG))
+    return (
+        as_array(u, "u", shape=(d,), lower=-_BIG, upper=_BIG),
+        W1,
+        as_array(W2, "W2", shape=(d,), lower=-_BIG, upper=_BIG),
+    )
 
 
 def effective_vector_field(W_V, W1, W2, v):
@@ -256,8 +261,8 @@ def condition_fractions(u, W1, W2):
     u, W1, W2 = _check_u(u, W1, W2)
     d = W1.shape[0]
     a1 = (W2 * (u @ W1) > 0) & (u * (W1 @ W2) > 0)
-    cols = W1 * W2[None, :]          # column i is W2_i W1[:, i]
-    rows = W1 * u[:, None]           # row i is u_i W1[i, :]
+    cols = W1 * W2[None, :]  # column i is W2_i W1[:, i]
+    rows = W1 * u[:, None]  # row i is u_i W1[i, :]
     a2 = (cols.T @ cols > 0) & (rows @ rows.T > 0)
     return float(a1.sum()) / d, float(a2.sum()) / d**2
 
@@ -294,8 +299,9 @@ def _check_kq(F, W_Q0, W_K0):
     F = as_array(F, "F", ndim=2, lower=-_BIG, upper=_BIG)
     W_Q0 = as_array(W_Q0, "W_Q0", ndim=2, lower=-_BIG, upper=_BIG)
     if W_Q0.shape[0] != F.shape[0]:
-        raise ValueError(f"`W_Q0` must have {F.shape[0]} rows to match `F` {F.shape}; got "
-                         f"{W_Q0.shape}.")
+        raise ValueError(
+            f"`W_Q0` must have {F.shape[0]} rows to match `F` {F.shape}; got {W_Q0.shape}."
+        )
     W_K0 = as_array(W_K0, "W_K0", shape=(F.shape[1], W_Q0.shape[1]), lower=-_BIG, upper=_BIG)
     return F, W_Q0, W_K0
 
@@ -315,8 +321,10 @@ def key_query_closed_form(F, W_Q0, W_K0, t):
     t = as_array(t, "t")
     U, sig, Vt = np.linalg.svd(F)
     if sig.size and sig[0] * np.max(np.abs(t), initial=0.0) > 700.0:
-        raise ValueError(f"`t` must satisfy sigma_max(F) |t| <= 700 (cosh overflows float64); got "
-                         f"sigma_max = {sig[0]:.3g}, max |t| = {np.max(np.abs(t)):.3g}.")
+        raise ValueError(
+            f"`t` must satisfy sigma_max(F) |t| <= 700 (cosh overflows float64); got "
+            f"sigma_max = {sig[0]:.3g}, max |t| = {np.max(np.abs(t)):.3g}."
+        )
     p, q = F.shape
     r = max(p, q)
     sig_full = np.zeros(r)
@@ -330,7 +338,7 @@ def key_query_closed_form(F, W_Q0, W_K0, t):
         Ur[p:, p:] = np.eye(r - p)
     if q < r:
         Vr[q:, q:] = np.eye(r - q)
-    a = Ur[:p].T @ W_Q0                      # (r, k)
+    a = Ur[:p].T @ W_Q0  # (r, k)
     b = Vr[:q].T @ W_K0
     tt = np.atleast_1d(t)[:, None, None]
     ch, sh = np.cosh(sig_full[None, :, None] * tt), np.sinh(sig_full[None, :, None] * tt)

@@ -57,38 +57,78 @@ def _parser() -> argparse.ArgumentParser:
     def common(q, out_default):
         q.add_argument("--only", default=None, metavar="GLOB", help="ids to run (shell glob)")
         q.add_argument("--out", default=out_default, metavar="DIR", help="output folder")
-        q.add_argument("--seed", default=0, type=_bounded_int(0, 2**32 - 1),
-                       help="seed of every random draw (default 0)")
+        q.add_argument(
+            "--seed",
+            default=0,
+            type=_bounded_int(0, 2**32 - 1),
+            help="seed of every random draw (default 0)",
+        )
         par = q.add_mutually_exclusive_group()
-        par.add_argument("--workers", type=_bounded_int(1, 512), default=None, metavar="N",
-                         help="run as Dask tasks on a local cluster of N worker processes")
-        par.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                         help="run as Dask tasks on an existing cluster (tcp://host:port)")
-        q.add_argument("--no-compile-cache", action="store_true",
-                       help="do not use JAX's persistent compilation cache")
+        par.add_argument(
+            "--workers",
+            type=_bounded_int(1, 512),
+            default=None,
+            metavar="N",
+            help="run as Dask tasks on a local cluster of N worker processes",
+        )
+        par.add_argument(
+            "--scheduler",
+            default=None,
+            metavar="ADDRESS",
+            help="run as Dask tasks on an existing cluster (tcp://host:port)",
+        )
+        q.add_argument(
+            "--no-compile-cache",
+            action="store_true",
+            help="do not use JAX's persistent compilation cache",
+        )
 
     rep = sub.add_parser("reproduce", help="run every claim and figure, write the report")
     rep.add_argument("--scale", default="quick", help="smoke, quick (default) or full")
-    rep.add_argument("--mutants", action="store_true",
-                     help="also run every declared mutant; report killed / declared")
+    rep.add_argument(
+        "--mutants",
+        action="store_true",
+        help="also run every declared mutant; report killed / declared",
+    )
     common(rep, "theorylab-out")
     ver = sub.add_parser("verify", help="search the properties for counterexamples")
-    ver.add_argument("--examples", default=100, type=_bounded_int(1, 10**7), metavar="N",
-                     help="examples per property (default 100)")
-    ver.add_argument("--mutant", default=None, metavar="NAME",
-                     help="verify under this declared mutant (one property, with --only ID)")
-    ver.add_argument("--replay", default=None, metavar="BLOB",
-                     help="evaluate one instance printed by an earlier run (with --only ID)")
+    ver.add_argument(
+        "--examples",
+        default=100,
+        type=_bounded_int(1, 10**7),
+        metavar="N",
+        help="examples per property (default 100)",
+    )
+    ver.add_argument(
+        "--mutant",
+        default=None,
+        metavar="NAME",
+        help="verify under this declared mutant (one property, with --only ID)",
+    )
+    ver.add_argument(
+        "--replay",
+        default=None,
+        metavar="BLOB",
+        help="evaluate one instance printed by an earlier run (with --only ID)",
+    )
     common(ver, "theorylab-out")
     sub.add_parser("list", help="list the registered claims and properties")
     chk = sub.add_parser("check", help="run one claim")
     chk.add_argument("id")
     chk.add_argument("--scale", default="quick", help="smoke, quick (default) or full")
     chk.add_argument("--out", default=None, metavar="DIR", help="also write the report here")
-    chk.add_argument("--seed", default=0, type=_bounded_int(0, 2**32 - 1),
-                     help="seed of every random draw (default 0)")
-    chk.add_argument("--mutant", default=None, metavar="NAME",
-                     help="run under this declared mutant (a planted bug)")
+    chk.add_argument(
+        "--seed",
+        default=0,
+        type=_bounded_int(0, 2**32 - 1),
+        help="seed of every random draw (default 0)",
+    )
+    chk.add_argument(
+        "--mutant",
+        default=None,
+        metavar="NAME",
+        help="run under this declared mutant (a planted bug)",
+    )
     return p
 
 
@@ -106,8 +146,9 @@ def _validate(args, registry, properties) -> None:
             (Path(out) / ".write-test").touch()
             (Path(out) / ".write-test").unlink()
         except OSError as err:
-            raise _UsageError(f"--out must be a folder that can be written; {out!r}: "
-                              f"{err.strerror or err}") from None
+            raise _UsageError(
+                f"--out must be a folder that can be written; {out!r}: {err.strerror or err}"
+            ) from None
     if args.command == "check":
         if args.id not in registry:
             raise _UsageError(f"unknown claim id {args.id!r}; `theorylab list` lists them")
@@ -119,8 +160,9 @@ def _validate(args, registry, properties) -> None:
     if args.command in ("reproduce", "verify"):
         pool = registry if args.command == "reproduce" else properties
         if args.only and not pool.select(args.only):
-            raise _UsageError(f"no {'claim' if pool is registry else 'property'} matches "
-                              f"{args.only!r}")
+            raise _UsageError(
+                f"no {'claim' if pool is registry else 'property'} matches {args.only!r}"
+            )
     if args.command == "verify" and (args.mutant or args.replay):
         chosen = properties.select(args.only)
         if args.only is None or len(chosen) != 1:
@@ -136,8 +178,9 @@ def _check(args, registry) -> int:
     c = registry[args.id]
     row = claim_row(c, args.scale, args.seed, mutant=args.mutant)
     if args.out:
-        _report.write_report([row], [], Path(args.out), scale=args.scale, seed=args.seed,
-                             device=device_name())
+        _report.write_report(
+            [row], [], Path(args.out), scale=args.scale, seed=args.seed, device=device_name()
+        )
     print(_report.claims_table([row]))
     if args.mutant:
         print(f"under mutant {args.mutant!r}: {c.mutant(args.mutant).description}")
@@ -150,8 +193,10 @@ def _check(args, registry) -> int:
 def _reproduce(args, registry, figures_package, cache: bool) -> int:
     out = Path(args.out)
     par = dict(workers=args.workers, scheduler=args.scheduler, compile_cache=cache)
-    jobs = [(claim_row, (c, args.scale, args.seed), dict(mutants=args.mutants))
-            for c in registry.select(args.only)]
+    jobs = [
+        (claim_row, (c, args.scale, args.seed), dict(mutants=args.mutants))
+        for c in registry.select(args.only)
+    ]
     rows: list[dict] = []
     figs: list = []
     try:
@@ -159,14 +204,19 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
         if figures_package:
             from figures import figure_modules
 
-            fjobs = [(figure_row, (m.__name__, m.ID, args.scale, args.seed, str(out)), {})
-                     for m in figure_modules(args.only, figures_package)]
+            fjobs = [
+                (figure_row, (m.__name__, m.ID, args.scale, args.seed, str(out)), {})
+                for m in figure_modules(args.only, figures_package)
+            ]
             execute(fjobs, desc="figures", rows=figs, **par)
     except KeyboardInterrupt:
-        _report.write_report(rows, figs, out, scale=args.scale, seed=args.seed,
-                             device=device_name(), partial=True)
-        print(f"theorylab: interrupted; partial report of {len(rows)} claims: "
-              f"{out / 'report.md'}", file=sys.stderr)
+        _report.write_report(
+            rows, figs, out, scale=args.scale, seed=args.seed, device=device_name(), partial=True
+        )
+        print(
+            f"theorylab: interrupted; partial report of {len(rows)} claims: {out / 'report.md'}",
+            file=sys.stderr,
+        )
         return 130
     _report.write_report(rows, figs, out, scale=args.scale, seed=args.seed, device=device_name())
     print(_report.claims_table(rows))
@@ -174,8 +224,11 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
         if status != "written":
             print(f"figure {fid}: {status}")
     print(f"report: {out / 'report.md'}")
-    failed = (any(r["status"] != "pass" for r in rows) or any(s != "written" for _, s, _ in figs)
-              or any(r["killed"] is not None and r["killed"] < r["mutants"] for r in rows))
+    failed = (
+        any(r["status"] != "pass" for r in rows)
+        or any(s != "written" for _, s, _ in figs)
+        or any(r["killed"] is not None and r["killed"] < r["mutants"] for r in rows)
+    )
     return 1 if failed else 0
 
 
@@ -196,36 +249,50 @@ def _verify(args, properties, cache: bool) -> int:
     rows: list[dict] = []
     meta = dict(examples=args.examples, seed=args.seed, device=device_name())
     try:
-        execute(jobs, desc="properties", rows=rows, workers=args.workers,
-                scheduler=args.scheduler, compile_cache=cache)
+        execute(
+            jobs,
+            desc="properties",
+            rows=rows,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            compile_cache=cache,
+        )
     except KeyboardInterrupt:
         _report.write_verify_report(rows, out, partial=True, **meta)
-        print(f"theorylab: interrupted; partial report of {len(rows)} properties: "
-              f"{out / 'verify.md'}", file=sys.stderr)
+        print(
+            f"theorylab: interrupted; partial report of {len(rows)} properties: "
+            f"{out / 'verify.md'}",
+            file=sys.stderr,
+        )
         return 130
     _report.write_verify_report(rows, out, **meta)
     print(_report.verify_table(rows))
     for r in rows:
         if r["status"] == "counterexample":
-            print(f"{r['id']}: counterexample {r['counterexample']} (slack "
-                  f"{r['counterexample_slack']:.4g}); replay: theorylab verify --only {r['id']} "
-                  f"--replay {r['blob']}")
+            print(
+                f"{r['id']}: counterexample {r['counterexample']} (slack "
+                f"{r['counterexample_slack']:.4g}); replay: theorylab verify --only {r['id']} "
+                f"--replay {r['blob']}"
+            )
         elif r["status"] == "error":
             print(f"{r['id']}: error: {r['error']}")
     print(f"report: {out / 'verify.md'}")
     return 0 if all(r["status"] == "holds" for r in rows) else 1
 
 
-def main(argv=None, *, registry=None, properties=None,
-         figures_package: str | None = "figures") -> int:
+def main(
+    argv=None, *, registry=None, properties=None, figures_package: str | None = "figures"
+) -> int:
     """Entry point of the ``theorylab`` command; returns the exit status."""
     try:
         args = _parser().parse_args(argv)
     except _UsageError as err:
         print(f"theorylab: error: {err}", file=sys.stderr)
         return 2
-    cache = not (getattr(args, "no_compile_cache", False)
-                 or os.environ.get("THEORYLAB_NO_COMPILE_CACHE", "") not in ("", "0"))
+    cache = not (
+        getattr(args, "no_compile_cache", False)
+        or os.environ.get("THEORYLAB_NO_COMPILE_CACHE", "") not in ("", "0")
+    )
     setup_jax(cache)
     from paper_checks import PROPERTIES, REGISTRY
 
@@ -238,11 +305,15 @@ def main(argv=None, *, registry=None, properties=None,
         return 2
     if args.command == "list":
         for c in registry:
-            print(f"{c.id:<40} claim    [{len(c.mutants)} mutants] {c.paper} ({c.where}): "
-                  f"{c.statement}")
+            print(
+                f"{c.id:<40} claim    [{len(c.mutants)} mutants] {c.paper} ({c.where}): "
+                f"{c.statement}"
+            )
         for p in properties:
-            print(f"{p.id:<40} property [{len(p.mutants)} mutants] {p.paper} ({p.where}): "
-                  f"{p.statement}")
+            print(
+                f"{p.id:<40} property [{len(p.mutants)} mutants] {p.paper} ({p.where}): "
+                f"{p.statement}"
+            )
         return 0
     t0 = time.perf_counter()
     try:

@@ -11,8 +11,21 @@ import numpy as np
 
 __all__ = ["claims_table", "write_report", "verify_table", "write_verify_report"]
 
-REPORT_KEYS = ("id", "paper", "statement", "status", "measured", "expected", "tolerance", "rule",
-               "mutants", "killed", "mutant_runs", "detail", "seconds")
+REPORT_KEYS = (
+    "id",
+    "paper",
+    "statement",
+    "status",
+    "measured",
+    "expected",
+    "tolerance",
+    "rule",
+    "mutants",
+    "killed",
+    "mutant_runs",
+    "detail",
+    "seconds",
+)
 
 
 def jsonable(x):
@@ -51,13 +64,17 @@ def _mutant_cell(r) -> str:
 
 def claims_table(rows) -> str:
     """The fixed-width claims table printed by ``reproduce`` and ``check``."""
-    head = (f"{'id':<36} {'status':<6} {'measured':<28} {'expected':<28} {'tolerance':<20} "
-            f"{'mutants':>7} {'s':>7}")
+    head = (
+        f"{'id':<36} {'status':<6} {'measured':<28} {'expected':<28} {'tolerance':<20} "
+        f"{'mutants':>7} {'s':>7}"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['id']:<36} {r['status']:<6} {fmt(r['measured']):<28} "
-                     f"{fmt(r['expected']):<28} {fmt(r['tolerance'], 20):<20} "
-                     f"{_mutant_cell(r):>7} {r['seconds']:>7.1f}")
+        lines.append(
+            f"{r['id']:<36} {r['status']:<6} {fmt(r['measured']):<28} "
+            f"{fmt(r['expected']):<28} {fmt(r['tolerance'], 20):<20} "
+            f"{_mutant_cell(r):>7} {r['seconds']:>7.1f}"
+        )
     n_pass = sum(r["status"] == "pass" for r in rows)
     lines.append(f"{n_pass} of {len(rows)} claims passed")
     return "\n".join(lines)
@@ -67,29 +84,53 @@ def _md_row(cells) -> str:
     return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
 
 
-def write_report(rows, figures, out: Path, *, scale: str, seed: int, device: str,
-                 partial: bool = False) -> None:
+def write_report(
+    rows, figures, out: Path, *, scale: str, seed: int, device: str, partial: bool = False
+) -> None:
     """``report.json`` (header fields and one object per claim) and ``report.md``."""
     out.mkdir(parents=True, exist_ok=True)
-    body = dict(scale=scale, seed=seed, device=device, partial=partial,
-                claims=[{k: jsonable(r[k]) for k in REPORT_KEYS} for r in rows],
-                figures=[dict(id=f, status=s, files=[Path(p).name for p in paths])
-                         for f, s, paths in figures])
+    body = dict(
+        scale=scale,
+        seed=seed,
+        device=device,
+        partial=partial,
+        claims=[{k: jsonable(r[k]) for k in REPORT_KEYS} for r in rows],
+        figures=[
+            dict(id=f, status=s, files=[Path(p).name for p in paths]) for f, s, paths in figures
+        ],
+    )
     (out / "report.json").write_text(json.dumps(body, indent=2))
     title = f"# theorylab report (scale: {scale}, seed: {seed}, device: {device})"
-    md = [title + (" — PARTIAL: the run was interrupted" if partial else ""), "",
-          "| id | status | measured | expected | tolerance | rule | mutants | where | detail |",
-          "|---|---|---|---|---|---|---|---|---|"]
+    md = [
+        title + (" — PARTIAL: the run was interrupted" if partial else ""),
+        "",
+        "| id | status | measured | expected | tolerance | rule | mutants | where | detail |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        md.append(_md_row([r["id"], f"**{r['status']}**", fmt(r["measured"], None),
-                           fmt(r["expected"], None), fmt(r["tolerance"], None), r["rule"],
-                           _mutant_cell(r), f"{r['paper']}, {r['where']}", r["detail"]]))
+        md.append(
+            _md_row(
+                [
+                    r["id"],
+                    f"**{r['status']}**",
+                    fmt(r["measured"], None),
+                    fmt(r["expected"], None),
+                    fmt(r["tolerance"], None),
+                    r["rule"],
+                    _mutant_cell(r),
+                    f"{r['paper']}, {r['where']}",
+                    r["detail"],
+                ]
+            )
+        )
     md += ["", "## Statements", ""] + [f"- `{r['id']}`: {r['statement']}" for r in rows]
     if figures:
         md += ["", "## Figures", ""]
         for fid, status, paths in figures:
-            md.append(f"- `{fid}`: {status}" + (f" ({', '.join(Path(p).name for p in paths)})"
-                                                  if paths else ""))
+            md.append(
+                f"- `{fid}`: {status}"
+                + (f" ({', '.join(Path(p).name for p in paths)})" if paths else "")
+            )
     (out / "report.md").write_text("\n".join(md) + "\n")
 
 
@@ -98,30 +139,52 @@ def verify_table(rows) -> str:
     head = f"{'id':<40} {'status':<15} {'examples':>8} {'min slack':>11} {'s':>7}"
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['id']:<40} {r['status']:<15} {r['examples']:>8} "
-                     f"{r['min_slack']:>11.4g} {r['seconds']:>7.1f}")
+        lines.append(
+            f"{r['id']:<40} {r['status']:<15} {r['examples']:>8} "
+            f"{r['min_slack']:>11.4g} {r['seconds']:>7.1f}"
+        )
     n = sum(r["status"] == "holds" for r in rows)
     lines.append(f"{n} of {len(rows)} properties hold on every example tried")
     return "\n".join(lines)
 
 
-def write_verify_report(rows, out: Path, *, examples: int, seed: int, device: str,
-                        partial: bool = False) -> None:
+def write_verify_report(
+    rows, out: Path, *, examples: int, seed: int, device: str, partial: bool = False
+) -> None:
     """``verify.json`` and ``verify.md``: per property the examples tried, the smallest slack
     with the instance attaining it, and a shrunk counterexample with its replay blob."""
     out.mkdir(parents=True, exist_ok=True)
-    body = dict(examples=examples, seed=seed, device=device, partial=partial,
-                properties=[jsonable(r) for r in rows])
+    body = dict(
+        examples=examples,
+        seed=seed,
+        device=device,
+        partial=partial,
+        properties=[jsonable(r) for r in rows],
+    )
     (out / "verify.json").write_text(json.dumps(body, indent=2))
-    md = [f"# theorylab verify (examples: {examples}, seed: {seed}, device: {device})"
-          + (" — PARTIAL: the run was interrupted" if partial else ""), "",
-          "| id | status | examples | smallest slack | at instance | counterexample | replay |",
-          "|---|---|---|---|---|---|---|"]
+    md = [
+        f"# theorylab verify (examples: {examples}, seed: {seed}, device: {device})"
+        + (" — PARTIAL: the run was interrupted" if partial else ""),
+        "",
+        "| id | status | examples | smallest slack | at instance | counterexample | replay |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         replay = f"`theorylab verify --only {r['id']} --replay {r['blob']}`" if r["blob"] else ""
-        md.append(_md_row([r["id"], f"**{r['status']}**", r["examples"],
-                           f"{r['min_slack']:.4g}", fmt(r["tightest"], None),
-                           fmt(r.get("counterexample"), None) or r.get("error", ""), replay]))
-    md += ["", "## Statements", ""] + [f"- `{r['id']}` ({r['paper']}, {r['where']}): "
-                                       f"{r['statement']}" for r in rows]
+        md.append(
+            _md_row(
+                [
+                    r["id"],
+                    f"**{r['status']}**",
+                    r["examples"],
+                    f"{r['min_slack']:.4g}",
+                    fmt(r["tightest"], None),
+                    fmt(r.get("counterexample"), None) or r.get("error", ""),
+                    replay,
+                ]
+            )
+        )
+    md += ["", "## Statements", ""] + [
+        f"- `{r['id']}` ({r['paper']}, {r['where']}): {r['statement']}" for r in rows
+    ]
     (out / "verify.md").write_text("\n".join(md) + "\n")

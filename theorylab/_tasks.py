@@ -62,15 +62,34 @@ def _measure(c, scale: str, seed: int, mutant: str | None) -> dict:
 
     try:
         m = run_claim(c, scale, seed, mutant)
-        return dict(status="pass" if m.passed else "fail", measured=m.measured,
-                    expected=m.expected, tolerance=m.tolerance, rule=m.rule, detail=m.detail)
+        return dict(
+            status="pass" if m.passed else "fail",
+            measured=m.measured,
+            expected=m.expected,
+            tolerance=m.tolerance,
+            rule=m.rule,
+            detail=m.detail,
+        )
     except Exception as err:  # a claim that raises is an error row, the run goes on
-        return dict(status="error", measured=None, expected=None, tolerance=None, rule="",
-                    detail=_error_text(err))
+        return dict(
+            status="error",
+            measured=None,
+            expected=None,
+            tolerance=None,
+            rule="",
+            detail=_error_text(err),
+        )
 
 
-def claim_row(c, scale: str, seed: int, *, mutants: bool = False, mutant: str | None = None,
-              compile_cache: bool | None = None) -> dict:
+def claim_row(
+    c,
+    scale: str,
+    seed: int,
+    *,
+    mutants: bool = False,
+    mutant: str | None = None,
+    compile_cache: bool | None = None,
+) -> dict:
     """One claim's report row (under ``mutant`` if named); with ``mutants`` also every declared
     mutant's status in ``mutant_runs`` and the number killed (a mutant is killed when it fails).
     ``compile_cache`` set: first set JAX up (a task on a worker)."""
@@ -78,16 +97,25 @@ def claim_row(c, scale: str, seed: int, *, mutants: bool = False, mutant: str | 
         setup_jax(compile_cache)
     t0 = time.perf_counter()
     row = _measure(c, scale, seed, mutant)
-    runs = {m.name: _measure(c, scale, seed, m.name)["status"] for m in c.mutants} \
-        if mutants else None
-    return dict(id=c.id, paper=c.paper, statement=c.statement, where=c.where,
-                mutants=len(c.mutants), killed=None if runs is None else
-                sum(s == "fail" for s in runs.values()), mutant_runs=runs,
-                seconds=round(time.perf_counter() - t0, 3), **row)
+    runs = (
+        {m.name: _measure(c, scale, seed, m.name)["status"] for m in c.mutants} if mutants else None
+    )
+    return dict(
+        id=c.id,
+        paper=c.paper,
+        statement=c.statement,
+        where=c.where,
+        mutants=len(c.mutants),
+        killed=None if runs is None else sum(s == "fail" for s in runs.values()),
+        mutant_runs=runs,
+        seconds=round(time.perf_counter() - t0, 3),
+        **row,
+    )
 
 
-def figure_row(module: str, fig_id: str, scale: str, seed: int, out: str,
-               compile_cache: bool | None = None) -> tuple[str, str, list[str]]:
+def figure_row(
+    module: str, fig_id: str, scale: str, seed: int, out: str, compile_cache: bool | None = None
+) -> tuple[str, str, list[str]]:
     """Make and save the figure ``fig_id`` of ``module`` (a module path): ``(ID, status,
     paths)``; a figure that raises (or does not import) is an error row."""
     import importlib
@@ -106,8 +134,9 @@ def figure_row(module: str, fig_id: str, scale: str, seed: int, out: str,
         return fig_id, f"error: {_error_text(err)}", []
 
 
-def property_row(p, examples: int, seed: int, mutant: str | None = None,
-                 compile_cache: bool | None = None) -> dict:
+def property_row(
+    p, examples: int, seed: int, mutant: str | None = None, compile_cache: bool | None = None
+) -> dict:
     """One property's verification row (:func:`paper_checks.verify`)."""
     from paper_checks import verify
 
@@ -116,8 +145,15 @@ def property_row(p, examples: int, seed: int, mutant: str | None = None,
     return verify(p, examples, seed, mutant)
 
 
-def execute(jobs, *, workers: int | None = None, scheduler: str | None = None,
-            desc: str = "tasks", compile_cache: bool = True, rows: list | None = None) -> list:
+def execute(
+    jobs,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    desc: str = "tasks",
+    compile_cache: bool = True,
+    rows: list | None = None,
+) -> list:
     """Run ``jobs`` (``(function, args, kwargs)``) and return their results in job order.
 
     Serially here when neither ``workers`` nor ``scheduler`` is given (appending to ``rows`` as
@@ -131,16 +167,25 @@ def execute(jobs, *, workers: int | None = None, scheduler: str | None = None,
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as err:
-        raise RuntimeError("--workers/--scheduler need Dask: pip install 'theorylab[cluster]'") \
-            from err
-    cluster = None if scheduler else LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        raise RuntimeError(
+            "--workers/--scheduler need Dask: pip install 'theorylab[cluster]'"
+        ) from err
+    cluster = (
+        None
+        if scheduler
+        else LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+    )
     try:
         with Client(scheduler or cluster) as client:
-            futures = [client.submit(fn, *args, pure=False, compile_cache=compile_cache,
-                                     **kwargs) for fn, args, kwargs in jobs]
-            for _ in tqdm(as_completed(futures), total=len(futures), desc=desc, unit="task",
-                          disable=None):
+            futures = [
+                client.submit(fn, *args, pure=False, compile_cache=compile_cache, **kwargs)
+                for fn, args, kwargs in jobs
+            ]
+            for _ in tqdm(
+                as_completed(futures), total=len(futures), desc=desc, unit="task", disable=None
+            ):
                 pass
             rows.extend(client.gather(futures))
     finally:

@@ -61,8 +61,11 @@ def nesting_masks(k, weights=None):
     ``weights`` defaults to ``w_l = 1/k`` (the official code). NestedLoRA, Ryu et al. 2024, Sec. 3.
     """
     k = check_int(k, "k", lower=1, upper=100_000)
-    w = jnp.full((k,), 1.0 / k) if weights is None else jnp.asarray(
-        check_array(weights, "weights", ndim=1))
+    w = (
+        jnp.full((k,), 1.0 / k)
+        if weights is None
+        else jnp.asarray(check_array(weights, "weights", ndim=1))
+    )
     if w.shape != (k,):
         raise ValueError(f"`weights` must have shape ({k},); got {w.shape}.")
     m = jnp.cumsum(w[::-1])[::-1]

@@ -117,8 +117,9 @@ class KoopmanReadout:
         if self.koopman_matrix is not None:
             K = self.koopman_matrix[:r, :r]
             lam, A = _sorted_eig(K)
-        return KoopmanReadout(self.singular_values[:r], self.coef_f[:, :r], self.coef_g[:, :r],
-                              K, lam, A)
+        return KoopmanReadout(
+            self.singular_values[:r], self.coef_f[:, :r], self.coef_g[:, :r], K, lam, A
+        )
 
     def _need_K(self):
         if self.koopman_matrix is None:

@@ -558,7 +558,11 @@ class Lorenz63:
                 raise ConvergenceError(
                     f"Lorenz63 integration stopped after {cap} right-hand-side evaluations at "
                     f"t = {t:.4g} of {ts[-1]:.4g}; reduce `n_steps`/`burn_in`/`dt` or the "
-                    f"stiffness (`sigma`, `rho`, `beta`).", t=t, t_end=ts[-1], evaluations=cap)
+                    f"stiffness (`sigma`, `rho`, `beta`).",
+                    t=t,
+                    t_end=ts[-1],
+                    evaluations=cap,
+                )
             return self.rhs(t, u)
 
         sol = integrate.solve_ivp(

@@ -85,7 +85,7 @@ def _loss_fn(loss, nesting, estimator, gamma):
             return loss(f, g)
         if loss == "lora":
             return lora_loss(f, g, nesting=nesting, estimator=estimator)
-        if model.include_constant:              # baselines centre / whiten; drop the fixed constant
+        if model.include_constant:  # baselines centre / whiten; drop the fixed constant
             f, g = f[:, 1:], g[:, 1:]
         if loss == "vamp2":
             return vamp2_loss(f, g)
@@ -119,8 +119,10 @@ class KoopmanModel:
         if x.ndim != 2 or x.shape[1] != self.state_dim:
             raise ValueError(f"`{name}` must have shape (n, {self.state_dim}); got {x.shape}.")
         dtype = self.encoders.f.layers[0].weight.dtype
-        out = [np.asarray(_apply(self.encoders, jnp.asarray(x[i:i + 65536], dtype), right))
-               for i in range(0, x.shape[0], 65536)]
+        out = [
+            np.asarray(_apply(self.encoders, jnp.asarray(x[i : i + 65536], dtype), right))
+            for i in range(0, x.shape[0], 65536)
+        ]
         return np.concatenate(out).astype(np.float64)
 
     def f(self, x):
@@ -141,17 +143,24 @@ class KoopmanModel:
         return edmd_readout(b(X), b(Y))
 
     def summary(self):
-        lines = ["KoopmanModel", "-" * 36,
-                 f"{'loss':<18}{self.loss:>18}", f"{'nesting':<18}{str(self.nesting):>18}",
-                 f"{'estimator':<18}{self.estimator:>18}", f"{'k':<18}{self.k:>18d}",
-                 f"{'steps':<18}{self.losses.size:>18d}"]
+        lines = [
+            "KoopmanModel",
+            "-" * 36,
+            f"{'loss':<18}{self.loss:>18}",
+            f"{'nesting':<18}{str(self.nesting):>18}",
+            f"{'estimator':<18}{self.estimator:>18}",
+            f"{'k':<18}{self.k:>18d}",
+            f"{'steps':<18}{self.losses.size:>18d}",
+        ]
         if self.losses.size:
             lines.append(f"{'final loss':<18}{self.losses[-1]:>18.6g}")
         return "\n".join(lines)
 
     def __repr__(self):
-        return (f"KoopmanModel(loss={self.loss!r}, nesting={self.nesting!r}, k={self.k}, "
-                f"steps={self.losses.size})")
+        return (
+            f"KoopmanModel(loss={self.loss!r}, nesting={self.nesting!r}, k={self.k}, "
+            f"steps={self.losses.size})"
+        )
 
 
 def _pairs(X, Y):
@@ -170,8 +179,10 @@ def _batch_indices(n, batch_size, steps, rng):
     """(steps, batch_size) row indices: epochs of a fresh permutation, remainder of each dropped."""
     per_epoch = n // batch_size
     epochs = -(-steps // per_epoch)
-    rows = [rng.permutation(n)[: per_epoch * batch_size].reshape(per_epoch, batch_size)
-            for _ in range(epochs)]
+    rows = [
+        rng.permutation(n)[: per_epoch * batch_size].reshape(per_epoch, batch_size)
+        for _ in range(epochs)
+    ]
     return np.concatenate(rows)[:steps].astype(np.int32)
 
 
@@ -225,9 +236,17 @@ def _train_scan(model, loss_fn, opt, X, Y, idx, progress, batched=False):
     valid = np.arange(idx.shape[-2]) < steps
     out = []
     for i in tqdm(range(0, idx.shape[-2], c), disable=None if progress else True, leave=False):
-        trainable, opt_state, vals = run(trainable, frozen, opt_state, X, Y,
-                                         jnp.asarray(idx[..., i:i + c, :]),
-                                         jnp.asarray(valid[i:i + c]), loss_fn, opt)
+        trainable, opt_state, vals = run(
+            trainable,
+            frozen,
+            opt_state,
+            X,
+            Y,
+            jnp.asarray(idx[..., i : i + c, :]),
+            jnp.asarray(valid[i : i + c]),
+            loss_fn,
+            opt,
+        )
         out.append(np.asarray(vals))
     return nn.combine(trainable, frozen), np.concatenate(out, -1)[..., :steps]
 
@@ -278,10 +297,28 @@ def fit_koopman(
     -------
     :class:`KoopmanModel`; call ``.readout(X, Y)`` for singular values, eigenvalues, forecasts.
     """
-    return _fit([X], [Y], k, [key], False, loss=loss, nesting=nesting, estimator=estimator,
-                width=width, depth=depth, embedding=embedding, shared=shared,
-                include_constant=include_constant, batch_size=batch_size, steps=steps, lr=lr,
-                gamma=gamma, schedule=schedule, dtype=dtype, progress=progress)[0]
+    return _fit(
+        [X],
+        [Y],
+        k,
+        [key],
+        False,
+        loss=loss,
+        nesting=nesting,
+        estimator=estimator,
+        width=width,
+        depth=depth,
+        embedding=embedding,
+        shared=shared,
+        include_constant=include_constant,
+        batch_size=batch_size,
+        steps=steps,
+        lr=lr,
+        gamma=gamma,
+        schedule=schedule,
+        dtype=dtype,
+        progress=progress,
+    )[0]
 
 
 def fit_koopman_batch(Xs, Ys, k, *, keys, **options) -> list[KoopmanModel]:
@@ -291,15 +328,36 @@ def fit_koopman_batch(Xs, Ys, k, *, keys, **options) -> list[KoopmanModel]:
     ``embedding="standardize"`` the shift and scale come from all replicates pooled. Replicate
     ``i`` draws its initialisation and batch order from ``keys[i]`` as :func:`fit_koopman` does."""
     if len(Xs) != len(Ys) or len(Xs) != len(keys) or not len(Xs):
-        raise ValueError(f"`Xs`, `Ys` and `keys` must be non-empty and of one length; got "
-                         f"{len(Xs)}, {len(Ys)} and {len(keys)}.")
+        raise ValueError(
+            f"`Xs`, `Ys` and `keys` must be non-empty and of one length; got "
+            f"{len(Xs)}, {len(Ys)} and {len(keys)}."
+        )
     return _fit(list(Xs), list(Ys), k, list(keys), True, **options)
 
 
-def _fit(Xs, Ys, k, keys, batched, *, loss="lora", nesting="jnt", estimator="unbiased",
-         width=64, depth=2, embedding="standardize", shared=False, include_constant=True,
-         batch_size=256, steps=3000, lr=1e-3, gamma=0.01, schedule="cosine", dtype=jnp.float32,
-         progress=True):
+def _fit(
+    Xs,
+    Ys,
+    k,
+    keys,
+    batched,
+    *,
+    loss="lora",
+    nesting="jnt",
+    estimator="unbiased",
+    width=64,
+    depth=2,
+    embedding="standardize",
+    shared=False,
+    include_constant=True,
+    batch_size=256,
+    steps=3000,
+    lr=1e-3,
+    gamma=0.01,
+    schedule="cosine",
+    dtype=jnp.float32,
+    progress=True,
+):
     pairs = [_pairs(X, Y) for X, Y in zip(Xs, Ys, strict=True)]
     X, Y = pairs[0]
     if any(p[0].shape != X.shape for p in pairs):
@@ -324,8 +382,10 @@ def _fit(Xs, Ys, k, keys, batched, *, loss="lora", nesting="jnt", estimator="unb
     if loss != "lora" and m < 1:
         raise ValueError("`k` must leave at least one learned function for a baseline loss.")
     if depth == 0 and m > (2 * d if embedding == "fourier" else d):
-        raise ValueError(f"`k` = {k} exceeds the feature dimension of a linear encoder "
-                         f"({2 * d if embedding == 'fourier' else d} + constant).")
+        raise ValueError(
+            f"`k` = {k} exceeds the feature dimension of a linear encoder "
+            f"({2 * d if embedding == 'fourier' else d} + constant)."
+        )
     d_in = 2 * d if embedding == "fourier" else d
     both = np.concatenate([a for p in pairs for a in p])
     shift, scale = tuple(both.mean(0).tolist()), tuple(np.maximum(both.std(0), 1e-12).tolist())
@@ -344,21 +404,37 @@ def _fit(Xs, Ys, k, keys, batched, *, loss="lora", nesting="jnt", estimator="unb
     fn = _loss_fn(loss, nesting, estimator, gamma)
     if batched:
         enc = eqx.filter_vmap(encoders)(jnp.stack(keys))
-        model, losses = _train_scan(enc, fn, opt, jnp.asarray(np.stack([p[0] for p in pairs]),
-                                                              dtype),
-                                    jnp.asarray(np.stack([p[1] for p in pairs]), dtype),
-                                    np.stack([order(key) for key in keys]), progress, True)
-        models = [jax.tree.map(lambda a, i=i: a[i] if eqx.is_array(a) else a, model)
-                  for i in range(len(keys))]
+        model, losses = _train_scan(
+            enc,
+            fn,
+            opt,
+            jnp.asarray(np.stack([p[0] for p in pairs]), dtype),
+            jnp.asarray(np.stack([p[1] for p in pairs]), dtype),
+            np.stack([order(key) for key in keys]),
+            progress,
+            True,
+        )
+        models = [
+            jax.tree.map(lambda a, i=i: a[i] if eqx.is_array(a) else a, model)
+            for i in range(len(keys))
+        ]
     else:
-        model, losses = _train_scan(encoders(keys[0]), fn, opt, jnp.asarray(X, dtype),
-                                    jnp.asarray(Y, dtype), order(keys[0]), progress)
+        model, losses = _train_scan(
+            encoders(keys[0]),
+            fn,
+            opt,
+            jnp.asarray(X, dtype),
+            jnp.asarray(Y, dtype),
+            order(keys[0]),
+            progress,
+        )
         models, losses = [model], losses[None]
     if not np.all(np.isfinite(losses[:, -1])):
-        raise FloatingPointError(f"training diverged: final losses {losses[:, -1]} "
-                                 f"(loss={loss!r}).")
+        raise FloatingPointError(
+            f"training diverged: final losses {losses[:, -1]} (loss={loss!r})."
+        )
     name = loss if isinstance(loss, str) else getattr(loss, "__name__", "custom")
-    return [KoopmanModel(mo, lo, k, name, nesting, estimator, d)
-            for mo, lo in zip(models, losses, strict=True)]
-
-
+    return [
+        KoopmanModel(mo, lo, k, name, nesting, estimator, d)
+        for mo, lo in zip(models, losses, strict=True)
+    ]

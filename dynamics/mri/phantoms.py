@@ -50,18 +50,20 @@ __all__ = [
 # of that table (theta = 0, psi = 10 deg on two ellipsoids) are dropped so slices stay exact
 # ellipses. Its in-plane columns (rho, a, b, x0, y0, phi) are the 2-D modified Shepp-Logan table
 # of ``../shared/papers/d2sa.md`` Sec. 5.1.
-SHEPP_LOGAN_3D = np.array([
-    [1.0, 0.69, 0.92, 0.81, 0.0, 0.0, 0.0, 0.0],
-    [-0.8, 0.6624, 0.874, 0.78, 0.0, -0.0184, 0.0, 0.0],
-    [-0.2, 0.11, 0.31, 0.22, 0.22, 0.0, 0.0, -18.0],
-    [-0.2, 0.16, 0.41, 0.28, -0.22, 0.0, 0.0, 18.0],
-    [0.1, 0.21, 0.25, 0.41, 0.0, 0.35, -0.15, 0.0],
-    [0.1, 0.046, 0.046, 0.05, 0.0, 0.1, 0.25, 0.0],
-    [0.1, 0.046, 0.046, 0.05, 0.0, -0.1, 0.25, 0.0],
-    [0.1, 0.046, 0.023, 0.05, -0.08, -0.605, 0.0, 0.0],
-    [0.1, 0.023, 0.023, 0.02, 0.0, -0.606, 0.0, 0.0],
-    [0.1, 0.023, 0.046, 0.02, 0.06, -0.605, 0.0, 0.0],
-])
+SHEPP_LOGAN_3D = np.array(
+    [
+        [1.0, 0.69, 0.92, 0.81, 0.0, 0.0, 0.0, 0.0],
+        [-0.8, 0.6624, 0.874, 0.78, 0.0, -0.0184, 0.0, 0.0],
+        [-0.2, 0.11, 0.31, 0.22, 0.22, 0.0, 0.0, -18.0],
+        [-0.2, 0.16, 0.41, 0.28, -0.22, 0.0, 0.0, 18.0],
+        [0.1, 0.21, 0.25, 0.41, 0.0, 0.35, -0.15, 0.0],
+        [0.1, 0.046, 0.046, 0.05, 0.0, 0.1, 0.25, 0.0],
+        [0.1, 0.046, 0.046, 0.05, 0.0, -0.1, 0.25, 0.0],
+        [0.1, 0.046, 0.023, 0.05, -0.08, -0.605, 0.0, 0.0],
+        [0.1, 0.023, 0.023, 0.02, 0.0, -0.606, 0.0, 0.0],
+        [0.1, 0.023, 0.046, 0.02, 0.06, -0.605, 0.0, 0.0],
+    ]
+)
 _SL_TISSUE = np.array([0, 1, 2, 2, 3, 3, 3, 3, 3, 3])  # skull, brain, ventricles, small structures
 
 # Per-tissue factors on the additive intensities (derived here): "T1" is the table; "T2" makes the
@@ -72,8 +74,14 @@ CONTRASTS = {"T1": np.array([1.0, 1.0, 1.0, 1.0]), "T2": np.array([1.0, 1.0, -1.
 SHIFTS = ("anatomy", "scanner", "contrast", "acceleration", "mask")
 
 # The source setting (D2SA defaults where they exist: random columns, cf = 0.08, R = 4).
-SOURCE = {"family": "brain", "contrast": "T1", "bias": False, "R": 4.0,
-          "center_fraction": 0.08, "mask_kind": "random"}
+SOURCE = {
+    "family": "brain",
+    "contrast": "T1",
+    "bias": False,
+    "R": 4.0,
+    "center_fraction": 0.08,
+    "mask_kind": "random",
+}
 
 
 class Patient(NamedTuple):
@@ -95,14 +103,16 @@ def _knee(rng):
     meeting at the joint line, two thin cartilage plates; tissues fat, muscle, bone, cartilage."""
     gap = rng.uniform(0.03, 0.08)
     tilt = rng.uniform(-0.2, 0.2)
-    e = np.array([
-        [0.9, 0.75, 0.95, 0.85, 0.0, 0.0, 0.0, 0.0],    # subcutaneous fat envelope
-        [-0.4, 0.65, 0.88, 0.8, 0.0, 0.0, 0.0, 0.0],    # muscle
-        [-0.35, 0.28, 0.25, 0.6, 0.0, 0.0, 0.0, 0.0],   # femur (upper)
-        [-0.35, 0.25, 0.25, 0.6, 0.0, 0.0, 0.0, 0.0],   # tibia (lower)
-        [0.3, 0.3, 0.03, 0.5, 0.0, 0.0, 0.0, 0.0],      # femoral cartilage
-        [0.3, 0.27, 0.03, 0.5, 0.0, 0.0, 0.0, 0.0],     # tibial cartilage
-    ])
+    e = np.array(
+        [
+            [0.9, 0.75, 0.95, 0.85, 0.0, 0.0, 0.0, 0.0],  # subcutaneous fat envelope
+            [-0.4, 0.65, 0.88, 0.8, 0.0, 0.0, 0.0, 0.0],  # muscle
+            [-0.35, 0.28, 0.25, 0.6, 0.0, 0.0, 0.0, 0.0],  # femur (upper)
+            [-0.35, 0.25, 0.25, 0.6, 0.0, 0.0, 0.0, 0.0],  # tibia (lower)
+            [0.3, 0.3, 0.03, 0.5, 0.0, 0.0, 0.0, 0.0],  # femoral cartilage
+            [0.3, 0.27, 0.03, 0.5, 0.0, 0.0, 0.0, 0.0],  # tibial cartilage
+        ]
+    )
     y = np.array([0.0, 0.0, -0.3 - gap, 0.3 + gap, -gap, gap])  # joint line at y = 0
     e[:, 4], e[:, 5], e[:, 7] = -y * np.sin(tilt), y * np.cos(tilt), tilt
     return e, np.array([0, 1, 2, 2, 3, 3])
@@ -171,10 +181,12 @@ def _ellipses(ellipses):
     if arr.ndim < 2 or arr.shape[-1] != 6:
         raise ValueError(f"`ellipses` must have shape (..., E, 6); got {tuple(arr.shape)}.")
     if not isinstance(arr, jax.core.Tracer) and (
-            not np.all(np.isfinite(arr)) or np.any(arr[..., 1:3] < 0)
-            or np.any(np.abs(arr) > 1e3)):
-        raise ValueError("`ellipses` must be finite, of magnitude <= 1e3 (the field of view is "
-                         "[-1, 1)^2), with non-negative semi-axes.")
+        not np.all(np.isfinite(arr)) or np.any(arr[..., 1:3] < 0) or np.any(np.abs(arr) > 1e3)
+    ):
+        raise ValueError(
+            "`ellipses` must be finite, of magnitude <= 1e3 (the field of view is "
+            "[-1, 1)^2), with non-negative semi-axes."
+        )
     return jnp.asarray(arr, dtype=jnp.result_type(float))
 
 
@@ -201,14 +213,31 @@ def _j1_over_x(x):
     ``J1(x)/x``) and 9.4.6 (``x >= 3``, ``J1 = x^{-1/2} f1 cos(theta1)``, error < 4e-8 in
     ``f1``)."""
     t = (jnp.minimum(x, 3.0) / 3.0) ** 2
-    small = (0.5 + t * (-0.56249985 + t * (0.21093573 + t * (-0.03954289 + t * (
-        0.00443319 + t * (-0.00031761 + t * 0.00001109))))))
+    small = 0.5 + t * (
+        -0.56249985
+        + t
+        * (0.21093573 + t * (-0.03954289 + t * (0.00443319 + t * (-0.00031761 + t * 0.00001109))))
+    )
     xl = jnp.maximum(x, 3.0)
     r = 3.0 / xl
-    f1 = (0.79788456 + r * (0.00000156 + r * (0.01659667 + r * (0.00017105 + r * (
-        -0.00249511 + r * (0.00113653 - r * 0.00020033))))))
-    th = xl - 2.35619449 + r * (0.12499612 + r * (0.00005650 + r * (-0.00637879 + r * (
-        0.00074348 + r * (0.00079824 - r * 0.00029166)))))
+    f1 = 0.79788456 + r * (
+        0.00000156
+        + r
+        * (0.01659667 + r * (0.00017105 + r * (-0.00249511 + r * (0.00113653 - r * 0.00020033))))
+    )
+    th = (
+        xl
+        - 2.35619449
+        + r
+        * (
+            0.12499612
+            + r
+            * (
+                0.00005650
+                + r * (-0.00637879 + r * (0.00074348 + r * (0.00079824 - r * 0.00029166)))
+            )
+        )
+    )
     large = f1 * jnp.cos(th) / xl**1.5
     return jnp.where(x <= 3.0, small, large)
 
@@ -286,8 +315,9 @@ def random_bias(key, *, strength=0.3, gain=(0.6, 1.6)):
     lo = check_scalar(gain[0], "gain", lower=0.0, closed="neither")
     hi = check_scalar(gain[1], "gain", lower=lo)
     g = rng.uniform(lo, hi)
-    return jnp.asarray(g * np.r_[1.0, rng.uniform(-strength / 5, strength / 5, 5)],
-                       dtype=jnp.result_type(float))
+    return jnp.asarray(
+        g * np.r_[1.0, rng.uniform(-strength / 5, strength / 5, 5)], dtype=jnp.result_type(float)
+    )
 
 
 def random_phase(key, *, max_phase=0.5):
@@ -295,8 +325,9 @@ def random_phase(key, *, max_phase=0.5):
     non-constant coefficients uniform on ``+-max_phase/5``; ``d2sa.md`` Sec. 5.1)."""
     rng = _rng(key)
     max_phase = check_scalar(max_phase, "max_phase", lower=0.0, upper=np.pi)
-    return jnp.asarray(np.r_[0.0, rng.uniform(-max_phase / 5, max_phase / 5, 5)],
-                       dtype=jnp.result_type(float))
+    return jnp.asarray(
+        np.r_[0.0, rng.uniform(-max_phase / 5, max_phase / 5, 5)], dtype=jnp.result_type(float)
+    )
 
 
 def apply_contrast(patient, contrast):
@@ -308,14 +339,16 @@ def apply_contrast(patient, contrast):
     else:
         factors = _check_real(contrast, "contrast")
         if factors.shape != (4,):
-            raise ValueError(f"`contrast` must be a name or 4 factors; got shape "
-                             f"{tuple(factors.shape)}.")
+            raise ValueError(
+                f"`contrast` must be a name or 4 factors; got shape {tuple(factors.shape)}."
+            )
     e = patient.ellipsoids
     return Patient(e.at[:, 0].multiply(jnp.asarray(factors)[patient.tissue]), patient.tissue)
 
 
-def simulate(patient, z, shape, *, n_coils=1, bias=None, phase=None, oversample=4,
-             noise_std=0.0, key=None):
+def simulate(
+    patient, z, shape, *, n_coils=1, bias=None, phase=None, oversample=4, noise_std=0.0, key=None
+):
     """Fully sampled k-space of the slices ``z``: ``(S, H, W)`` or ``(S, C, H, W)``, and the coil
     maps ``(C, H, W)`` (None for one coil).
 
@@ -343,6 +376,7 @@ def simulate(patient, z, shape, *, n_coils=1, bias=None, phase=None, oversample=
     if n_coils == 1 and bias is None and phase is None:
         k = ellipse_kspace(el, (h, w))
     else:
+
         def fine(c):
             return None if c is None else polynomial_field(c, (h, w), oversample=oversample)
 
@@ -353,8 +387,9 @@ def simulate(patient, z, shape, *, n_coils=1, bias=None, phase=None, oversample=
         k = _fine_kspace(el, fine(bias), fine(phase), maps, (h, w), oversample)
     if noise_std > 0:
         rng = _rng(key)
-        k = k + noise_std / np.sqrt(2) * jnp.asarray(rng.standard_normal(k.shape)
-                                                     + 1j * rng.standard_normal(k.shape))
+        k = k + noise_std / np.sqrt(2) * jnp.asarray(
+            rng.standard_normal(k.shape) + 1j * rng.standard_normal(k.shape)
+        )
     return k, coils
 
 
@@ -369,7 +404,7 @@ def _fine_kspace(el, bias, phase, maps, shape, oversample):
     if maps is not None:
         img = img[:, None] * maps
     r0, c0 = (h * oversample) // 2 - h // 2, (w * oversample) // 2 - w // 2
-    return _fft2c(img)[..., r0:r0 + h, c0:c0 + w] / oversample
+    return _fft2c(img)[..., r0 : r0 + h, c0 : c0 + w] / oversample
 
 
 def shift_setting(shift):
@@ -377,7 +412,12 @@ def shift_setting(shift):
     family; scanner: bias field on (gain and polynomial, :func:`random_bias`); contrast: "T2";
     acceleration: R = 8 with cf = 0.04; mask: equispaced columns (``d2sa.md`` Sec. 5.1)."""
     shift = check_choice(shift, "shift", SHIFTS + ("source",))
-    change = {"source": {}, "anatomy": {"family": "knee"}, "scanner": {"bias": True},
-              "contrast": {"contrast": "T2"}, "acceleration": {"R": 8.0, "center_fraction": 0.04},
-              "mask": {"mask_kind": "equispaced"}}[shift]
+    change = {
+        "source": {},
+        "anatomy": {"family": "knee"},
+        "scanner": {"bias": True},
+        "contrast": {"contrast": "T2"},
+        "acceleration": {"R": 8.0, "center_fraction": 0.04},
+        "mask": {"mask_kind": "equispaced"},
+    }[shift]
     return {**SOURCE, **change}

@@ -54,6 +54,7 @@ __all__ = [
 
 # --- validation -------------------------------------------------------------------------------
 
+
 def _complex(x, name, *, min_ndim=2):
     """``x`` as a JAX complex array with at least ``min_ndim`` axes and finite entries."""
     if isinstance(x, str | bytes) or x is None:
@@ -64,11 +65,13 @@ def _complex(x, name, *, min_ndim=2):
         except (TypeError, ValueError) as err:
             raise TypeError(f"`{name}` must be a complex array; got {type(x).__name__}.") from err
     if np.dtype(x.dtype).kind != "c":
-        raise TypeError(f"`{name}` must be a complex array (complex64/complex128); got dtype "
-                        f"{x.dtype}.")
+        raise TypeError(
+            f"`{name}` must be a complex array (complex64/complex128); got dtype {x.dtype}."
+        )
     if x.ndim < min_ndim:
-        raise ValueError(f"`{name}` must have at least {min_ndim} axes (..., H, W); got shape "
-                         f"{tuple(x.shape)}.")
+        raise ValueError(
+            f"`{name}` must have at least {min_ndim} axes (..., H, W); got shape {tuple(x.shape)}."
+        )
     if not _is_tracer(x) and not np.all(np.isfinite(x)):
         raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
     return jnp.asarray(x)
@@ -83,14 +86,18 @@ def _mask(mask, name, shape=None):
     if kind not in "biuf":
         raise TypeError(f"`{name}` must hold real 0/1 values; got dtype {arr.dtype}.")
     if arr.ndim != 2 or min(arr.shape) < 2:
-        raise ValueError(f"`{name}` must be 2-D (H, W) with H, W >= 2; got shape "
-                         f"{tuple(arr.shape)}.")
+        raise ValueError(
+            f"`{name}` must be 2-D (H, W) with H, W >= 2; got shape {tuple(arr.shape)}."
+        )
     if shape is not None and tuple(arr.shape) != tuple(shape):
-        raise ValueError(f"`{name}` must have shape {tuple(shape)} (the image's last two axes); "
-                         f"got shape {tuple(arr.shape)}.")
+        raise ValueError(
+            f"`{name}` must have shape {tuple(shape)} (the image's last two axes); "
+            f"got shape {tuple(arr.shape)}."
+        )
     if not _is_tracer(arr) and not np.all((arr == 0) | (arr == 1)):
-        raise ValueError(f"`{name}` must hold only 0 and 1; got values "
-                         f"{np.unique(arr)[:5].tolist()}.")
+        raise ValueError(
+            f"`{name}` must hold only 0 and 1; got values {np.unique(arr)[:5].tolist()}."
+        )
     return jnp.asarray(arr, dtype=jnp.result_type(float))
 
 
@@ -99,8 +106,9 @@ def _coils(coils, name, shape):
         return None
     s = _complex(coils, name, min_ndim=3)
     if s.ndim != 3 or tuple(s.shape[1:]) != tuple(shape):
-        raise ValueError(f"`{name}` must have shape (C, {shape[0]}, {shape[1]}); got shape "
-                         f"{tuple(s.shape)}.")
+        raise ValueError(
+            f"`{name}` must have shape (C, {shape[0]}, {shape[1]}); got shape {tuple(s.shape)}."
+        )
     return s
 
 
@@ -108,15 +116,20 @@ def _kspace(y, name, shape, coils):
     """``y`` complex with last axes ``shape`` (and a coil axis of ``C`` when ``coils`` given)."""
     y = _complex(y, name, min_ndim=3 if coils is not None else 2)
     if tuple(y.shape[-2:]) != tuple(shape):
-        raise ValueError(f"`{name}` must end in axes {tuple(shape)} (the mask's shape); got shape "
-                         f"{tuple(y.shape)}.")
+        raise ValueError(
+            f"`{name}` must end in axes {tuple(shape)} (the mask's shape); got shape "
+            f"{tuple(y.shape)}."
+        )
     if coils is not None and y.shape[-3] != coils.shape[0]:
-        raise ValueError(f"`{name}` must have a coil axis of length {coils.shape[0]} at -3; got "
-                         f"shape {tuple(y.shape)}.")
+        raise ValueError(
+            f"`{name}` must have a coil axis of length {coils.shape[0]} at -3; got "
+            f"shape {tuple(y.shape)}."
+        )
     return y
 
 
 # --- transforms and operators -----------------------------------------------------------------
+
 
 def fft2c(x):
     """Centred orthonormal 2-D DFT over the last two axes: ``fftshift(fft2(ifftshift(x)))/sqrt(HW)``
@@ -153,8 +166,7 @@ def coil_maps(n_coils, shape, *, width=1.0, radius=1.2, oversample=1):
     s = np.exp(-(d**2) / (2 * width**2)) * np.exp(1j * (ang[:, None, None] + np.pi * d / 4))
     if n_coils == 1:
         s = np.ones_like(s)
-    return jnp.asarray(s / np.sqrt(np.sum(np.abs(s) ** 2, axis=0)),
-                       dtype=jnp.result_type(complex))
+    return jnp.asarray(s / np.sqrt(np.sum(np.abs(s) ** 2, axis=0)), dtype=jnp.result_type(complex))
 
 
 def _rng(key):
@@ -169,8 +181,10 @@ def _rng(key):
 def _shape(shape):
     if isinstance(shape, int | np.integer) or not hasattr(shape, "__len__") or len(shape) != 2:
         raise TypeError(f"`shape` must be a pair (H, W) of integers; got {shape!r}.")
-    return (check_int(shape[0], "shape", lower=2, upper=4096),
-            check_int(shape[1], "shape", lower=2, upper=4096))
+    return (
+        check_int(shape[0], "shape", lower=2, upper=4096),
+        check_int(shape[1], "shape", lower=2, upper=4096),
+    )
 
 
 def _grid(shape):
@@ -287,6 +301,7 @@ def _image_dc(x, y, m, s, lam):
 
 # --- masks ------------------------------------------------------------------------------------
 
+
 def _round(v):
     return int(math.floor(v + 0.5))
 
@@ -322,7 +337,7 @@ def cartesian_mask(shape, R, center_fraction, key, *, kind="random"):
     n_lines, n_low = num_lines(w, R, center_fraction)
     p = (w - n_low + 1) // 2
     line = np.zeros(w, dtype=bool)
-    line[p:p + n_low] = True
+    line[p : p + n_low] = True
     n_out = n_lines - n_low
     outer = np.r_[np.arange(p), np.arange(p + n_low, w)]  # the W - n_low outer columns in order
     if n_out and kind == "random":
@@ -363,8 +378,9 @@ def ssdu_split(mask, rho, key, *, kind="gaussian", acs=(4, 4), std_scale=4.0):
     n_lam = int(math.floor(rho * int(eligible.sum())))
     logw = np.zeros((h, w))
     if kind == "gaussian":
-        logw = -0.5 * (((rows - h // 2) * std_scale / h) ** 2
-                       + ((cols - w // 2) * std_scale / w) ** 2)
+        logw = -0.5 * (
+            ((rows - h // 2) * std_scale / h) ** 2 + ((cols - w // 2) * std_scale / w) ** 2
+        )
     score = np.where(eligible, logw + rng.gumbel(size=(h, w)), -np.inf).ravel()
     lam = np.zeros(h * w)
     lam[np.argsort(-score, kind="stable")[:n_lam]] = 1.0
@@ -383,17 +399,20 @@ def resubsample(mask, R, center_fraction, key, *, kind="random"):
 
 # --- self-supervised losses -------------------------------------------------------------------
 
+
 def _loss_args(y_pred, y, mask):
     y_pred = _complex(y_pred, "y_pred")
     y = _complex(y, "y")
     if y.shape != y_pred.shape:
-        raise ValueError(f"`y` must have the shape of `y_pred` {tuple(y_pred.shape)}; got "
-                         f"{tuple(y.shape)}.")
+        raise ValueError(
+            f"`y` must have the shape of `y_pred` {tuple(y_pred.shape)}; got {tuple(y.shape)}."
+        )
     m = _mask(mask, "mask", y.shape[-2:])
     concrete = not (_is_tracer(y) or _is_tracer(m))
     if concrete and not np.any(np.asarray(y)[..., np.asarray(m) > 0]):
-        raise ValueError("`y` must be nonzero on `mask` (the losses divide by its norm); got "
-                         "all zeros there.")
+        raise ValueError(
+            "`y` must be nonzero on `mask` (the losses divide by its norm); got all zeros there."
+        )
     return y_pred, y, m
 
 

@@ -115,13 +115,17 @@ class AdapterLayer(eqx.Module):
     def trainable_mask(self):
         """Bool pytree over this layer: True at inexact arrays of fields not in ``frozen``."""
         return jax.tree_util.tree_map_with_path(
-            lambda p, x: eqx.is_inexact_array(x) and p[0].name not in self.frozen, self)
+            lambda p, x: eqx.is_inexact_array(x) and p[0].name not in self.frozen, self
+        )
 
     def saved_fields(self) -> tuple:
         if self.saved is not None:
             return self.saved
-        return tuple(f.name for f in dataclasses.fields(self)
-                     if not f.metadata.get("static") and f.name not in self.frozen)
+        return tuple(
+            f.name
+            for f in dataclasses.fields(self)
+            if not f.metadata.get("static") and f.name not in self.frozen
+        )
 
 
 class AdaptedLayer(eqx.Module):
@@ -244,8 +248,10 @@ class Adapted(eqx.Module):
             self.spec_of(name)
             return name
         if len(self.active) != 1:
-            raise ValueError(f"{len(self.active)} adapters are active {list(self.active)}: pass "
-                             "`name` to choose one.")
+            raise ValueError(
+                f"{len(self.active)} adapters are active {list(self.active)}: pass "
+                "`name` to choose one."
+            )
         return self.active[0]
 
     @property
@@ -291,8 +297,10 @@ class Adapted(eqx.Module):
         def node(path, n):
             if not _is_slot(n):
                 return plain(_path_str(path), n)
-            ads = {k: a.trainable_mask() if k in active else jax.tree.map(lambda _: False, a)
-                   for k, a in n.adapters.items()}
+            ads = {
+                k: a.trainable_mask() if k in active else jax.tree.map(lambda _: False, a)
+                for k, a in n.adapters.items()
+            }
             return AdaptedLayer(plain(_path_str(path), n.base), ads, n.target)
 
         model = jax.tree_util.tree_map_with_path(node, self.model, is_leaf=_is_slot)
@@ -300,8 +308,9 @@ class Adapted(eqx.Module):
         for k, bank in self.banks.items():
             spec = self.spec_of(k)
             fz = METHODS[spec.method].frozen_shared(spec.config_dict)
-            banks[k] = {b: eqx.is_inexact_array(v) and k in active and b not in fz
-                        for b, v in bank.items()}
+            banks[k] = {
+                b: eqx.is_inexact_array(v) and k in active and b not in fz for b, v in bank.items()
+            }
         return Adapted(model, banks, self.specs, self.active, self.enabled)
 
     def bind(self, key=None, **context):
@@ -321,16 +330,20 @@ class Adapted(eqx.Module):
         return jax.tree.map(bind_one, self.model, is_leaf=_is_slot)
 
     def __call__(self, *args, **kwargs):
-        keys = {k for s in self.specs if s.name in self.active
-                for k in METHODS[s.method].context_keys}
+        keys = {
+            k for s in self.specs if s.name in self.active for k in METHODS[s.method].context_keys
+        }
         context = {k: kwargs.pop(k) for k in list(kwargs) if k in keys}
         return self.bind(kwargs.get("key"), **context)(*args, **kwargs)
 
     def layers(self, name: str | None = None) -> dict[str, AdapterLayer]:
         """The adapter ``name``'s layers (default: the single active adapter) by dotted path."""
         name = self._one(name)
-        return {p: n.adapters[name] for p, n in _flatten(self.model, _is_slot)
-                if _is_slot(n) and name in n.adapters}
+        return {
+            p: n.adapters[name]
+            for p, n in _flatten(self.model, _is_slot)
+            if _is_slot(n) and name in n.adapters
+        }
 
 
 @contextlib.contextmanager
@@ -425,8 +438,17 @@ def _check_adapted(adapted, who="adapted"):
         raise TypeError(f"`{who}` must be an Adapted model; got {type(adapted).__name__}.")
 
 
-def inject(model, method: str, targets="all-linear", *, key, name: str | None = None,
-           train=None, dropout: float = 0.0, **config) -> Adapted:
+def inject(
+    model,
+    method: str,
+    targets="all-linear",
+    *,
+    key,
+    name: str | None = None,
+    train=None,
+    dropout: float = 0.0,
+    **config,
+) -> Adapted:
     """Add adapter ``name`` of ``method`` to the selected layers of ``model``.
 
     Parameters
@@ -467,8 +489,10 @@ def inject(model, method: str, targets="all-linear", *, key, name: str | None = 
             raise ValueError(f"`name` {name!r} is already an adapter of `model`; choose a new one.")
         model = old.model
     elif any(_is_slot(n) for n in jax.tree.leaves(model, is_leaf=_is_slot)):
-        raise ValueError("`model` contains adapted layers but is not an Adapted model: pass the "
-                         "Adapted model itself (with a new `name`).")
+        raise ValueError(
+            "`model` contains adapted layers but is not an Adapted model: pass the "
+            "Adapted model itself (with a new `name`)."
+        )
     name = DEFAULT if name is None else name
     if not isinstance(name, str) or not name or "." in name:
         raise ValueError(f"`name` must be a non-empty string without dots; got {name!r}.")
@@ -481,8 +505,10 @@ def inject(model, method: str, targets="all-linear", *, key, name: str | None = 
     if targets == "all-linear":
         chosen = [t for t in found if t[3].kind == "linear"]
         if not chosen:
-            raise ValueError("`model` has no linear layer for targets='all-linear'; the "
-                             f"adaptable layers are {target_paths(model)}.")
+            raise ValueError(
+                "`model` has no linear layer for targets='all-linear'; the "
+                f"adaptable layers are {target_paths(model)}."
+            )
     else:
         pats = _as_patterns(targets, "targets")
         for p in pats:
@@ -501,8 +527,15 @@ def inject(model, method: str, targets="all-linear", *, key, name: str | None = 
     shared = cls.build_shared(shapes, key=skey, dtype=dtype, **config)
     new = []
     for i, ((_, _, b, tg, slot), w) in enumerate(zip(chosen, weights, strict=True)):
-        layer = cls.build(w, key=jax.random.fold_in(key, i), bias=tg.bias(b), index=i,
-                          shapes=shapes, shared_key=skey, **config)
+        layer = cls.build(
+            w,
+            key=jax.random.fold_in(key, i),
+            bias=tg.bias(b),
+            index=i,
+            shapes=shapes,
+            shared_key=skey,
+            **config,
+        )
         if slot is None:
             new.append(AdaptedLayer(b, {name: layer}, tg))
         else:
@@ -510,14 +543,19 @@ def inject(model, method: str, targets="all-linear", *, key, name: str | None = 
     getters = [_getter(p) for _, p, _, _, _ in chosen]
     model = eqx.tree_at(lambda m: [g(m) for g in getters], model, new)
     spec = AdapterSpec(
-        method=method, config=tuple(sorted(config.items())), targets=tuple(t[0] for t in chosen),
-        shapes=shapes, train=train_pats, key_data=_key_bits(key), name=name,
-        kinds=tuple(t[3].kind for t in chosen), dropout=dropout,
+        method=method,
+        config=tuple(sorted(config.items())),
+        targets=tuple(t[0] for t in chosen),
+        shapes=shapes,
+        train=train_pats,
+        key_data=_key_bits(key),
+        name=name,
+        kinds=tuple(t[3].kind for t in chosen),
+        dropout=dropout,
     )
     if old is None:
         return Adapted(model, {name: shared}, (spec,), (name,), True)
-    return Adapted(model, {**old.banks, name: shared}, (*old.specs, spec), old.active,
-                   old.enabled)
+    return Adapted(model, {**old.banks, name: shared}, (*old.specs, spec), old.active, old.enabled)
 
 
 def _key_bits(key) -> tuple:
@@ -539,8 +577,10 @@ def merge(adapted: Adapted, **context):
     for n in active:
         cls = METHODS[adapted.spec_of(n).method]
         if not cls.mergeable:
-            raise ValueError(f"adapter {n!r} uses {cls.method!r}, whose weight depends on the "
-                             "input: not mergeable.")
+            raise ValueError(
+                f"adapter {n!r} uses {cls.method!r}, whose weight depends on the "
+                "input: not mergeable."
+            )
     ctxs = {n: {**adapted.banks[n], **context} for n in active}
 
     def fold(slot):

@@ -67,8 +67,7 @@ class CTLinear(eqx.Module):
     raw_c: jax.Array
 
     def __call__(self, x, *, key=None):
-        return ctu(self.base(x, key=key), jax.nn.sigmoid(self.raw_beta),
-                   jax.nn.sigmoid(self.raw_c))
+        return ctu(self.base(x, key=key), jax.nn.sigmoid(self.raw_beta), jax.nn.sigmoid(self.raw_c))
 
 
 def _replace_calls(node, match, new, found):
@@ -117,8 +116,10 @@ def ct_steer(model, beta: float, c: float = 0.5, *, activation=jax.nn.relu):
     found = []
     out = _replace_calls(model, lambda f: f is activation, CTActivation(beta, c), found)
     if not found:
-        raise ValueError(f"`model` stores no {getattr(activation, '__name__', activation)!r} "
-                         "activation (as a module field or an eqx.nn.Lambda) to replace.")
+        raise ValueError(
+            f"`model` stores no {getattr(activation, '__name__', activation)!r} "
+            "activation (as a module field or an eqx.nn.Lambda) to replace."
+        )
     return out
 
 
@@ -143,8 +144,10 @@ def ct_trainable(model, *, beta0: float = 0.8, c0: float = 0.5, train=()):
         if not _is_mlp(n):
             return n
         if n.activation is not jax.nn.relu:
-            raise ValueError(f"`model` must use jax.nn.relu in its MLPs for Curvature Tuning; "
-                             f"got {n.activation!r}.")
+            raise ValueError(
+                f"`model` must use jax.nn.relu in its MLPs for Curvature Tuning; "
+                f"got {n.activation!r}."
+            )
         hidden = []
         for lin in n.layers[:-1]:
             dt, ch = lin.weight.dtype, lin.out_features

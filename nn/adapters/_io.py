@@ -30,8 +30,7 @@ __all__ = ["save_adapter", "load_adapter", "read_header", "FORMAT", "VERSION"]
 
 FORMAT = "theorylab-adapter"
 VERSION = 2
-_KEYS = ("name", "method", "config", "targets", "kinds", "shapes", "train", "dropout",
-         "key_data")
+_KEYS = ("name", "method", "config", "targets", "kinds", "shapes", "train", "dropout", "key_data")
 
 
 def _paths(path) -> tuple[Path, Path]:
@@ -57,8 +56,9 @@ def _entries(adapted: Adapted, name: str) -> list:
         layer = leaf.adapters.get(name)
         for f in () if layer is None else layer.saved_fields():
             if getattr(layer, f) is not None:
-                out.append((f"adapter.{p}.{f}",
-                            lambda a, g=g, f=f: getattr(g(a.model).adapters[name], f)))
+                out.append(
+                    (f"adapter.{p}.{f}", lambda a, g=g, f=f: getattr(g(a.model).adapters[name], f))
+                )
         for qk, _ in jax.tree_util.tree_flatten_with_path(leaf.base)[0]:
             h = _getter(qk)
             get = lambda a, g=g, h=h: h(g(a.model).base)  # noqa: E731
@@ -78,8 +78,7 @@ def save_adapter(path: str | os.PathLike, adapted: Adapted, *, name: str | None 
     tensors, config = _paths(path)
     spec = adapted.spec_of(name).to_dict()
     header = {"format": FORMAT, "version": VERSION, **spec}
-    arrays = {k: np.array(get(adapted), order="C")
-              for k, get in _entries(adapted, name)}
+    arrays = {k: np.array(get(adapted), order="C") for k, get in _entries(adapted, name)}
     save_file(arrays, str(tensors), metadata={"format": FORMAT, "version": str(VERSION)})
     config.write_text(json.dumps(header, indent=1, sort_keys=True))
 
@@ -97,12 +96,20 @@ def read_header(path) -> dict:
         header = json.loads(config.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"adapter config {str(config)!r} is not valid JSON: {err}.") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT \
-            or header.get("version") != VERSION:
-        got = header if not isinstance(header, dict) else {k: header.get(k) for k in
-                                                           ("format", "version")}
-        raise ValueError(f"adapter config {str(config)!r} must be a {FORMAT} config of version "
-                         f"{VERSION}; got {got}.")
+    if (
+        not isinstance(header, dict)
+        or header.get("format") != FORMAT
+        or header.get("version") != VERSION
+    ):
+        got = (
+            header
+            if not isinstance(header, dict)
+            else {k: header.get(k) for k in ("format", "version")}
+        )
+        raise ValueError(
+            f"adapter config {str(config)!r} must be a {FORMAT} config of version "
+            f"{VERSION}; got {got}."
+        )
     missing = [k for k in _KEYS if k not in header]
     if missing:
         raise ValueError(f"adapter config {str(config)!r} lacks {missing}.")
@@ -125,15 +132,24 @@ def load_adapter(path: str | os.PathLike, model, *, name: str | None = None) -> 
     key = jax.random.wrap_key_data(jnp.asarray(spec["key_data"], dtype=jnp.uint32))
     method = "lora" if spec["method"] == "tfb" else spec["method"]
     try:
-        fresh = inject(model, method, targets=list(spec["targets"]), key=key, name=name,
-                       train=list(spec["train"]) or None, dropout=spec["dropout"],
-                       **spec["config"])
+        fresh = inject(
+            model,
+            method,
+            targets=list(spec["targets"]),
+            key=key,
+            name=name,
+            train=list(spec["train"]) or None,
+            dropout=spec["dropout"],
+            **spec["config"],
+        )
     except (TypeError, ValueError) as err:
-        raise ValueError(f"`model` does not match the adapter config {str(config)!r}: "
-                         f"{err}") from None
+        raise ValueError(
+            f"`model` does not match the adapter config {str(config)!r}: {err}"
+        ) from None
     got = fresh.spec_of(name)
-    if [list(s) for s in got.shapes] != [list(s) for s in spec["shapes"]] \
-            or list(got.kinds) != list(spec["kinds"]):
+    if [list(s) for s in got.shapes] != [list(s) for s in spec["shapes"]] or list(
+        got.kinds
+    ) != list(spec["kinds"]):
         raise ValueError(
             f"`model` does not match the adapter {str(config)!r}: layers {list(got.kinds)} of "
             f"shapes {[list(s) for s in got.shapes]}, file {spec['kinds']} {spec['shapes']}."
@@ -143,17 +159,24 @@ def load_adapter(path: str | os.PathLike, model, *, name: str | None = None) -> 
     try:
         stored = load_file(str(tensors))
     except (SafetensorError, OSError) as err:
-        raise ValueError(f"adapter file {str(tensors)!r} is not a safetensors file: {err}.") \
-            from None
+        raise ValueError(
+            f"adapter file {str(tensors)!r} is not a safetensors file: {err}."
+        ) from None
     entries = _entries(fresh, name)
     want = {k: get(fresh) for k, get in entries}
     if sorted(want) != sorted(stored):
-        raise ValueError(f"{str(tensors)!r} holds arrays {sorted(stored)} but the adapter has "
-                         f"{sorted(want)}.")
+        raise ValueError(
+            f"{str(tensors)!r} holds arrays {sorted(stored)} but the adapter has {sorted(want)}."
+        )
     for k, leaf in want.items():
         if stored[k].shape != leaf.shape or stored[k].dtype != leaf.dtype:
-            raise ValueError(f"array {k!r} in {str(tensors)!r} has shape {stored[k].shape} and "
-                             f"dtype {stored[k].dtype}; the adapter needs {leaf.shape} and "
-                             f"{leaf.dtype}.")
-    return eqx.tree_at(lambda a: [get(a) for _, get in entries], fresh,
-                       [jnp.asarray(stored[k]) for k, _ in entries])
+            raise ValueError(
+                f"array {k!r} in {str(tensors)!r} has shape {stored[k].shape} and "
+                f"dtype {stored[k].dtype}; the adapter needs {leaf.shape} and "
+                f"{leaf.dtype}."
+            )
+    return eqx.tree_at(
+        lambda a: [get(a) for _, get in entries],
+        fresh,
+        [jnp.asarray(stored[k]) for k, _ in entries],
+    )

@@ -93,15 +93,24 @@ class MoORELinear(AdapterLayer):
         lim = 1 / math.sqrt(n)
         gate = jax.random.uniform(kg, (num_experts, n), dt, -lim, lim)
         return cls(
-            (m, n), u, s, vt.T, bias, hh, gate, jnp.zeros((k, num_experts), dt),
-            jnp.zeros((k, task_dim), dt), jax.random.normal(ke, (num_tasks, task_dim), dt),
+            (m, n),
+            u,
+            s,
+            vt.T,
+            bias,
+            hh,
+            gate,
+            jnp.zeros((k, num_experts), dt),
+            jnp.zeros((k, task_dim), dt),
+            jax.random.normal(ke, (num_tasks, task_dim), dt),
         )
 
     @classmethod
     def num_params(cls, shapes, *, r, num_experts, task_dim, num_tasks, **_):
         e = num_experts
-        return sum(r * n + e * n + min(m, n) * (e + task_dim) + num_tasks * task_dim
-                   for m, n in shapes)
+        return sum(
+            r * n + e * n + min(m, n) * (e + task_dim) + num_tasks * task_dim for m, n in shapes
+        )
 
     def gates(self, x, task):
         """``g(x, t) = ReLU(sigma + W_task e_t + W_up W_gate x)``, shape ``(..., k)``."""

@@ -88,7 +88,11 @@ def stiefel_mask(tree):
 
 
 def polar_optimizer(
-    learning_rate, *, stiefel: str = "landing", lam: float = 1.0, base: str = "adam",
+    learning_rate,
+    *,
+    stiefel: str = "landing",
+    lam: float = 1.0,
+    base: str = "adam",
     weight_decay: float = 0.0,
 ) -> optax.GradientTransformation:
     """The PoLAR optimiser for a whole trainable tree.

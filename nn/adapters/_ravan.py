@@ -130,8 +130,9 @@ def fedavg(clients: list[Adapted], weights=None) -> Adapted:
     """
     w = _check_clients(clients, weights)
     halves = [_nn.split(c) for c in clients]
-    avg = jax.tree.map(lambda *xs: sum(wi * x for wi, x in zip(w, xs, strict=True)),
-                       *[t for t, _ in halves])
+    avg = jax.tree.map(
+        lambda *xs: sum(wi * x for wi, x in zip(w, xs, strict=True)), *[t for t, _ in halves]
+    )
     return _nn.combine(avg, halves[0][1])
 
 
@@ -165,16 +166,20 @@ def ravan_aggregate(clients: list[Adapted], weights=None, masks=None) -> Adapted
         m = jnp.ones((len(clients), len(paths), h), bool)
     else:
         if len(masks) != len(clients):
-            raise ValueError(f"`masks` must hold one dict per client ({len(clients)}); got "
-                             f"{len(masks)}.")
+            raise ValueError(
+                f"`masks` must hold one dict per client ({len(clients)}); got {len(masks)}."
+            )
         try:
             m = jnp.stack([jnp.stack([jnp.asarray(mc[p], bool) for p in paths]) for mc in masks])
         except KeyError as err:
-            raise ValueError(f"`masks` must map every adapted layer path {paths}; missing "
-                             f"{err}.") from None
+            raise ValueError(
+                f"`masks` must map every adapted layer path {paths}; missing {err}."
+            ) from None
         if m.shape != (len(clients), len(paths), h):
-            raise ValueError(f"each mask must be a boolean array of shape ({h},) per layer; got "
-                             f"shape {m.shape[2:]}.")
+            raise ValueError(
+                f"each mask must be a boolean array of shape ({h},) per layer; got "
+                f"shape {m.shape[2:]}."
+            )
     out = fedavg(clients, list(map(float, w)))
     new = []
     for j, p in enumerate(paths):
@@ -184,12 +189,16 @@ def ravan_aggregate(clients: list[Adapted], weights=None, masks=None) -> Adapted
         avg = jnp.einsum("ch,chrs->hrs", wm, sh) / jnp.where(den > 0, den, 1.0)[:, None, None]
         new.append(jnp.where((den > 0)[:, None, None], avg, sh[0]))
     ones = [jnp.ones_like(q.s) for q in out.layers().values()]
-    return eqx.tree_at(lambda m: [q.H for q in m.layers().values()]
-                       + [q.s for q in m.layers().values()], out, new + ones)
+    return eqx.tree_at(
+        lambda m: [q.H for q in m.layers().values()] + [q.s for q in m.layers().values()],
+        out,
+        new + ones,
+    )
 
 
-def ravan_select_heads(model: Adapted, k: int, *, score: str = "random", grads=None,
-                       key=None) -> dict[str, jax.Array]:
+def ravan_select_heads(
+    model: Adapted, k: int, *, score: str = "random", grads=None, key=None
+) -> dict[str, jax.Array]:
     """The ``k`` heads per layer a client of limited compute trains (computational heterogeneity).
 
     Returns ``{layer path: boolean (heads,) mask}`` with exactly ``k`` True per layer (every layer
@@ -207,15 +216,19 @@ def ravan_select_heads(model: Adapted, k: int, *, score: str = "random", grads=N
     if score == "random":
         if key is None:
             raise ValueError("`key` must be given for score='random'.")
-        scores = {p: jax.random.uniform(jax.random.fold_in(key, j), (h,))
-                  for j, p in enumerate(layers)}
+        scores = {
+            p: jax.random.uniform(jax.random.fold_in(key, j), (h,)) for j, p in enumerate(layers)
+        }
     elif score == "weight":
-        scores = {p: jnp.linalg.norm(q.s[:, None, None] * q.H, axis=(1, 2))
-                  for p, q in layers.items()}
+        scores = {
+            p: jnp.linalg.norm(q.s[:, None, None] * q.H, axis=(1, 2)) for p, q in layers.items()
+        }
     else:
         if not isinstance(grads, Adapted):
-            raise ValueError("`grads` must be the gradient of the trainable half (an Adapted "
-                             f"pytree) for score='gradient'; got {type(grads).__name__}.")
+            raise ValueError(
+                "`grads` must be the gradient of the trainable half (an Adapted "
+                f"pytree) for score='gradient'; got {type(grads).__name__}."
+            )
         glayers = grads.layers()
         scores = {p: jnp.linalg.norm(glayers[p].H, axis=(1, 2)) for p in layers}
     out = {}

@@ -103,13 +103,17 @@ def tfb_bayesianize(adapted: Adapted, sigma: float, *, name: str | None = None) 
     per call and layer; a layer called without a key draws from ``fold_in(key, i)``).
     """
     if not isinstance(adapted, Adapted):
-        raise ValueError(f"`adapted` must be a LoRA-adapted model (inject(..., 'lora')); got "
-                         f"{type(adapted).__name__}.")
+        raise ValueError(
+            f"`adapted` must be a LoRA-adapted model (inject(..., 'lora')); got "
+            f"{type(adapted).__name__}."
+        )
     name = adapted._one(name)
     spec = adapted.spec_of(name)
     if spec.method != "lora":
-        raise ValueError(f"`adapted` must be a LoRA-adapted model (inject(..., 'lora')); adapter "
-                         f"{name!r} is {spec.method!r}.")
+        raise ValueError(
+            f"`adapted` must be a LoRA-adapted model (inject(..., 'lora')); adapter "
+            f"{name!r} is {spec.method!r}."
+        )
     if isinstance(sigma, jax.core.Tracer):
         sigma_arr = sigma  # traced (inside jit): the caller validated it
     else:
@@ -141,18 +145,28 @@ class TFBSearchResult:
     metrics: np.ndarray
 
     def summary(self) -> str:
-        lines = ["TFB sigma search", "-" * 40, f"{'sigma (feasible)':<22}{self.sigma:>18.6g}",
-                 f"{'bracket width':<22}{self.high - self.low:>18.3g}",
-                 f"{'tolerance':<22}{self.tol:>18.3g}",
-                 f"{'evaluations':<22}{len(self.sigmas):>18d}"]
+        lines = [
+            "TFB sigma search",
+            "-" * 40,
+            f"{'sigma (feasible)':<22}{self.sigma:>18.6g}",
+            f"{'bracket width':<22}{self.high - self.low:>18.3g}",
+            f"{'tolerance':<22}{self.tol:>18.3g}",
+            f"{'evaluations':<22}{len(self.sigmas):>18d}",
+        ]
         return "\n".join(lines)
 
     def __repr__(self):
         return f"TFBSearchResult(sigma={self.sigma:.4g}, evaluations={len(self.sigmas)})"
 
 
-def tfb_search_sigma(metric: Callable[[float], float], *, sigma_max: float, tol: float,
-                     sigma_min: float = 1e-3, iters: int = 10) -> TFBSearchResult:
+def tfb_search_sigma(
+    metric: Callable[[float], float],
+    *,
+    sigma_max: float,
+    tol: float,
+    sigma_min: float = 1e-3,
+    iters: int = 10,
+) -> TFBSearchResult:
     """Largest ``sigma`` with ``metric(sigma) <= tol`` by bisection (TFB, Alg. 1).
 
     ``metric(sigma)`` is the deviation of the anchor-set metric from the ``sigma = 0`` model
@@ -191,8 +205,9 @@ def expected_calibration_error(probs, labels, *, bins: int = 15) -> float:
     probs = np.asarray(probs, dtype=float)
     labels = np.asarray(labels)
     if probs.ndim != 2 or labels.shape != probs.shape[:1]:
-        raise ValueError(f"`probs` must be (N, C) and `labels` (N,); got {probs.shape}, "
-                         f"{labels.shape}.")
+        raise ValueError(
+            f"`probs` must be (N, C) and `labels` (N,); got {probs.shape}, {labels.shape}."
+        )
     bins = check_int(bins, "bins", lower=1)
     conf = probs.max(axis=1)
     correct = probs.argmax(axis=1) == labels

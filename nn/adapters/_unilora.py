@@ -167,8 +167,9 @@ class UniLoRALinear(ProjectedLoRALinear):
         dt = w.dtype
         ia, ib = idx[sl[0]].reshape(r, n), idx[sl[1]].reshape(m, r)
         va, vb = val[sl[0]].reshape(r, n), val[sl[1]].reshape(m, r)
-        return cls((m, n), jnp.asarray(ia), jnp.asarray(va, dt), jnp.asarray(ib),
-                   jnp.asarray(vb, dt))
+        return cls(
+            (m, n), jnp.asarray(ia), jnp.asarray(va, dt), jnp.asarray(ib), jnp.asarray(vb, dt)
+        )
 
     @classmethod
     def num_params(cls, shapes, *, d, **_):
@@ -198,8 +199,7 @@ class VeRALinear(ProjectedLoRALinear):
 
     @classmethod
     def build_shared(cls, shapes, *, key, dtype, r, d_initial, **_):
-        parts = [p for m, _ in shapes
-                 for p in (jnp.zeros(m, dtype), jnp.full(r, d_initial, dtype))]
+        parts = [p for m, _ in shapes for p in (jnp.zeros(m, dtype), jnp.full(r, d_initial, dtype))]
         return {"theta": jnp.concatenate(parts)}
 
     @classmethod

@@ -43,8 +43,14 @@ class VBLoRALinear(AdapterLayer):
 
     @classmethod
     def check_config(cls, config, shapes):
-        unknown = set(config) - {"r", "num_vectors", "vector_length", "topk", "init_logits_std",
-                                 "init_vector_bank_bound"}
+        unknown = set(config) - {
+            "r",
+            "num_vectors",
+            "vector_length",
+            "topk",
+            "init_logits_std",
+            "init_vector_bank_bound",
+        }
         if unknown:
             raise ValueError(f"unknown VB-LoRA option(s) {sorted(unknown)}.")
         r = _check_rank(config.get("r", 4), shapes)
@@ -58,14 +64,22 @@ class VBLoRALinear(AdapterLayer):
                 )
         k = check_int(config.get("topk", 2), "topk", lower=1, upper=h)
         std = check_scalar(config.get("init_logits_std", 0.1), "init_logits_std", lower=0)
-        bound = check_scalar(config.get("init_vector_bank_bound", 0.02),
-                             "init_vector_bank_bound", lower=0)
-        return {"r": r, "num_vectors": h, "vector_length": b, "topk": k, "init_logits_std": std,
-                "init_vector_bank_bound": bound}
+        bound = check_scalar(
+            config.get("init_vector_bank_bound", 0.02), "init_vector_bank_bound", lower=0
+        )
+        return {
+            "r": r,
+            "num_vectors": h,
+            "vector_length": b,
+            "topk": k,
+            "init_logits_std": std,
+            "init_vector_bank_bound": bound,
+        }
 
     @classmethod
-    def build_shared(cls, shapes, *, key, dtype, num_vectors, vector_length,
-                     init_vector_bank_bound, **_):
+    def build_shared(
+        cls, shapes, *, key, dtype, num_vectors, vector_length, init_vector_bank_bound, **_
+    ):
         bd = init_vector_bank_bound
         return {"bank": jax.random.uniform(key, (num_vectors, vector_length), dtype, -bd, bd)}
 

@@ -62,8 +62,9 @@ def pretrained(n: int, steps: int, seed: int = 0):
         teacher = nn.MLP(D_IN, D_OUT, WIDTH, 2, activation=jax.nn.relu, key=kt)
         x = jax.random.normal(kx, (n, D_IN))
         student = nn.MLP(D_IN, D_OUT, WIDTH, 2, activation=jax.nn.relu, key=ks)
-        student, ls = fit(student, lambda m: jnp.mean((m(x) - teacher(x)) ** 2), optax.adam(3e-3),
-                          steps)
+        student, ls = fit(
+            student, lambda m: jnp.mean((m(x) - teacher(x)) ** 2), optax.adam(3e-3), steps
+        )
         return teacher, student, float(ls[-1])
 
 

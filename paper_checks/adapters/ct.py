@@ -29,9 +29,11 @@ CT = "Hu, Leyang et al. 2025 (Curvature Tuning, arXiv 2502.07783)"
 BETAS = tuple(np.round(np.arange(0.02, 0.99, 0.02), 2).tolist()) + (1.0,)  # all of (0, 1]
 PAPER_RANGE = (0.70, 0.99)  # the paper's grid 0.70, 0.71, .., 0.99
 RIDGE = 1e-3
-SIZES = sizes(smoke=dict(n=128, tasks=3, pre_n=256, pre_steps=200),
-              quick=dict(n=512, tasks=24, pre_n=256, pre_steps=800),
-              full=dict(n=2048, tasks=40, pre_n=2048, pre_steps=4000))
+SIZES = sizes(
+    smoke=dict(n=128, tasks=3, pre_n=256, pre_steps=200),
+    quick=dict(n=512, tasks=24, pre_n=256, pre_steps=800),
+    full=dict(n=2048, tasks=40, pre_n=2048, pre_steps=4000),
+)
 
 
 def _ct_features(mlp, x, beta):
@@ -60,8 +62,8 @@ def _sweep(backbone, x, y):
 
     def one(xx, yy, beta):
         f = _ct_features(backbone, xx, beta)
-        val = _probe_correct(f[:n], yy[:n], f[n:2 * n], yy[n:2 * n]).mean()
-        test = _probe_correct(f[:n], yy[:n], f[2 * n:], yy[2 * n:]).mean()
+        val = _probe_correct(f[:n], yy[:n], f[n : 2 * n], yy[n : 2 * n]).mean()
+        test = _probe_correct(f[:n], yy[:n], f[2 * n :], yy[2 * n :]).mean()
         return val, test
 
     over_beta = jax.vmap(one, in_axes=(None, None, 0))
@@ -88,31 +90,51 @@ def ct_runs(n: int, tasks: int, pre_n: int, pre_steps: int, seed: int = 0) -> di
     betas = np.array(BETAS)
     paper = (betas >= PAPER_RANGE[0]) & (betas <= PAPER_RANGE[1])
     best_paper = np.flatnonzero(paper)[val[:, paper].argmax(1)]
-    return {"betas": betas, "val": val, "test": test, "best": best,
-            "acc_ct": test[rows, best], "acc_probe": test[:, -1],
-            "acc_ct_paper_grid": test[rows, best_paper]}
+    return {
+        "betas": betas,
+        "val": val,
+        "test": test,
+        "best": best,
+        "acc_ct": test[rows, best],
+        "acc_probe": test[:, -1],
+        "acc_ct_paper_grid": test[rows, best_paper],
+    }
 
 
-@claim("adapters.ct_vs_probe", paper=CT,
-       statement="Steering the ReLU curvature (one beta picked on validation) improves over a "
-                 "linear probe on the frozen backbone, training nothing in it.",
-       where="Sec. 4, Table 1 (CT vs linear probing)", sizes=SIZES,
-       mutants=[wrap("nn.adapters.ctu", lambda f: lambda x, beta, c=0.5: f(x, 1.0, c),
-                     "beta ignored: every CT activation is the exact ReLU", name="beta_ignored")])
+@claim(
+    "adapters.ct_vs_probe",
+    paper=CT,
+    statement="Steering the ReLU curvature (one beta picked on validation) improves over a "
+    "linear probe on the frozen backbone, training nothing in it.",
+    where="Sec. 4, Table 1 (CT vs linear probing)",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "nn.adapters.ctu",
+            lambda f: lambda x, beta, c=0.5: f(x, 1.0, c),
+            "beta ignored: every CT activation is the exact ReLU",
+            name="beta_ignored",
+        )
+    ],
+)
 def _check_ct(size, seed) -> Measurement:
     r = ct_runs(size.n, size.tasks, size.pre_n, size.pre_steps, seed)
     betas = r["betas"]
     gain_paper = r["acc_ct_paper_grid"] - r["acc_probe"]
     return measure(
-        paired_gap(r["acc_ct"], r["acc_probe"], n_se=2, direction="greater",
-                   name="acc_ct - acc_probe"),
-        extra={"acc_probe": float(r["acc_probe"].mean()), "acc_ct": float(r["acc_ct"].mean()),
-               "beta_chosen_median": float(np.median(betas[r["best"]])),
-               "beta_mean_validation_optimum": float(betas[r["val"].mean(0).argmax()]),
-               "gain_on_paper_grid": float(gain_paper.mean()),
-               "gain_on_paper_grid se": float(gain_paper.std(ddof=1) / np.sqrt(len(gain_paper)))},
+        paired_gap(
+            r["acc_ct"], r["acc_probe"], n_se=2, direction="greater", name="acc_ct - acc_probe"
+        ),
+        extra={
+            "acc_probe": float(r["acc_probe"].mean()),
+            "acc_ct": float(r["acc_ct"].mean()),
+            "beta_chosen_median": float(np.median(betas[r["best"]])),
+            "beta_mean_validation_optimum": float(betas[r["val"].mean(0).argmax()]),
+            "gain_on_paper_grid": float(gain_paper.mean()),
+            "gain_on_paper_grid se": float(gain_paper.std(ddof=1) / np.sqrt(len(gain_paper))),
+        },
         detail=f"ridge probe on the pretrained MLP's CT features, {size.tasks} new 4-class tasks "
-               f"(random teachers), n = {size.n} train / val / test each; beta grid "
-               f"{betas[0]:g}..{betas[-2]:g} (step 0.02) and 1 (= probe), chosen per task on "
-               f"validation; SE over tasks; the paper's grid 0.70..0.99 reported beside",
+        f"(random teachers), n = {size.n} train / val / test each; beta grid "
+        f"{betas[0]:g}..{betas[-2]:g} (step 0.02) and 1 (= probe), chosen per task on "
+        f"validation; SE over tasks; the paper's grid 0.70..0.99 reported beside",
     )

@@ -95,11 +95,18 @@ MOORE_CONFIG = {"r": 8, "num_experts": 8, "task_dim": 4}
 NULL_TASK = True  # the original task (id 0) gets a zero (null) task embedding
 METHODS = ("lora", "moore")
 BASELINES = ("lora", "lora_task")
-SIZES = sizes(smoke=dict(tasks=2, seeds=2, n=64, steps=40, checkpoints=4, lrs=(1e-3, 1e-2)),
-              quick=dict(tasks=3, seeds=12, n=128, steps=200, checkpoints=20,
-                         lrs=(3e-4, 1e-3, 3e-3, 1e-2)),
-              full=dict(tasks=4, seeds=24, n=512, steps=600, checkpoints=30,
-                        lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)))
+SIZES = sizes(
+    smoke=dict(tasks=2, seeds=2, n=64, steps=40, checkpoints=4, lrs=(1e-3, 1e-2)),
+    quick=dict(tasks=3, seeds=12, n=128, steps=200, checkpoints=20, lrs=(3e-4, 1e-3, 3e-3, 1e-2)),
+    full=dict(
+        tasks=4,
+        seeds=24,
+        n=512,
+        steps=600,
+        checkpoints=30,
+        lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2),
+    ),
+)
 
 
 class TaskLoRA(eqx.Module):
@@ -119,8 +126,9 @@ class TaskLoRA(eqx.Module):
             lin = base.layers[int(t[-1])]
             n, m = lin.in_features, lin.out_features
             lim = 1.0 / np.sqrt(n)
-            a.append(jax.random.uniform(jax.random.fold_in(key, i), (r, n), minval=-lim,
-                                        maxval=lim))
+            a.append(
+                jax.random.uniform(jax.random.fold_in(key, i), (r, n), minval=-lim, maxval=lim)
+            )
             b.append(jnp.zeros((m, r)))
             g.append(jnp.zeros((num_tasks, r)))
         return TaskLoRA(a, b, g, 2.0)
@@ -158,8 +166,10 @@ def _tasks(teacher, k, seed, n, n_test=512):
             x = mu + rng.standard_normal((size, D_IN))
             sets[name][0].append(x)
             sets[name][1].append(np_mlp(teacher, x, w))
-    out = {name: (jnp.asarray(np.stack(xs)), jnp.asarray(np.stack(ys)))
-           for name, (xs, ys) in sets.items()}
+    out = {
+        name: (jnp.asarray(np.stack(xs)), jnp.asarray(np.stack(ys)))
+        for name, (xs, ys) in sets.items()
+    }
     xo = rng.standard_normal((n_test, D_IN))
     out["orig"] = (jnp.asarray(xo), jnp.asarray(np_mlp(teacher, xo)))
     return out
@@ -176,20 +186,26 @@ def _call(method):
 
 
 def _shapes(student):
-    return [(student.layers[int(t[-1])].out_features, student.layers[int(t[-1])].in_features)
-            for t in TARGETS]
+    return [
+        (student.layers[int(t[-1])].out_features, student.layers[int(t[-1])].in_features)
+        for t in TARGETS
+    ]
 
 
 def _adapter(method, student, seed, num_tasks):
     """``(trainable, frozen)`` halves of ``method`` on the student (seed ``seed``)."""
     key = jax.random.key(seed)
     if method == "moore":
-        a = ad.inject(student, "moore", targets=TARGETS, key=key, num_tasks=num_tasks,
-                      **MOORE_CONFIG)
+        a = ad.inject(
+            student, "moore", targets=TARGETS, key=key, num_tasks=num_tasks, **MOORE_CONFIG
+        )
         if NULL_TASK:
             layers = list(a.layers().values())
-            a = eqx.tree_at(lambda m: [q.task_embed for q in m.layers().values()], a,
-                            [q.task_embed.at[0].set(0.0) for q in layers])
+            a = eqx.tree_at(
+                lambda m: [q.task_embed for q in m.layers().values()],
+                a,
+                [q.task_embed.at[0].set(0.0) for q in layers],
+            )
         return nn.split(a)
     if method == "lora_task":
         return TaskLoRA.build(student, task_lora_rank(student, num_tasks), num_tasks, key), student
@@ -251,8 +267,9 @@ def _runner(method, steps, checkpoints):
 
 
 @memo
-def moore_runs(tasks: int, seeds: int, n: int, steps: int, checkpoints: int, lrs: tuple,
-               seed: int = 0):
+def moore_runs(
+    tasks: int, seeds: int, n: int, steps: int, checkpoints: int, lrs: tuple, seed: int = 0
+):
     """Joint and single-task adaptation of the pretrained MLP by LoRA and MoORE (module docstring).
 
     Returns per method: ``new`` and ``orig``, the joint run's test loss ratios (to the base
@@ -263,12 +280,14 @@ def moore_runs(tasks: int, seeds: int, n: int, steps: int, checkpoints: int, lrs
     z = {"n": n, "steps": steps, "checkpoints": checkpoints, "lrs": lrs}
     with jax.enable_x64(True):
         teacher, student, _ = pretrained(256, 800, seed)
-        joint = stack_trees([_tasks(teacher, k, seed * 1000 + s, z["n"])
-                             for s in range(n_seeds)])
+        joint = stack_trees([_tasks(teacher, k, seed * 1000 + s, z["n"]) for s in range(n_seeds)])
         joint["ids"] = jnp.tile(jnp.arange(1, k + 1), (n_seeds, 1))
         # single-task run (s, j): task j of seed s alone, with its own id
-        single = {key: jax.tree.map(lambda a: a.reshape(-1, 1, *a.shape[2:]), v)
-                  for key, v in joint.items() if key != "orig"}
+        single = {
+            key: jax.tree.map(lambda a: a.reshape(-1, 1, *a.shape[2:]), v)
+            for key, v in joint.items()
+            if key != "orig"
+        }
         single["orig"] = jax.tree.map(lambda a: jnp.repeat(a, k, axis=0), joint["orig"])
 
         def base_loss(x, y):
@@ -277,8 +296,11 @@ def moore_runs(tasks: int, seeds: int, n: int, steps: int, checkpoints: int, lrs
         base_test, base_val = base_loss(*joint["test"]), base_loss(*joint["val"])  # (S, K)
         base_orig = base_loss(*joint["orig"])  # (S,)
         lrs = jnp.asarray(z["lrs"])
-        out = {"steps": np.linspace(0, z["steps"], z["checkpoints"] + 1), "tasks": k,
-               "lrs": z["lrs"]}
+        out = {
+            "steps": np.linspace(0, z["steps"], z["checkpoints"] + 1),
+            "tasks": k,
+            "lrs": z["lrs"],
+        }
         for method in (*METHODS, "lora_task"):
             halves = [_adapter(method, student, seed * 1000 + s, k + 1) for s in range(n_seeds)]
             fr = halves[0][1]
@@ -293,12 +315,14 @@ def moore_runs(tasks: int, seeds: int, n: int, steps: int, checkpoints: int, lrs
             lj, vj = _best_lr(val / base_val[:, None])
             l1, v1 = _best_lr(val1 / base_val[:, None])
             out[method] = {
-                "lr_joint": z["lrs"][lj], "lr_single": z["lrs"][l1],
+                "lr_joint": z["lrs"][lj],
+                "lr_single": z["lrs"][l1],
                 "new": new[:, lj] / base_test[:, None],
                 "orig": orig[:, lj] / base_orig[:, None],
                 "single": new1[:, l1] / base_test,
                 "params": sum(a.size for a in jax.tree.leaves(halves[0][0])),
-                "val_joint": vj, "val_single": v1,
+                "val_joint": vj,
+                "val_single": v1,
                 "new_all": new / base_test[:, None, None],
                 "orig_all": orig / base_orig[:, None, None],
             }
@@ -337,8 +361,10 @@ def forgetting_gap_by_lr(r):
     each grid lr: how much the verdict depends on MoORE's learning rate."""
     out = {}
     for j, lr in enumerate(r["lrs"]):
-        rj = {**r, "moore": {"new": r["moore"]["new_all"][:, j],
-                             "orig": r["moore"]["orig_all"][:, j]}}
+        rj = {
+            **r,
+            "moore": {"new": r["moore"]["new_all"][:, j], "orig": r["moore"]["orig_all"][:, j]},
+        }
         f = forgetting_at_matched_fit(rj)
         out[lr] = mean_se(f[:, 0] - f[:, 1])
     return out
@@ -350,8 +376,7 @@ def conflict(r, method):
 
 
 def _run(size, seed):
-    return moore_runs(size.tasks, size.seeds, size.n, size.steps, size.checkpoints, size.lrs,
-                      seed)
+    return moore_runs(size.tasks, size.seeds, size.n, size.steps, size.checkpoints, size.lrs, seed)
 
 
 def _moore_route_off(f):
@@ -359,59 +384,84 @@ def _moore_route_off(f):
     return lambda self, x, task: f(self, x, 0)
 
 
-@claim("adapters.moore_forgetting", paper=MOORE,
-       statement="After multi-task adaptation, MoORE forgets the original task less than LoRA "
-                 "(its adapted weights keep the column space of W0); compared at matched fit of "
-                 "the new tasks.",
-       where="Abstract (oblivion resistance); protocol of the official code (joint adapter on "
-             "all tasks, every block linear adapted); paper body not readable here", sizes=SIZES,
-       mutants=[patch("paper_checks.adapters.moore.NULL_TASK", False,
-                      "the original task routed through a random task embedding (not null)",
-                      name="random_task0")])
+@claim(
+    "adapters.moore_forgetting",
+    paper=MOORE,
+    statement="After multi-task adaptation, MoORE forgets the original task less than LoRA "
+    "(its adapted weights keep the column space of W0); compared at matched fit of "
+    "the new tasks.",
+    where="Abstract (oblivion resistance); protocol of the official code (joint adapter on "
+    "all tasks, every block linear adapted); paper body not readable here",
+    sizes=SIZES,
+    mutants=[
+        patch(
+            "paper_checks.adapters.moore.NULL_TASK",
+            False,
+            "the original task routed through a random task embedding (not null)",
+            name="random_task0",
+        )
+    ],
+)
 def _check_forgetting(size, seed) -> Measurement:
     r = _run(size, seed)
     f = forgetting_at_matched_fit(r)
     by_lr = forgetting_gap_by_lr(r)
-    level = np.mean([max(r[m]["new"][s, -1].mean() for m in METHODS)
-                     for s in range(f.shape[0])])
+    level = np.mean([max(r[m]["new"][s, -1].mean() for m in METHODS) for s in range(f.shape[0])])
     return measure(
         paired_gap(f[:, 0], f[:, 1], n_se=2, name="orig_ratio_lora - orig_ratio_moore"),
-        extra={"orig_ratio_lora": f[:, 0].mean(), "orig_ratio_moore": f[:, 1].mean(),
-               "matched_new_ratio": float(level),
-               "orig_ratio_lora_end": r["lora"]["orig"][:, -1].mean(),
-               "orig_ratio_moore_end": r["moore"]["orig"][:, -1].mean(),
-               "lr_lora": r["lora"]["lr_joint"], "lr_moore": r["moore"]["lr_joint"],
-               "params_lora": r["lora"]["params"], "params_moore": r["moore"]["params"]},
+        extra={
+            "orig_ratio_lora": f[:, 0].mean(),
+            "orig_ratio_moore": f[:, 1].mean(),
+            "matched_new_ratio": float(level),
+            "orig_ratio_lora_end": r["lora"]["orig"][:, -1].mean(),
+            "orig_ratio_moore_end": r["moore"]["orig"][:, -1].mean(),
+            "lr_lora": r["lora"]["lr_joint"],
+            "lr_moore": r["moore"]["lr_joint"],
+            "params_lora": r["lora"]["params"],
+            "params_moore": r["moore"]["params"],
+        },
         detail=f"{r['tasks']} new tasks trained jointly, {len(f)} seeds; original-task loss / "
-               f"base's at the new-task ratio both reach; task_dim "
-               f"{MOORE_CONFIG['task_dim']}, null embedding for the original task; lr grid "
-               f"{', '.join(f'{v:g}' for v in r['lrs'])}; "
-               f"gap with MoORE at each grid lr: "
-               + ", ".join(f"{lr:g}: {m:.2g} +- {e:.1g}" for lr, (m, e) in by_lr.items()),
+        f"base's at the new-task ratio both reach; task_dim "
+        f"{MOORE_CONFIG['task_dim']}, null embedding for the original task; lr grid "
+        f"{', '.join(f'{v:g}' for v in r['lrs'])}; "
+        f"gap with MoORE at each grid lr: "
+        + ", ".join(f"{lr:g}: {m:.2g} +- {e:.1g}" for lr, (m, e) in by_lr.items()),
     )
 
 
-@claim("adapters.moore_conflict", paper=MOORE,
-       statement="Trained jointly on several new tasks, MoORE loses less per-task performance "
-                 "against single-task training than LoRA and than a task-conditioned LoRA "
-                 "(orthogonal rank-one experts routed by task and sample).",
-       where="Abstract (conflict resistance; 'outperforms existing multi-task adaptation "
-             "methods'); official code train_increment.py; paper body not readable here",
-       sizes=SIZES,
-       mutants=[wrap("nn.adapters.MoORELinear.gates", _moore_route_off,
-                     "MoORE's router ignores the task id", name="no_task_route")])
+@claim(
+    "adapters.moore_conflict",
+    paper=MOORE,
+    statement="Trained jointly on several new tasks, MoORE loses less per-task performance "
+    "against single-task training than LoRA and than a task-conditioned LoRA "
+    "(orthogonal rank-one experts routed by task and sample).",
+    where="Abstract (conflict resistance; 'outperforms existing multi-task adaptation "
+    "methods'); official code train_increment.py; paper body not readable here",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "nn.adapters.MoORELinear.gates",
+            _moore_route_off,
+            "MoORE's router ignores the task id",
+            name="no_task_route",
+        )
+    ],
+)
 def _check_conflict(size, seed) -> Measurement:
     r = _run(size, seed)
     cl, ct, cm = conflict(r, "lora"), conflict(r, "lora_task"), conflict(r, "moore")
     return measure(
         paired_gap(cl, cm, n_se=2, name="conflict_lora - conflict_moore"),
         paired_gap(ct, cm, n_se=2, name="conflict_task_lora - conflict_moore"),
-        extra={"conflict_lora": cl.mean(), "conflict_task_lora": ct.mean(),
-               "conflict_moore": cm.mean(),
-               "params": {m: r[m]["params"] for m in ("lora", "lora_task", "moore")}},
+        extra={
+            "conflict_lora": cl.mean(),
+            "conflict_task_lora": ct.mean(),
+            "conflict_moore": cm.mean(),
+            "params": {m: r[m]["params"] for m in ("lora", "lora_task", "moore")},
+        },
         detail=f"conflict = mean over {r['tasks']} tasks of log(test loss joint / single-task), "
-               f"{len(cl)} seeds, paired; lr joint/single LoRA {r['lora']['lr_joint']:g}/"
-               f"{r['lora']['lr_single']:g}, task-LoRA {r['lora_task']['lr_joint']:g}/"
-               f"{r['lora_task']['lr_single']:g}, MoORE {r['moore']['lr_joint']:g}/"
-               f"{r['moore']['lr_single']:g}",
+        f"{len(cl)} seeds, paired; lr joint/single LoRA {r['lora']['lr_joint']:g}/"
+        f"{r['lora']['lr_single']:g}, task-LoRA {r['lora_task']['lr_joint']:g}/"
+        f"{r['lora_task']['lr_single']:g}, MoORE {r['moore']['lr_joint']:g}/"
+        f"{r['moore']['lr_single']:g}",
     )

@@ -35,9 +35,11 @@ SR_R, SR_ALPHA = 8, 32.0  # r in the grid {4, 8, 16, 32}; lora_alpha = 32 (train
 SR_STIEFEL = "qr"  # a QR retraction keeps X, Y on Stiefel (landing under Adam left it: below)
 SR_LRS = (3e-3, 1e-2, 3e-2, 1e-1, 3e-1)  # one grid for both (the scripts: 4e-4 LoRA, 4e-3 PoLAR)
 SR_BATCH, SR_EPOCHS, SR_WARMUP, SR_CHECKPOINTS = 128, 5, 0.03, 10
-SR_SIZES = sizes(smoke=dict(seeds=2, n_train=1024, n_val=512),
-                 quick=dict(seeds=6, n_train=8192, n_val=2048),
-                 full=dict(seeds=12, n_train=32768, n_val=4096))
+SR_SIZES = sizes(
+    smoke=dict(seeds=2, n_train=1024, n_val=512),
+    quick=dict(seeds=6, n_train=8192, n_val=2048),
+    full=dict(seeds=12, n_train=32768, n_val=4096),
+)
 
 
 def _sr_data(seed, seeds, n_train, n_val):
@@ -45,8 +47,9 @@ def _sr_data(seed, seeds, n_train, n_val):
     moved by ``U diag(s) V^T``, ``s_i ~ i^{-1/2}`` over all 64 directions at 3x the weight's
     Frobenius norm (the needed update has a decaying full-rank spectrum); labels its argmax."""
     rng = np.random.default_rng([seed, 31])
-    base = nn.MLP(SR_D, SR_C, SR_H, 2, activation=jax.nn.relu,
-                  key=jax.random.key(int(rng.integers(2**31))))
+    base = nn.MLP(
+        SR_D, SR_C, SR_H, 2, activation=jax.nn.relu, key=jax.random.key(int(rng.integers(2**31)))
+    )
     w = [np.asarray(lin.weight) for lin in base.layers]
     b = [np.asarray(lin.bias) for lin in base.layers]
     spec = np.arange(1, SR_H + 1.0) ** -0.5
@@ -64,8 +67,14 @@ def _sr_data(seed, seeds, n_train, n_val):
         xs.append(x)
         ys.append(h.argmax(-1))
     steps = SR_EPOCHS * n_train // SR_BATCH
-    idx = np.stack([np.concatenate([rng.permutation(n_train) for _ in range(SR_EPOCHS)])
-                    .reshape(steps, SR_BATCH) for _ in range(seeds)])
+    idx = np.stack(
+        [
+            np.concatenate([rng.permutation(n_train) for _ in range(SR_EPOCHS)]).reshape(
+                steps, SR_BATCH
+            )
+            for _ in range(seeds)
+        ]
+    )
     return base, np.stack(xs), np.stack(ys), idx, float(np.sum(spec**2) / spec[0] ** 2)
 
 
@@ -79,13 +88,18 @@ def _sr_runner(method, n_train, steps):
     every = steps // SR_CHECKPOINTS
 
     def run(tr, fr, lr, idx, x, y):
-        shape = optax.warmup_cosine_decay_schedule(0.0, 1.0, max(1, round(SR_WARMUP * steps)),
-                                                   steps)
+        shape = optax.warmup_cosine_decay_schedule(
+            0.0, 1.0, max(1, round(SR_WARMUP * steps)), steps
+        )
 
         def sched(t):  # the peak lr is traced (vmapped), so it scales a unit-peak schedule
             return lr * shape(t)
-        opt = (ad.polar_optimizer(sched, stiefel=SR_STIEFEL) if method == "polar"
-               else optax.adamw(sched, weight_decay=0.0))
+
+        opt = (
+            ad.polar_optimizer(sched, stiefel=SR_STIEFEL)
+            if method == "polar"
+            else optax.adamw(sched, weight_decay=0.0)
+        )
         xv, yv = x[n_train:], y[n_train:]
 
         def probe(t):
@@ -139,49 +153,81 @@ def sr_runs(seeds: int, n_train: int, n_val: int, seed: int = 0) -> dict:
         steps = idx.shape[1]
         out = {"target_sr": target_sr, "steps": steps, "lrs": SR_LRS}
         for method in ("lora", "polar"):
-            models = [ad.inject(base, method, targets="layers.1", key=jax.random.key(s),
-                                r=SR_R, alpha=SR_ALPHA) for s in range(seeds)]
+            models = [
+                ad.inject(
+                    base, method, targets="layers.1", key=jax.random.key(s), r=SR_R, alpha=SR_ALPHA
+                )
+                for s in range(seeds)
+            ]
             fr = nn.split(models[0])[1]  # the frozen base is shared by the replicates
             tr = stack_trees([nn.split(m)[0] for m in models])
-            loss, sr, feas = map(np.asarray, _sr_runner(method, n_train, steps)(
-                tr, fr, jnp.asarray(SR_LRS), jnp.asarray(idx), jnp.asarray(x), jnp.asarray(y)))
+            loss, sr, feas = map(
+                np.asarray,
+                _sr_runner(method, n_train, steps)(
+                    tr, fr, jnp.asarray(SR_LRS), jnp.asarray(idx), jnp.asarray(x), jnp.asarray(y)
+                ),
+            )
             final = np.where(np.isfinite(loss[..., -1]), loss[..., -1], np.inf).mean(0)
             best = int(np.argmin(final))
-            out[method] = {"loss": loss[:, best], "sr": sr[:, best], "feas": feas[:, best],
-                           "lr": SR_LRS[best], "final_loss_by_lr": final}
+            out[method] = {
+                "loss": loss[:, best],
+                "sr": sr[:, best],
+                "feas": feas[:, best],
+                "lr": SR_LRS[best],
+                "final_loss_by_lr": final,
+            }
         level = np.maximum(out["lora"]["loss"][:, -1], out["polar"]["loss"][:, -1])
         for method in ("lora", "polar"):
             r = out[method]
-            r["sr_matched"] = np.array([at_level(r["loss"][s], r["sr"][s], level[s])
-                                        for s in range(seeds)])
+            r["sr_matched"] = np.array(
+                [at_level(r["loss"][s], r["sr"][s], level[s]) for s in range(seeds)]
+            )
         return out
 
 
-@claim("adapters.stable_rank", paper=POLAR,
-       statement="LoRA's learned update has a low stable rank, well below PoLAR's at equal rank.",
-       where="Sec. 2, Fig. 1 (sr = 1.06 LoRA vs 5.49 PoLAR, Llama-2-7B, r = 32)", sizes=SR_SIZES,
-       mutants=[patch("nn.riemannian.RETRACTIONS",
-                      {**rm.RETRACTIONS, "qr": lambda x, v: x + v},
-                      "QR retraction dropped (a plain Euclidean step on X, Y)",
-                      name="no_retraction")])
+@claim(
+    "adapters.stable_rank",
+    paper=POLAR,
+    statement="LoRA's learned update has a low stable rank, well below PoLAR's at equal rank.",
+    where="Sec. 2, Fig. 1 (sr = 1.06 LoRA vs 5.49 PoLAR, Llama-2-7B, r = 32)",
+    sizes=SR_SIZES,
+    mutants=[
+        patch(
+            "nn.riemannian.RETRACTIONS",
+            {**rm.RETRACTIONS, "qr": lambda x, v: x + v},
+            "QR retraction dropped (a plain Euclidean step on X, Y)",
+            name="no_retraction",
+        )
+    ],
+)
 def _check_stable_rank(size, seed) -> Measurement:
     r = sr_runs(size.seeds, size.n_train, size.n_val, seed)
     lo, po = r["lora"], r["polar"]
     return measure(
-        paired_gap(po["sr_matched"], lo["sr_matched"], n_se=2, direction="greater",
-                   name="sr_polar - sr_lora (matched fit)"),
+        paired_gap(
+            po["sr_matched"],
+            lo["sr_matched"],
+            n_se=2,
+            direction="greater",
+            name="sr_polar - sr_lora (matched fit)",
+        ),
         at_most(float(np.max(po["feas"])), 0.1, name="PoLAR max ||X^T X - I||_F"),
-        extra={"sr_lora": lo["sr_matched"].mean(), "sr_polar": po["sr_matched"].mean(),
-               "sr_lora_final": lo["sr"][:, -1].mean(), "sr_polar_final": po["sr"][:, -1].mean(),
-               "val_loss_lora": lo["loss"][:, -1].mean(),
-               "val_loss_polar": po["loss"][:, -1].mean(),
-               "lr_lora": lo["lr"], "lr_polar": po["lr"]},
+        extra={
+            "sr_lora": lo["sr_matched"].mean(),
+            "sr_polar": po["sr_matched"].mean(),
+            "sr_lora_final": lo["sr"][:, -1].mean(),
+            "sr_polar_final": po["sr"][:, -1].mean(),
+            "val_loss_lora": lo["loss"][:, -1].mean(),
+            "val_loss_polar": po["loss"][:, -1].mean(),
+            "lr_lora": lo["lr"],
+            "lr_polar": po["lr"],
+        },
         detail=f"r = {SR_R}, alpha = {SR_ALPHA:g} on the 64x64 hidden layer of a 16-class ReLU "
-               f"MLP, new task = full-rank shift with spectrum i^-1/2 (target sr "
-               f"{r['target_sr']:.1f}); AdamW (wd 0), batch {SR_BATCH}, {SR_EPOCHS} epochs of "
-               f"{size.n_train} = {r['steps']} steps, cosine + 3% warmup; both lrs the best of "
-               f"{SR_LRS} by validation loss; PoLAR's X, Y by Adam + QR retraction; sr compared "
-               f"where both reach the same validation loss; {size.seeds} seeds, paired",
+        f"MLP, new task = full-rank shift with spectrum i^-1/2 (target sr "
+        f"{r['target_sr']:.1f}); AdamW (wd 0), batch {SR_BATCH}, {SR_EPOCHS} epochs of "
+        f"{size.n_train} = {r['steps']} steps, cosine + 3% warmup; both lrs the best of "
+        f"{SR_LRS} by validation loss; PoLAR's X, Y by Adam + QR retraction; sr compared "
+        f"where both reach the same validation loss; {size.seeds} seeds, paired",
     )
 
 
@@ -189,8 +235,11 @@ def _check_stable_rank(size, seed) -> Measurement:
 RATE_M, RATE_N, RATE_RSTAR, RATE_R = 32, 32, 4, 8
 RATE_ETAS = (0.05, 0.1, 0.2, 0.4)
 RATE_LEVEL = 1e-10
-RATE_SIZES = sizes(smoke=dict(instances=2, steps=300), quick=dict(instances=6, steps=3000),
-                   full=dict(instances=20, steps=20000))
+RATE_SIZES = sizes(
+    smoke=dict(instances=2, steps=300),
+    quick=dict(instances=6, steps=3000),
+    full=dict(instances=20, steps=20000),
+)
 
 
 def _rate_problem(seed, instances):
@@ -209,8 +258,11 @@ def _rate_runner(method, steps):
     PoLAR's landing iteration (SGD on the landing field for X, Y; GD for Theta)."""
 
     def run(tr, fr, eta, target):
-        opt = (ad.polar_optimizer(eta, stiefel="landing", lam=1.0, base="sgd")
-               if method == "polar" else optax.sgd(eta))
+        opt = (
+            ad.polar_optimizer(eta, stiefel="landing", lam=1.0, base="sgd")
+            if method == "polar"
+            else optax.sgd(eta)
+        )
 
         def loss(t):
             dw = next(iter(ad.delta_weights(nn.combine(t, fr)).values()))
@@ -250,42 +302,68 @@ def polar_rate_runs(instances: int, steps: int, seed: int = 0) -> dict:
             models = [ad.inject(lin, method, key=k, r=RATE_R, alpha=float(RATE_R)) for k in keys]
             halves = [nn.split(m) for m in models]
             if name == "lora_small":  # both factors small and random (Xiong, Ding & Du 2024)
-                halves = [(jax.tree.map(lambda a, k=k: 1e-3 * jax.random.normal(
-                    jax.random.fold_in(k, a.size), a.shape, a.dtype), h[0]), h[1])
-                    for h, k in zip(halves, keys, strict=True)]
+                halves = [
+                    (
+                        jax.tree.map(
+                            lambda a, k=k: (
+                                1e-3
+                                * jax.random.normal(jax.random.fold_in(k, a.size), a.shape, a.dtype)
+                            ),
+                            h[0],
+                        ),
+                        h[1],
+                    )
+                    for h, k in zip(halves, keys, strict=True)
+                ]
             tr = stack_trees([h[0] for h in halves])
-            curves = np.asarray(_rate_runner(method, steps)(tr, halves[0][1],
-                                                            jnp.asarray(RATE_ETAS),
-                                                            jnp.asarray(target)))
+            curves = np.asarray(
+                _rate_runner(method, steps)(
+                    tr, halves[0][1], jnp.asarray(RATE_ETAS), jnp.asarray(target)
+                )
+            )
             curves = np.where(np.isfinite(curves), curves, np.inf)
             iters = _iters_to(curves, RATE_LEVEL)  # (instance, eta)
             best = int(np.argmin(iters.mean(0)))
-            out[name] = {"curves": curves[:, best], "iters": iters[:, best],
-                         "eta": RATE_ETAS[best]}
+            out[name] = {"curves": curves[:, best], "iters": iters[:, best], "eta": RATE_ETAS[best]}
         return out
 
 
-@claim("adapters.polar_convergence", paper=POLAR,
-       statement="On a canonical low-rank adaptation problem PoLAR converges exponentially "
-                 "faster than LoRA [problem reconstructed: the theorem could not be read].",
-       where="Abstract ('exponentially faster convergence rate on a canonical low-rank "
-             "adaptation problem'); the theorem itself not read", sizes=RATE_SIZES,
-       mutants=[wrap("nn.riemannian.landing_field", _flip_attraction,
-                     "landing attraction of the wrong sign", name="landing_sign")])
+@claim(
+    "adapters.polar_convergence",
+    paper=POLAR,
+    statement="On a canonical low-rank adaptation problem PoLAR converges exponentially "
+    "faster than LoRA [problem reconstructed: the theorem could not be read].",
+    where="Abstract ('exponentially faster convergence rate on a canonical low-rank "
+    "adaptation problem'); the theorem itself not read",
+    sizes=RATE_SIZES,
+    mutants=[
+        wrap(
+            "nn.riemannian.landing_field",
+            _flip_attraction,
+            "landing attraction of the wrong sign",
+            name="landing_sign",
+        )
+    ],
+)
 def _check_polar_rate(size, seed) -> Measurement:
     r = polar_rate_runs(size.instances, size.steps, seed)
     tl, tp = np.log10(r["lora"]["iters"]), np.log10(r["polar"]["iters"])
     return measure(
-        paired_gap(tl, tp, n_se=2, margin=1.0, direction="greater",
-                   name="log10(iters LoRA / iters PoLAR)"),
-        extra={"iters_polar": r["polar"]["iters"].mean(), "iters_lora": r["lora"]["iters"].mean(),
-               "iters_lora_small_init": r["lora_small"]["iters"].mean(),
-               "eta_polar": r["polar"]["eta"], "eta_lora": r["lora"]["eta"],
-               "eta_lora_small_init": r["lora_small"]["eta"]},
+        paired_gap(
+            tl, tp, n_se=2, margin=1.0, direction="greater", name="log10(iters LoRA / iters PoLAR)"
+        ),
+        extra={
+            "iters_polar": r["polar"]["iters"].mean(),
+            "iters_lora": r["lora"]["iters"].mean(),
+            "iters_lora_small_init": r["lora_small"]["iters"].mean(),
+            "eta_polar": r["polar"]["eta"],
+            "eta_lora": r["lora"]["eta"],
+            "eta_lora_small_init": r["lora_small"]["eta"],
+        },
         detail=f"1/2||dW - M||^2, M {RATE_M}x{RATE_N} of rank {RATE_RSTAR}, r = {RATE_R} "
-               f"(over-parameterised); LoRA by GD from PEFT's init (A Kaiming-uniform, B = 0), "
-               f"PoLAR by its landing iteration (lambda 1) from orthogonal X, Y and Theta = 0; "
-               f"each method's step the best of {RATE_ETAS}; iterations to relative objective "
-               f"{RATE_LEVEL:g} (budget {size.steps}); pass if LoRA needs 10x more, paired over "
-               f"{size.instances} targets. Small random LoRA factors reported beside",
+        f"(over-parameterised); LoRA by GD from PEFT's init (A Kaiming-uniform, B = 0), "
+        f"PoLAR by its landing iteration (lambda 1) from orthogonal X, Y and Theta = 0; "
+        f"each method's step the best of {RATE_ETAS}; iterations to relative objective "
+        f"{RATE_LEVEL:g} (budget {size.steps}); pass if LoRA needs 10x more, paired over "
+        f"{size.instances} targets. Small random LoRA factors reported beside",
     )

@@ -38,9 +38,11 @@ TARGETS = ["layers.0", "layers.1"]
 CONFIG = {"lora": dict(r=2, alpha=4.0), "ravan": dict(r=7, heads=2, init="orthogonal")}
 CLIENTS, DIRICHLET = 8, 0.3
 LRS = (0.1, 0.3, 1.0)
-SIZES = sizes(smoke=dict(seeds=2, n_client=64, rounds=4, local=3, n_test=512),
-              quick=dict(seeds=10, n_client=128, rounds=20, local=5, n_test=2048),
-              full=dict(seeds=24, n_client=256, rounds=100, local=10, n_test=8192))
+SIZES = sizes(
+    smoke=dict(seeds=2, n_client=64, rounds=4, local=3, n_test=512),
+    quick=dict(seeds=10, n_client=128, rounds=20, local=5, n_test=2048),
+    full=dict(seeds=24, n_client=256, rounds=100, local=10, n_test=8192),
+)
 
 
 def _split_data(teacher, rng, n_client, n_test):
@@ -87,8 +89,9 @@ def _runner(method, rounds, local):
 
         def rnd(t, _):
             ts = jax.vmap(local_sgd, in_axes=(None, 0, 0))(t, xc, yc)
-            clients = [nn.combine(jax.tree.map(lambda a, c=c: a[c], ts), fr)
-                       for c in range(CLIENTS)]
+            clients = [
+                nn.combine(jax.tree.map(lambda a, c=c: a[c], ts), fr) for c in range(CLIENTS)
+            ]
             return nn.split(_aggregate(method, clients))[0], None
 
         t = jax.lax.scan(rnd, tr, None, length=rounds)[0]
@@ -101,8 +104,9 @@ def _runner(method, rounds, local):
 
 
 @memo
-def federated_runs(seeds: int, n_client: int, rounds: int, local: int, n_test: int,
-                   seed: int = 0) -> dict:
+def federated_runs(
+    seeds: int, n_client: int, rounds: int, local: int, n_test: int, seed: int = 0
+) -> dict:
     """Per method: validation loss, test accuracy and test loss ``(replicate, split, lr)`` (split
     0 heterogeneous, 1 IID), the lr chosen (best mean validation loss, heterogeneous split) and
     the results there ``(replicate, split)``."""
@@ -111,8 +115,10 @@ def federated_runs(seeds: int, n_client: int, rounds: int, local: int, n_test: i
         rng = np.random.default_rng([seed, 21])
         reps = [_split_data(teacher, rng, n_client, n_test) for _ in range(seeds)]
         keys = [int(rng.integers(2**31)) for _ in range(seeds)]
-        (xc, yc), (xv, yv), (xt, yt) = (tuple(np.stack([r[j][i] for r in reps]) for i in (0, 1))
-                                        for j in range(3))
+        (xc, yc), (xv, yv), (xt, yt) = (
+            tuple(np.stack([r[j][i] for r in reps]) for i in (0, 1)) for j in range(3)
+        )
+
         # replicate axis = (seed, split): the split is a data axis of one replicate
         def per_split(a):
             return jnp.asarray(a.reshape(-1, *a.shape[2:]))
@@ -123,17 +129,28 @@ def federated_runs(seeds: int, n_client: int, rounds: int, local: int, n_test: i
         data = ((per_split(xc), per_split(yc)), (twice(xv), twice(yv)), (twice(xt), twice(yt)))
         out = {"lrs": LRS}
         for method, cfg in CONFIG.items():
-            models = [ad.inject(student, method, targets=TARGETS, key=jax.random.key(k), **cfg)
-                      for k in keys for _ in range(2)]
+            models = [
+                ad.inject(student, method, targets=TARGETS, key=jax.random.key(k), **cfg)
+                for k in keys
+                for _ in range(2)
+            ]
             halves = [nn.split(m) for m in models]
             tr, fr = (stack_trees([h[i] for h in halves]) for i in (0, 1))
-            val, acc, loss = (np.asarray(a).reshape(seeds, 2, len(LRS)) for a in
-                              _runner(method, rounds, local)(tr, fr, jnp.asarray(LRS), data))
+            val, acc, loss = (
+                np.asarray(a).reshape(seeds, 2, len(LRS))
+                for a in _runner(method, rounds, local)(tr, fr, jnp.asarray(LRS), data)
+            )
             v = np.where(np.isfinite(val), val, np.inf)[:, 0].mean(0)
             best = int(v.argmin())
-            out[method] = {"val": val, "acc_all": acc, "loss_all": loss, "lr": LRS[best],
-                           "acc": acc[..., best], "loss": loss[..., best],
-                           "upload": nn.count_params(models[0])}
+            out[method] = {
+                "val": val,
+                "acc_all": acc,
+                "loss_all": loss,
+                "lr": LRS[best],
+                "acc": acc[..., best],
+                "loss": loss[..., best],
+                "upload": nn.count_params(models[0]),
+            }
         return out
 
 
@@ -141,29 +158,49 @@ def _server_keeps_first(f):
     return lambda clients, *a, **k: f(clients[:1], *a, **k)
 
 
-@claim("adapters.ravan_federated", paper=RAVAN,
-       statement="Under client heterogeneity Ravan (exact aggregation of s_i H_i over shared "
-                 "frozen bases) reaches a higher test accuracy than LoRA-FedAvg at a matched "
-                 "upload.",
-       where="Abstract ('improves test accuracy by 2-8 %' over PEFT baselines); the experiments "
-             "section could not be read", sizes=SIZES,
-       mutants=[wrap("nn.adapters.ravan_aggregate", _server_keeps_first,
-                     "Ravan's server keeps one client's update instead of the average",
-                     name="server_one_client")])
+@claim(
+    "adapters.ravan_federated",
+    paper=RAVAN,
+    statement="Under client heterogeneity Ravan (exact aggregation of s_i H_i over shared "
+    "frozen bases) reaches a higher test accuracy than LoRA-FedAvg at a matched "
+    "upload.",
+    where="Abstract ('improves test accuracy by 2-8 %' over PEFT baselines); the experiments "
+    "section could not be read",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "nn.adapters.ravan_aggregate",
+            _server_keeps_first,
+            "Ravan's server keeps one client's update instead of the average",
+            name="server_one_client",
+        )
+    ],
+)
 def _check_ravan(size, seed) -> Measurement:
     r = federated_runs(size.seeds, size.n_client, size.rounds, size.local, size.n_test, seed)
     lo, ra = r["lora"], r["ravan"]
     iid = ra["acc"][:, 1] - lo["acc"][:, 1]
     return measure(
-        paired_gap(ra["acc"][:, 0], lo["acc"][:, 0], n_se=2, direction="greater",
-                   name="acc_ravan - acc_lora (heterogeneous)"),
-        extra={"acc_lora_het": lo["acc"][:, 0].mean(), "acc_ravan_het": ra["acc"][:, 0].mean(),
-               "loss_lora_het": lo["loss"][:, 0].mean(), "loss_ravan_het": ra["loss"][:, 0].mean(),
-               "acc_ravan - acc_lora (IID)": float(iid.mean()),
-               "lr_lora": lo["lr"], "lr_ravan": ra["lr"],
-               "upload_lora": lo["upload"], "upload_ravan": ra["upload"]},
+        paired_gap(
+            ra["acc"][:, 0],
+            lo["acc"][:, 0],
+            n_se=2,
+            direction="greater",
+            name="acc_ravan - acc_lora (heterogeneous)",
+        ),
+        extra={
+            "acc_lora_het": lo["acc"][:, 0].mean(),
+            "acc_ravan_het": ra["acc"][:, 0].mean(),
+            "loss_lora_het": lo["loss"][:, 0].mean(),
+            "loss_ravan_het": ra["loss"][:, 0].mean(),
+            "acc_ravan - acc_lora (IID)": float(iid.mean()),
+            "lr_lora": lo["lr"],
+            "lr_ravan": ra["lr"],
+            "upload_lora": lo["upload"],
+            "upload_ravan": ra["upload"],
+        },
         detail=f"{CLIENTS} clients, Dirichlet({DIRICHLET}) label skew, {size.n_client} samples "
-               f"each, {size.rounds} rounds x {size.local} local SGD steps; LoRA r = 2 "
-               f"({lo['upload']} numbers) vs Ravan 2 heads x rank 7 ({ra['upload']}); lr best of "
-               f"{LRS} on validation per method; {size.seeds} seeds, paired",
+        f"each, {size.rounds} rounds x {size.local} local SGD steps; LoRA r = 2 "
+        f"({lo['upload']} numbers) vs Ravan 2 heads x rank 7 ({ra['upload']}); lr best of "
+        f"{LRS} on validation per method; {size.seeds} seeds, paired",
     )

@@ -40,9 +40,11 @@ TFB = "Shi et al. 2025 (TFB, arXiv 2412.05723)"
 SIGMA_MAX, TOL, ITERS, N_MC = 2.0, 0.01, 10, 10
 TEMPS = np.exp(np.linspace(np.log(0.05), np.log(200.0), 240))
 TEMPS[np.argmin(np.abs(np.log(TEMPS)))] = 1.0  # the trained LoRA itself
-SIZES = sizes(smoke=dict(seeds=2, n_train=64, n_val=256, n_test=512, steps=100),
-              quick=dict(seeds=12, n_train=96, n_val=512, n_test=2048, steps=600),
-              full=dict(seeds=30, n_train=96, n_val=1024, n_test=8192, steps=600))
+SIZES = sizes(
+    smoke=dict(seeds=2, n_train=64, n_val=256, n_test=512, steps=100),
+    quick=dict(seeds=12, n_train=96, n_val=512, n_test=2048, steps=600),
+    full=dict(seeds=30, n_train=96, n_val=1024, n_test=8192, steps=600),
+)
 
 
 def _task(teacher, n, rng):
@@ -86,16 +88,39 @@ def tfb_runs(seeds: int, n_train: int, n_val: int, n_test: int, steps: int, seed
         data = [_task(teacher, n, rng) for _ in range(seeds)]
         x = jnp.asarray(np.stack([d[0] for d in data]))
         y = jnp.asarray(np.stack([d[1] for d in data]))
-        models = [ad.inject(student, "lora", targets=["layers.0", "layers.1"],
-                            key=jax.random.key(int(rng.integers(2**31))), r=8, alpha=16.0,
-                            train="layers.2.*") for _ in range(seeds)]
+        models = [
+            ad.inject(
+                student,
+                "lora",
+                targets=["layers.0", "layers.1"],
+                key=jax.random.key(int(rng.integers(2**31))),
+                r=8,
+                alpha=16.0,
+                train="layers.2.*",
+            )
+            for _ in range(seeds)
+        ]
         fr = nn.split(models[0])[1]
         tr = stack_trees([nn.split(m)[0] for m in models])
-        go = eqx.filter_vmap(train_loop(lambda m, _, x, y: jnp.mean(xent(m(x), y)),
-                                        optax.adam(1e-2)), in_axes=(0, None, None, 0, 0))
+        go = eqx.filter_vmap(
+            train_loop(lambda m, _, x, y: jnp.mean(xent(m(x), y)), optax.adam(1e-2)),
+            in_axes=(0, None, None, 0, 0),
+        )
         tr, _ = go(tr, fr, jnp.arange(steps), x[:, :n_train], y[:, :n_train])
-        out = {k: [] for k in ("nll_lora", "nll_tfb", "nll_ts", "ece_lora", "ece_tfb", "ece_ts",
-                               "sigma", "temp", "acc_lora")}
+        out = {
+            k: []
+            for k in (
+                "nll_lora",
+                "nll_tfb",
+                "nll_ts",
+                "ece_lora",
+                "ece_tfb",
+                "ece_ts",
+                "sigma",
+                "temp",
+                "acc_lora",
+            )
+        }
         mc = jax.random.split(jax.random.key(int(rng.integers(2**31)), impl="rbg"), N_MC)
         temps = jnp.asarray(TEMPS)
         for i in range(seeds):
@@ -114,8 +139,11 @@ def tfb_runs(seeds: int, n_train: int, n_val: int, n_test: int, steps: int, seed
             logp = np.asarray(logp)
             temp = int(np.argmin(-logp[:, np.arange(n_val), yv].mean(1)))
             p_tfb = np.asarray(_probs(a, xe, jnp.asarray(res.sigma), mc))[n_val:]
-            probs = {"lora": np.exp(logp[np.argmin(np.abs(TEMPS - 1.0)), n_val:]),
-                     "tfb": p_tfb, "ts": np.exp(logp[temp, n_val:])}
+            probs = {
+                "lora": np.exp(logp[np.argmin(np.abs(TEMPS - 1.0)), n_val:]),
+                "tfb": p_tfb,
+                "ts": np.exp(logp[temp, n_val:]),
+            }
             for k, p in probs.items():
                 out[f"nll_{k}"].append(float(_nll(p, yt).mean()))
                 out[f"ece_{k}"].append(ad.expected_calibration_error(p, yt))
@@ -125,30 +153,44 @@ def tfb_runs(seeds: int, n_train: int, n_val: int, n_test: int, steps: int, seed
     return {k: (np.asarray(v) if isinstance(v, list) else v) for k, v in out.items()}
 
 
-@claim("adapters.tfb_calibration", paper=TFB,
-       statement="Training-free Bayesianization of a trained LoRA lowers test NLL and ECE "
-                 "without retraining.",
-       where="Tables 2-3 (ECE, NLL against MLE/MAP LoRA)", sizes=SIZES,
-       mutants=[wrap("nn.adapters.tfb_bayesianize", lambda f: lambda a, sigma: f(a, 0.0 * sigma),
-                     "posterior std lost on the way to the layers (every sample is the mean)",
-                     name="zero_noise")])
+@claim(
+    "adapters.tfb_calibration",
+    paper=TFB,
+    statement="Training-free Bayesianization of a trained LoRA lowers test NLL and ECE "
+    "without retraining.",
+    where="Tables 2-3 (ECE, NLL against MLE/MAP LoRA)",
+    sizes=SIZES,
+    mutants=[
+        wrap(
+            "nn.adapters.tfb_bayesianize",
+            lambda f: lambda a, sigma: f(a, 0.0 * sigma),
+            "posterior std lost on the way to the layers (every sample is the mean)",
+            name="zero_noise",
+        )
+    ],
+)
 def _check_tfb(size, seed) -> Measurement:
     r = tfb_runs(size.seeds, size.n_train, size.n_val, size.n_test, size.steps, seed)
     ece_gap_ts = r["ece_ts"] - r["ece_tfb"]
     return measure(
         paired_gap(r["ece_lora"], r["ece_tfb"], n_se=2, name="ece_lora - ece_tfb"),
         paired_gap(r["nll_lora"], r["nll_tfb"], n_se=2, name="nll_lora - nll_tfb"),
-        extra={"ece_lora": r["ece_lora"].mean(), "ece_tfb": r["ece_tfb"].mean(),
-               "ece_ts": r["ece_ts"].mean(), "nll_lora": r["nll_lora"].mean(),
-               "nll_tfb": r["nll_tfb"].mean(), "nll_ts": r["nll_ts"].mean(),
-               "ece_ts - ece_tfb": float(ece_gap_ts.mean()),
-               "ece_ts - ece_tfb se": float(ece_gap_ts.std(ddof=1) / np.sqrt(len(ece_gap_ts))),
-               "sigma_median": float(np.median(r["sigma"])),
-               "temperature_median": float(np.median(r["temp"])),
-               "acc_lora": r["acc_lora"].mean()},
+        extra={
+            "ece_lora": r["ece_lora"].mean(),
+            "ece_tfb": r["ece_tfb"].mean(),
+            "ece_ts": r["ece_ts"].mean(),
+            "nll_lora": r["nll_lora"].mean(),
+            "nll_tfb": r["nll_tfb"].mean(),
+            "nll_ts": r["nll_ts"].mean(),
+            "ece_ts - ece_tfb": float(ece_gap_ts.mean()),
+            "ece_ts - ece_tfb se": float(ece_gap_ts.std(ddof=1) / np.sqrt(len(ece_gap_ts))),
+            "sigma_median": float(np.median(r["sigma"])),
+            "temperature_median": float(np.median(r["temp"])),
+            "acc_lora": r["acc_lora"].mean(),
+        },
         detail=f"LoRA r = 8 (+ head) overfitted on {size.n_train} labels of a shifted 4-class "
-               f"task, {size.seeds} seeds (SE over seeds); TFB accuracy-variant search (<= "
-               f"{TOL:.0%} anchor flips, sigma in [1e-3, {SIGMA_MAX:g}], {ITERS} halvings, "
-               f"{N_MC} MC); temperature scaling fitted on the same {size.n_val} validation "
-               f"inputs (reported, not judged: the paper compares with Bayesian LoRAs)",
+        f"task, {size.seeds} seeds (SE over seeds); TFB accuracy-variant search (<= "
+        f"{TOL:.0%} anchor flips, sigma in [1e-3, {SIGMA_MAX:g}], {ITERS} halvings, "
+        f"{N_MC} MC); temperature scaling fitted on the same {size.n_val} validation "
+        f"inputs (reported, not judged: the paper compares with Bayesian LoRAs)",
     )

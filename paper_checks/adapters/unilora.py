@@ -86,8 +86,11 @@ UNI_DIMS = (UNI_D // 4, UNI_D, 4 * UNI_D)
 SIZES = {"lora": LORA_RANKS, "unilora": UNI_DIMS, "vera": (WIDTH,)}  # VeRA: r = the width
 
 
-SIZES_TABLE = sizes(smoke=dict(seeds=2, steps=40), quick=dict(seeds=6, steps=STEPS),
-                    full=dict(seeds=16, steps=STEPS))
+SIZES_TABLE = sizes(
+    smoke=dict(seeds=2, steps=40),
+    quick=dict(seeds=6, steps=STEPS),
+    full=dict(seeds=16, steps=STEPS),
+)
 
 
 @memo
@@ -142,12 +145,16 @@ def shifted_tasks(seeds: int, steps: int, seed: int = 0):
         @jax.jit
         @jax.vmap
         def make(delta, seed):
-            task = eqx.tree_at(lambda m: [lin.weight for lin in m.layers], base,
-                               [lin.weight + dw for lin, dw in zip(base.layers, delta,
-                                                                     strict=True)])
+            task = eqx.tree_at(
+                lambda m: [lin.weight for lin in m.layers],
+                base,
+                [lin.weight + dw for lin, dw in zip(base.layers, delta, strict=True)],
+            )
             kx = jax.random.split(jax.random.key(seed), 4)
-            xs = [jax.random.normal(k, (m, D_IN))
-                  for k, m in zip(kx, (N_TRAIN, N_VAL, N_TEST), strict=False)]
+            xs = [
+                jax.random.normal(k, (m, D_IN))
+                for k, m in zip(kx, (N_TRAIN, N_VAL, N_TEST), strict=False)
+            ]
             ys = [jnp.argmax(task(x), -1) for x in xs]
             base_acc = jnp.mean(jnp.argmax(base(xs[2]), -1) == ys[2])
             batches = jax.random.randint(kx[3], (steps, BATCH), 0, N_TRAIN)
@@ -155,31 +162,41 @@ def shifted_tasks(seeds: int, steps: int, seed: int = 0):
 
         ids = 2000 + 100 * seed + jnp.arange(n)
         (x, xv, xt), (y, yv, yt), base_acc, batches = make(shifts, ids)
-        return {"train": (x, y), "val": (xv, yv), "test": (xt, yt), "batches": batches,
-                "base_acc": np.asarray(base_acc)}
+        return {
+            "train": (x, y),
+            "val": (xv, yv),
+            "test": (xt, yt),
+            "batches": batches,
+            "base_acc": np.asarray(base_acc),
+        }
 
 
 def _schedule(lr, steps):
     """Linear warmup over 6 % of the ``steps``, then linear decay to 0 (the paper's scripts)."""
     warm = max(1, int(0.06 * steps))
     return optax.join_schedules(
-        [optax.linear_schedule(0.0, lr, warm), optax.linear_schedule(lr, 0.0, steps - warm)],
-        [warm])
+        [optax.linear_schedule(0.0, lr, warm), optax.linear_schedule(lr, 0.0, steps - warm)], [warm]
+    )
 
 
 def _head_labels(tr):
-    """"head" at the classification head's weight and bias, "adapter" at every other leaf."""
+    """ "head" at the classification head's weight and bias, "adapter" at every other leaf."""
     labels = jax.tree.map(lambda _: "adapter", tr)
-    return eqx.tree_at(lambda t: (t.model.layers[-1].weight, t.model.layers[-1].bias), labels,
-                       ("head", "head"))
+    return eqx.tree_at(
+        lambda t: (t.model.layers[-1].weight, t.model.layers[-1].bias), labels, ("head", "head")
+    )
 
 
 def _fit(tr, fr, lr, head_lr, batches, x, y, xv, yv, xt, yt):
     """AdamW (weight decay 0.1; peak lr ``lr`` on the adapter, ``head_lr`` on the head) on the
     minibatch cross-entropy; validation and test accuracy after the budget."""
     opt = optax.multi_transform(
-        {"adapter": optax.adamw(_schedule(lr, len(batches)), weight_decay=0.1),
-         "head": optax.adamw(_schedule(head_lr, len(batches)), weight_decay=0.1)}, _head_labels)
+        {
+            "adapter": optax.adamw(_schedule(lr, len(batches)), weight_decay=0.1),
+            "head": optax.adamw(_schedule(head_lr, len(batches)), weight_decay=0.1),
+        },
+        _head_labels,
+    )
 
     def step(c, i):
         tr, st = c
@@ -193,8 +210,12 @@ def _fit(tr, fr, lr, head_lr, batches, x, y, xv, yv, xt, yt):
 
 
 # seeds x (lr, head_lr) pairs; one compilation per method (its sizes share shapes, _adapted)
-_fit_grid = eqx.filter_jit(jax.vmap(jax.vmap(_fit, in_axes=(None, None, 0, 0) + (None,) * 7),
-                                    in_axes=(0, 0, None, None) + (0,) * 7))
+_fit_grid = eqx.filter_jit(
+    jax.vmap(
+        jax.vmap(_fit, in_axes=(None, None, 0, 0) + (None,) * 7),
+        in_axes=(0, 0, None, None) + (0,) * 7,
+    )
+)
 
 
 def lora_rank(adapted, r: int):
@@ -203,8 +224,11 @@ def lora_rank(adapted, r: int):
     AdamW, so the model trains exactly as rank-``r`` LoRA with the same ``alpha / r`` scale
     (derived here; ``tests/paper_checks/test_adapters_unilora.py``); ``r = 0`` leaves LoRA inert."""
     layers = adapted.layers().values()
-    return eqx.tree_at(lambda m: [la.A for la in m.layers().values()], adapted,
-                       [la.A.at[r:].set(0.0) for la in layers])
+    return eqx.tree_at(
+        lambda m: [la.A for la in m.layers().values()],
+        adapted,
+        [la.A.at[r:].set(0.0) for la in layers],
+    )
 
 
 def pad_theta(adapted, d: int):
@@ -227,8 +251,9 @@ def _adapted(method: str, size: int, seed: int, base_seed: int = 0):
         rmax = max(LORA_RANKS)
         return lora_rank(ad.inject(base, "lora", r=rmax, alpha=2.0 * rmax, **kw), size)
     if method == "unilora":
-        return pad_theta(ad.inject(base, "unilora", r=UNI_R, d=size, seed=seed, **kw),
-                         max(UNI_DIMS))
+        return pad_theta(
+            ad.inject(base, "unilora", r=UNI_R, d=size, seed=seed, **kw), max(UNI_DIMS)
+        )
     return ad.inject(base, "vera", r=size, **kw)
 
 
@@ -252,17 +277,25 @@ def method_runs(method: str, size: int, seeds: int, steps: int, seed: int = 0):
     task = shifted_tasks(seeds, steps, seed)
     grid = np.asarray(LR_GRID, np.float32)
     head_only = method == "lora" and size == 0
-    head_lr = (grid if head_only else
-               np.full_like(grid, method_runs("lora", 0, seeds, steps, seed)["lr"]))
+    head_lr = (
+        grid if head_only else np.full_like(grid, method_runs("lora", 0, seeds, steps, seed)["lr"])
+    )
     with jax.enable_x64(False):
         tr, fr = _stacked(method, size, seeds, seed)
-        val, test = _fit_grid(tr, fr, grid, head_lr, task["batches"], *task["train"],
-                              *task["val"], *task["test"])
+        val, test = _fit_grid(
+            tr, fr, grid, head_lr, task["batches"], *task["train"], *task["val"], *task["test"]
+        )
         val, test = np.asarray(val), np.asarray(test)
     best = int(val.mean(0).argmax())
     count = size if method == "unilora" else ad.num_params(method, SHAPES, r=size)
-    return {"count": count, "val": val, "test": test, "lr": LR_GRID[best],
-            "head_lr": float(head_lr[best]), "acc": test[:, best]}
+    return {
+        "count": count,
+        "val": val,
+        "test": test,
+        "lr": LR_GRID[best],
+        "head_lr": float(head_lr[best]),
+        "acc": test[:, best],
+    }
 
 
 def _quarter_columns(f):
@@ -270,40 +303,63 @@ def _quarter_columns(f):
     return lambda D, d, seed=0: (lambda iv: (iv[0] % max(1, d // 4), iv[1]))(f(D, d, seed))
 
 
-@claim("adapters.unilora_accuracy", paper=UNILORA,
-       statement="Uni-LoRA matches LoRA's accuracy with one shared vector of a few percent of "
-                 "LoRA's parameters.",
-       where="Table 1 (GLUE, RoBERTa-large: 23K vs 786K parameters, 88.3 vs 87.8); Tables 2-3",
-       sizes=SIZES_TABLE,
-       mutants=[wrap("nn.adapters.isometric_projection", _quarter_columns,
-                     "projection index folded into a quarter of the vector's columns",
-                     name="quarter_columns")])
+@claim(
+    "adapters.unilora_accuracy",
+    paper=UNILORA,
+    statement="Uni-LoRA matches LoRA's accuracy with one shared vector of a few percent of "
+    "LoRA's parameters.",
+    where="Table 1 (GLUE, RoBERTa-large: 23K vs 786K parameters, 88.3 vs 87.8); Tables 2-3",
+    sizes=SIZES_TABLE,
+    mutants=[
+        wrap(
+            "nn.adapters.isometric_projection",
+            _quarter_columns,
+            "projection index folded into a quarter of the vector's columns",
+            name="quarter_columns",
+        )
+    ],
+)
 def _check_unilora(size, seed) -> Measurement:
-    runs = {(m, k): method_runs(m, k, size.seeds, size.steps, seed)
-            for m, k in [("lora", 0), ("lora", max(LORA_RANKS))] + [("unilora", d)
-                                                                     for d in UNI_DIMS]}
+    runs = {
+        (m, k): method_runs(m, k, size.seeds, size.steps, seed)
+        for m, k in [("lora", 0), ("lora", max(LORA_RANKS))] + [("unilora", d) for d in UNI_DIMS]
+    }
     lora, head, uni = runs["lora", max(LORA_RANKS)], runs["lora", 0], runs["unilora", UNI_D]
     base = shifted_tasks(size.seeds, size.steps, seed)["base_acc"]
-    parity = [d for d in UNI_DIMS
-              if (runs["unilora", d]["acc"] - lora["acc"]).mean() >= -MARGIN]
+    parity = [d for d in UNI_DIMS if (runs["unilora", d]["acc"] - lora["acc"]).mean() >= -MARGIN]
     frac = uni["count"] / lora["count"]
     return measure(
-        paired_gap(lora["acc"], head["acc"], n_se=2,
-                   name="acc_lora - acc_head_only (gate: LoRA must beat the head alone)"),
-        paired_gap(uni["acc"], lora["acc"], n_se=2, margin=-MARGIN, direction="greater",
-                   name=f"acc_unilora(d={UNI_D}) - acc_lora"),
-        extra={"acc_base": float(base.mean()), "acc_head_only": head["acc"].mean(),
-               "acc_lora": lora["acc"].mean(),
-               **{f"acc_unilora(d={d})": runs["unilora", d]["acc"].mean() for d in UNI_DIMS},
-               "d_parity (smallest grid d within the margin; -1: none)":
-                   parity[0] if parity else -1,
-               "param_fraction": frac, "paper_fraction": PAPER_FRACTION,
-               "lr_lora": lora["lr"], "lr_unilora": uni["lr"], "lr_head": head["lr"]},
+        paired_gap(
+            lora["acc"],
+            head["acc"],
+            n_se=2,
+            name="acc_lora - acc_head_only (gate: LoRA must beat the head alone)",
+        ),
+        paired_gap(
+            uni["acc"],
+            lora["acc"],
+            n_se=2,
+            margin=-MARGIN,
+            direction="greater",
+            name=f"acc_unilora(d={UNI_D}) - acc_lora",
+        ),
+        extra={
+            "acc_base": float(base.mean()),
+            "acc_head_only": head["acc"].mean(),
+            "acc_lora": lora["acc"].mean(),
+            **{f"acc_unilora(d={d})": runs["unilora", d]["acc"].mean() for d in UNI_DIMS},
+            "d_parity (smallest grid d within the margin; -1: none)": parity[0] if parity else -1,
+            "param_fraction": frac,
+            "paper_fraction": PAPER_FRACTION,
+            "lr_lora": lora["lr"],
+            "lr_unilora": uni["lr"],
+            "lr_head": head["lr"],
+        },
         detail=f"8-class ReLU MLP pretrained here, new task = rank-1 shift of all 5 weights; head "
-               f"trained in all, adapters on the other 4 layers: LoRA r = 8 ({lora['count']} "
-               f"params) vs Uni-LoRA r = {UNI_R}, d in {UNI_DIMS} (the paper's fraction "
-               f"{PAPER_FRACTION:.1%} is d = {UNI_D}); lrs best of one grid on validation, "
-               f"{size.steps} AdamW steps, {size.seeds} seeds paired; non-inferiority margin "
-               f"{MARGIN}; not measured: how the parity d moves with the task's intrinsic "
-               f"dimension and the width (each width is a new compilation)",
+        f"trained in all, adapters on the other 4 layers: LoRA r = 8 ({lora['count']} "
+        f"params) vs Uni-LoRA r = {UNI_R}, d in {UNI_DIMS} (the paper's fraction "
+        f"{PAPER_FRACTION:.1%} is d = {UNI_D}); lrs best of one grid on validation, "
+        f"{size.steps} AdamW steps, {size.seeds} seeds paired; non-inferiority margin "
+        f"{MARGIN}; not measured: how the parity d moves with the task's intrinsic "
+        f"dimension and the width (each width is a new compilation)",
     )

@@ -11,14 +11,24 @@ PAPER = "Chmiel, Fishman, Banner & Soudry 2025 (arXiv 2505.19115)"
 E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])  # OCP MX spec, E2M1 magnitudes
 
 
-@prop("fp4.e2m1_nearest", paper=PAPER,
-      statement="Round-to-nearest onto E2M1 returns a grid value at the smallest distance from "
-                "x (saturating at +-6), so |RtN(x) - x| = dist(x, grid).",
-      where="Sec. 2 (FP4 formats; OCP MX spec E2M1 table)",
-      strategy=lambda st: st.fixed_dictionaries({
-          "x": st.lists(st.floats(-8.0, 8.0, allow_subnormal=False), min_size=1, max_size=64)}),
-      mutants=[wrap("nn.quant.round_to", lambda f: lambda x, *a, **k: f(x, *a, **k) * 1.02,
-                    "rounded values 2 % off the grid", name="off_grid")])
+@prop(
+    "fp4.e2m1_nearest",
+    paper=PAPER,
+    statement="Round-to-nearest onto E2M1 returns a grid value at the smallest distance from "
+    "x (saturating at +-6), so |RtN(x) - x| = dist(x, grid).",
+    where="Sec. 2 (FP4 formats; OCP MX spec E2M1 table)",
+    strategy=lambda st: st.fixed_dictionaries(
+        {"x": st.lists(st.floats(-8.0, 8.0, allow_subnormal=False), min_size=1, max_size=64)}
+    ),
+    mutants=[
+        wrap(
+            "nn.quant.round_to",
+            lambda f: lambda x, *a, **k: f(x, *a, **k) * 1.02,
+            "rounded values 2 % off the grid",
+            name="off_grid",
+        )
+    ],
+)
 def _nearest(ex) -> float:
     x = np.asarray(ex["x"], np.float64)
     q = np.asarray(quant.round_to(x, "e2m1", "nearest"), np.float64)

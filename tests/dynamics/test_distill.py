@@ -45,22 +45,32 @@ def test_ild_trains_mixers_only():
     c = Order2Markov.random(0, 7)
     s2, losses = ild(t, s, c, steps=3, batch=2, length=6, key=KEY)
     assert losses.shape == (3,) and np.all(np.isfinite(losses))
-    for a, b in zip(jax.tree.leaves(s.layers[0].mlp), jax.tree.leaves(s2.layers[0].mlp),
-                    strict=True):
+    for a, b in zip(
+        jax.tree.leaves(s.layers[0].mlp), jax.tree.leaves(s2.layers[0].mlp), strict=True
+    ):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(s.embed.weight, s2.embed.weight)
-    assert float(jnp.max(jnp.abs(s.layers[0].mixer.kv_down.weight
-                                 - s2.layers[0].mixer.kv_down.weight))) > 0
+    assert (
+        float(
+            jnp.max(jnp.abs(s.layers[0].mixer.kv_down.weight - s2.layers[0].mixer.kv_down.weight))
+        )
+        > 0
+    )
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda: Order2Markov.random(0, 1), "vocab_size"),
-    (lambda: Order2Markov.random(0, 4, concentration=0.0), "concentration"),
-    (lambda: hybrid_from_teacher(_teacher(), ("mla",), kv_rank=4, key=KEY), "kinds"),
-    (lambda: hybrid_from_teacher(_teacher(), ("mla", "ssm"), kv_rank=4, key=KEY), "kinds"),
-    (lambda: hybrid_from_teacher(_teacher(), ("mla", "mla"), kv_rank=4, init="svd", key=KEY),
-     "init"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: Order2Markov.random(0, 1), "vocab_size"),
+        (lambda: Order2Markov.random(0, 4, concentration=0.0), "concentration"),
+        (lambda: hybrid_from_teacher(_teacher(), ("mla",), kv_rank=4, key=KEY), "kinds"),
+        (lambda: hybrid_from_teacher(_teacher(), ("mla", "ssm"), kv_rank=4, key=KEY), "kinds"),
+        (
+            lambda: hybrid_from_teacher(_teacher(), ("mla", "mla"), kv_rank=4, init="svd", key=KEY),
+            "init",
+        ),
+    ],
+)
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()

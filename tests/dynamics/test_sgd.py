@@ -39,7 +39,7 @@ def test_exact_matches_monte_carlo_blocks_and_distance():
     tasks = S.random_continual_tasks(6, 5, 2, rng=3)
     inst = tasks.instance
     T = np.array([1, 4, 16])
-    ex = S.expected_quadratic_form(inst, 1.0, T)            # E||w_T - w*||^2
+    ex = S.expected_quadratic_form(inst, 1.0, T)  # E||w_T - w*||^2
     W = S.simulate_iterates(inst, 1.0, 16, key=KEY, n_paths=6000)[:, T]
     d2 = np.sum((W - inst.w_star) ** 2, axis=-1)
     se = d2.std(0, ddof=1) / np.sqrt(d2.shape[0])
@@ -57,8 +57,10 @@ def test_exact_is_one_decomposition_for_all_T():
     A = inst.B[:, 0, :]
     M = np.outer(inst.w0 - inst.w_star, inst.w0 - inst.w_star)
     for _ in range(5):
-        M = sum(p * (np.eye(3) - eta * np.outer(a, a)) @ M @ (np.eye(3) - eta * np.outer(a, a))
-                for p, a in zip(inst.probs, A, strict=True))
+        M = sum(
+            p * (np.eye(3) - eta * np.outer(a, a)) @ M @ (np.eye(3) - eta * np.outer(a, a))
+            for p, a in zip(inst.probs, A, strict=True)
+        )
     assert full[0] == pytest.approx(0.5 * np.trace(inst.H @ M), rel=1e-10)
 
 
@@ -83,7 +85,7 @@ def test_worst_start_is_attained():
         for j in range(3):
             Q[:, i, j] = 0.5 * (risk(E[i] + E[j]) - risk(E[i]) - risk(E[j]))
     np.testing.assert_allclose(worst, np.linalg.eigvalsh(Q)[:, -1], rtol=1e-9)
-    for _ in range(20):                        # and no start point does worse
+    for _ in range(20):  # and no start point does worse
         e = gen.standard_normal(3)
         assert np.all(risk(e) / (e @ e) <= worst * (1 + 1e-9))
     with pytest.raises(ValueError, match="realizable"):
@@ -96,21 +98,33 @@ def test_worst_start_is_attained():
 def test_scalar_families_closed_forms():
     T = np.array([1, 2, 10, 100, 1000])
     inst = S.rare_curvature(2.0, 0.05, 1.5)
-    np.testing.assert_allclose(S.expected_excess_risk(inst, 0.7, T).mean,
-                               ts.rare_curvature_risk(T, 0.7, 2.0, 0.05, 1.5), rtol=1e-10)
+    np.testing.assert_allclose(
+        S.expected_excess_risk(inst, 0.7, T).mean,
+        ts.rare_curvature_risk(T, 0.7, 2.0, 0.05, 1.5),
+        rtol=1e-10,
+    )
     inst = S.ar1(1.5, 0.4, 2.0)
-    assert inst.sigma2_star == pytest.approx(1.5 ** 2 * 0.4)
-    np.testing.assert_allclose(S.expected_excess_risk(inst, 1.1, T).mean,
-                               ts.ar1_risk(T, 1.1, 1.5, 0.4, 2.0), rtol=1e-10)
+    assert inst.sigma2_star == pytest.approx(1.5**2 * 0.4)
+    np.testing.assert_allclose(
+        S.expected_excess_risk(inst, 1.1, T).mean, ts.ar1_risk(T, 1.1, 1.5, 0.4, 2.0), rtol=1e-10
+    )
     p, w0 = np.array([0.5, 0.3, 0.15, 0.05]), np.array([1.0, -2.0, 0.5, 3.0])
     inst = S.commuting(3.0, p, w0)
-    np.testing.assert_allclose(S.expected_excess_risk(inst, 0.4, T).mean,
-                               ts.commuting_risk(T, 0.4, 3.0, p, w0), rtol=1e-10)
-    mc = S.expected_excess_risk(S.ar1(1.5, 0.4, 2.0), 1.1, [1, 10, 100], method="monte_carlo",
-                                key=KEY, n_paths=20000)
+    np.testing.assert_allclose(
+        S.expected_excess_risk(inst, 0.4, T).mean, ts.commuting_risk(T, 0.4, 3.0, p, w0), rtol=1e-10
+    )
+    mc = S.expected_excess_risk(
+        S.ar1(1.5, 0.4, 2.0), 1.1, [1, 10, 100], method="monte_carlo", key=KEY, n_paths=20000
+    )
     assert np.all(_z(mc, ts.ar1_risk(np.array([1, 10, 100]), 1.1, 1.5, 0.4, 2.0)) < 3)
-    mc = S.expected_excess_risk(S.rare_curvature(2.0, 0.05, 1.5), 0.7, [10, 100],
-                                method="monte_carlo", key=KEY, n_paths=20000)
+    mc = S.expected_excess_risk(
+        S.rare_curvature(2.0, 0.05, 1.5),
+        0.7,
+        [10, 100],
+        method="monte_carlo",
+        key=KEY,
+        n_paths=20000,
+    )
     assert np.all(_z(mc, ts.rare_curvature_risk(np.array([10, 100]), 0.7, 2.0, 0.05, 1.5)) < 3)
 
 
@@ -118,25 +132,34 @@ def test_scalar_families_closed_forms():
 # Thm 1 properties over instances
 # ------------------------------------------------------------------------------------------------
 @settings(max_examples=6)
-@given(seed=st.integers(0, 10 ** 6), be=st.floats(0.02, 1.98))
+@given(seed=st.integers(0, 10**6), be=st.floats(0.02, 1.98))
 def test_fejer_monotone(seed, be):
     gen = np.random.default_rng(seed)
-    A = gen.standard_normal((6, 8)) * gen.uniform(0.2, 2.0, 8)     # underdetermined: many minima
+    A = gen.standard_normal((6, 8)) * gen.uniform(0.2, 2.0, 8)  # underdetermined: many minima
     inst = S.least_squares(A, w_star=gen.standard_normal(8), w0=gen.standard_normal(8))
-    other = inst.w_star + np.linalg.svd(A)[2][-1] * 3.0           # another minimiser
+    other = inst.w_star + np.linalg.svd(A)[2][-1] * 3.0  # another minimiser
     assert np.allclose(A @ other, A @ inst.w_star)
     X, y = S.separable_data(10, 8, margin=0.2, rng=seed)
     hinge = S.squared_hinge(X, y, w0=gen.standard_normal(8))
-    for case, minimisers in ((inst, (inst.w_star, other)),
-                             (hinge, (hinge.w_star, 2.0 * hinge.w_star))):
+    for case, minimisers in (
+        (inst, (inst.w_star, other)),
+        (hinge, (hinge.w_star, 2.0 * hinge.w_star)),
+    ):
         eta = be / case.beta
         W = S.simulate_iterates(case, eta, 40, key=jax.random.fold_in(KEY, seed), n_paths=8)
         for ws in minimisers:
             d2 = np.sum((W - ws) ** 2, axis=-1)
             assert np.all(np.diff(d2, axis=1) <= 1e-12 * (1 + d2[:, :-1]))
         # the quantitative Fejér decrease of theory.sgd.fejer_decrease, step by step
-        g = np.array([[np.linalg.norm(W[p, t] - W[p, t + 1]) / eta for t in range(40)]
-                      for p in range(W.shape[0])]) ** 2
+        g = (
+            np.array(
+                [
+                    [np.linalg.norm(W[p, t] - W[p, t + 1]) / eta for t in range(40)]
+                    for p in range(W.shape[0])
+                ]
+            )
+            ** 2
+        )
         d2 = np.sum((W - minimisers[0]) ** 2, axis=-1)
         tol = 1e-10 * (1 + d2[:, :-1])
         assert np.all(d2[:, 1:] <= d2[:, :-1] - ts.fejer_decrease(eta, case.beta, g) + tol)
@@ -151,7 +174,7 @@ def test_continual_loss_below_13_over_sqrt_k_without_replacement():
 
 
 @settings(max_examples=20)
-@given(seed=st.integers(0, 10 ** 6), be=st.floats(0.05, 1.95), n=st.integers(2, 12))
+@given(seed=st.integers(0, 10**6), be=st.floats(0.05, 1.95), n=st.integers(2, 12))
 def test_realizable_least_squares_below_bound_shape(seed, be, n):
     # measured risk never above Thm 1's shape with c_bias = 1, uniformly over T up to 1e6:
     # the ratio to D^2 / (eta (2 - beta eta) T^{1 - beta eta / 2}) stays bounded (decay at least
@@ -174,7 +197,7 @@ def test_averaged_iterate_bound_holds():
         eta = be / inst.beta
         T = np.arange(1, 201)
         r = S.expected_excess_risk(inst, eta, T).mean
-        avg = (inst.excess_risk(inst.w0) + np.cumsum(r)[:-1]) / T[1:]       # t = 0..T-1
+        avg = (inst.excess_risk(inst.w0) + np.cumsum(r)[:-1]) / T[1:]  # t = 0..T-1
         assert np.all(avg <= ts.averaged_iterate_bound(T[1:], eta, inst.beta, inst.dist2))
 
 
@@ -182,9 +205,9 @@ def test_noisy_instances_reach_floor_scaling():
     # the AR(1) stationary floor eta sigma^2 / (2 (2 - beta eta)) is below Thm 1's noise term
     for be in (0.3, 1.0, 1.7):
         inst = S.ar1(1.0, 0.5)
-        r = S.expected_excess_risk(inst, be, [10 ** 4]).mean[0]
+        r = S.expected_excess_risk(inst, be, [10**4]).mean[0]
         assert r == pytest.approx(ts.ar1_floor(be, 1.0, inst.sigma2_star), rel=1e-9)
-        assert r <= ts.noise_term(10 ** 4, be, 1.0, inst.sigma2_star)
+        assert r <= ts.noise_term(10**4, be, 1.0, inst.sigma2_star)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -196,14 +219,14 @@ def test_nonquadratic_instances():
     assert hinge.realizable and hinge.beta == pytest.approx(1.0)
     assert hinge.risk(hinge.w_star) == pytest.approx(0.0, abs=1e-15)
     assert np.all(y * (X @ hinge.w_star) >= 1 - 1e-12)
-    mc = S.expected_excess_risk(hinge, 1.0, [1, 10, 100], method="monte_carlo", key=KEY,
-                                n_paths=400)
+    mc = S.expected_excess_risk(
+        hinge, 1.0, [1, 10, 100], method="monte_carlo", key=KEY, n_paths=400
+    )
     assert np.all(np.diff(mc.mean) < 0)
     assert np.all(mc.mean <= ts.bias_term(mc.T, 1.0, 1.0, hinge.dist2))
     logi = S.logistic_separable(X, y)
     assert logi.w_star is None and logi.beta == pytest.approx(0.25)
-    mc = S.expected_excess_risk(logi, 4.0, [1, 30, 300], method="monte_carlo", key=KEY,
-                                n_paths=200)
+    mc = S.expected_excess_risk(logi, 4.0, [1, 30, 300], method="monte_carlo", key=KEY, n_paths=200)
     assert np.all(np.diff(mc.mean) < 0) and mc.mean[0] < np.log(2)
     with pytest.raises(ValueError, match="method"):
         S.expected_excess_risk(logi, 1.0, 10)
@@ -217,10 +240,10 @@ def test_kaczmarz_reduction():
     inst = S.kaczmarz(A, A @ x)
     assert inst.beta == pytest.approx(1.0) and inst.realizable
     w = np.random.default_rng(6).standard_normal(6)
-    assert inst.risk(w) == pytest.approx(np.sum((A @ w - A @ x) ** 2) / (2 * np.sum(A ** 2)))
+    assert inst.risk(w) == pytest.approx(np.sum((A @ w - A @ x) ** 2) / (2 * np.sum(A**2)))
     # one step with eta = 1 is the projection onto the sampled row's hyperplane
     W = S.simulate_iterates(inst, 1.0, 5, key=KEY, n_paths=3)
-    res = W[:, 1:] @ A.T - A @ x                     # some row residual is zero at each step
+    res = W[:, 1:] @ A.T - A @ x  # some row residual is zero at each step
     assert np.all(np.min(np.abs(res), axis=-1) < 1e-10)
 
 
@@ -242,7 +265,7 @@ def test_continual_forgetting_and_loss():
 # stepsize boundary and bad input
 # ------------------------------------------------------------------------------------------------
 def test_stepsize_rejected_and_divergence_shown():
-    inst = S.rare_curvature(1.0, 1.0, 1.0)               # deterministic curvature beta = 1
+    inst = S.rare_curvature(1.0, 1.0, 1.0)  # deterministic curvature beta = 1
     for eta in (2.0, 2.5):
         with pytest.raises(ValueError, match="eta"):
             S.expected_excess_risk(inst, eta, 10)
@@ -250,8 +273,9 @@ def test_stepsize_rejected_and_divergence_shown():
     at = S.simulate_divergence(inst, 2.0, T, key=KEY, n_paths=4)
     np.testing.assert_allclose(at.mean, inst.excess_risk(inst.w0), rtol=1e-12)  # reflection
     beyond = S.simulate_divergence(inst, 2.1, T, key=KEY, n_paths=4)
-    np.testing.assert_allclose(beyond.mean / inst.excess_risk(inst.w0),
-                               ts.quadratic_gd_loss_ratio(T, 2.1, 1.0), rtol=1e-10)
+    np.testing.assert_allclose(
+        beyond.mean / inst.excess_risk(inst.w0), ts.quadratic_gd_loss_ratio(T, 2.1, 1.0), rtol=1e-10
+    )
     assert np.all(np.diff(beyond.mean) > 0)
 
 

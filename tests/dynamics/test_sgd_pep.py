@@ -24,13 +24,13 @@ def test_pep_upper_bounds_concrete_instances():
     seen = 0.0
     for _ in range(200):
         A = gen.standard_normal((n, 3))
-        A /= np.sqrt(np.max(np.sum(A ** 2, axis=1)))           # beta = 1
+        A /= np.sqrt(np.max(np.sum(A**2, axis=1)))  # beta = 1
         w0 = gen.standard_normal(3)
         w0 /= np.linalg.norm(w0)
-        inst = S.least_squares(A, w_star=np.zeros(3), w0=w0)   # ||w0 - w*|| <= 1 (closest w*)
+        inst = S.least_squares(A, w_star=np.zeros(3), w0=w0)  # ||w0 - w*|| <= 1 (closest w*)
         seen = max(seen, S.expected_excess_risk(inst, be, T).mean[0] / inst.dist2)
     assert seen <= worst * (1 + 1e-6)
-    assert seen > 0.1 * worst                                  # and it is not vacuous
+    assert seen > 0.1 * worst  # and it is not vacuous
     # the worst case sits below Thm 1's shape with c_bias = 1 here
     assert worst <= ts.bias_term(T, be, 1.0, 1.0)
 
@@ -50,8 +50,11 @@ def test_pep_symmetry_reduction_is_exact(be, monkeypatch):
 
     reduced = S.pep_worst_case(3, 2, be).value
     N = 1 + 2 * 15
-    monkeypatch.setattr(pep, "_symmetry_blocks", lambda nodes, index, n: (
-        (N,), np.arange(N), np.ones(N), np.full(N, -1), np.zeros(N)))
+    monkeypatch.setattr(
+        pep,
+        "_symmetry_blocks",
+        lambda nodes, index, n: ((N,), np.arange(N), np.ones(N), np.full(N, -1), np.zeros(N)),
+    )
     full = S.pep_worst_case(3, 2, be)
     assert full.gram_size == N and full.n_constraints == 2 * 16 * 15
     assert reduced == pytest.approx(full.value, rel=1e-6)

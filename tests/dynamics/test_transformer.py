@@ -22,8 +22,12 @@ def _init(seed, d=D):
 
 
 def _invariants(r):
-    return np.array([np.concatenate(th.conserved_quantities(u, W1, W2))
-                     for u, W1, W2 in zip(r.u, r.W1, r.W2, strict=True)])
+    return np.array(
+        [
+            np.concatenate(th.conserved_quantities(u, W1, W2))
+            for u, W1, W2 in zip(r.u, r.W1, r.W2, strict=True)
+        ]
+    )
 
 
 @settings(max_examples=15)
@@ -31,7 +35,7 @@ def _invariants(r):
 def test_effective_flow_invariants_energy_and_blowup(seed):
     WV, W1, W2, v = _init(seed)
     r = dt.effective_flow(WV, W1, W2, v, stop_norm=1e4)
-    assert r.reached                         # blow-up in finite time, for E(0) of either sign
+    assert r.reached  # blow-up in finite time, for E(0) of either sign
     # Prop. 2: per-neuron invariants, to 1e-8 relative to ||theta(0)||^2, up to ||theta|| = 1e4
     scale = np.sum(WV**2) + np.sum(W1**2) + np.sum(W2**2)
     inv = _invariants(r)
@@ -41,7 +45,7 @@ def test_effective_flow_invariants_energy_and_blowup(seed):
     rate = np.array([th.energy_rate(u, a, b) for u, a, b in zip(r.u, r.W1, r.W2, strict=True)])
     pos = E > 0
     assert np.all(rate[pos] >= 3 * E[pos] ** (4 / 3) * (1 - 1e-12))
-    assert np.all(np.diff(E) >= -1e-12 * np.abs(E[1:]))        # E never decreases
+    assert np.all(np.diff(E) >= -1e-12 * np.abs(E[1:]))  # E never decreases
     # Thm 1: T* <= E(0)^{-1/3} when E(0) > 0; the detected bracket respects it
     if E[0] > 0:
         assert r.stop_time <= r.blowup_upper <= th.blowup_time_bound(E[0]) * (1 + 1e-10)
@@ -83,12 +87,12 @@ def test_key_query_solver_matches_closed_form_and_collapses():
         if k == 1:
             sr = th.stable_rank(Q)
             assert sr[-1] == pytest.approx(1.0, abs=1e-3)
-            assert np.all(np.diff(sr[3:]) < 0)      # decreasing towards 1
+            assert np.all(np.diff(sr[3:]) < 0)  # decreasing towards 1
             # sigma_2/sigma_1 decays like exp(-(s1 - s2) t)
             slope = np.polyfit(ts[6:], np.log(ns[6:, 1]), 1)[0]
             assert slope == pytest.approx(-(sig[0] - sig[1]), rel=0.02)
         else:
-            assert ns[-1, 1] > 0.05 and ns[-1, 2] < 1e-3     # limit of rank 2
+            assert ns[-1, 1] > 0.05 and ns[-1, 2] < 1e-3  # limit of rank 2
             assert th.stable_rank(Q)[-1] > 1.05
 
 
@@ -109,7 +113,7 @@ def test_gradient_descent_converges_to_gradient_flow(small_task):
         assert gd.t[-1] == pytest.approx(T)
         errs.append(np.linalg.norm(gd.weights["W_V"][-1] - ref.weights["W_V"][-1]))
     assert errs[1] < errs[0]
-    assert errs[0] / errs[1] == pytest.approx(2.0, rel=0.1)     # first order in lr
+    assert errs[0] / errs[1] == pytest.approx(2.0, rel=0.1)  # first order in lr
     assert ref.loss[-1] < ref.loss[0]
 
 
@@ -118,19 +122,18 @@ def test_escape_time_scales_and_attention_is_quasi_static(small_task):
     key = jax.random.key(0)
     res = [dt.escape_time(X, y, eps, key=key) for eps in (4e-3, 1e-3)]
     for r in res:
-        assert r.ratio == pytest.approx(1.0, abs=1e-3)    # effective dynamics predicts t_esc
-        assert r.wq_rel_change < 1e-2 * r.wv_rel_change   # W_Q quasi-static in stage 1
+        assert r.ratio == pytest.approx(1.0, abs=1e-3)  # effective dynamics predicts t_esc
+        assert r.wq_rel_change < 1e-2 * r.wv_rel_change  # W_Q quasi-static in stage 1
     slope = np.log(res[1].t_escape / res[0].t_escape) / np.log(1e-3 / 4e-3)
     assert slope == pytest.approx(-1.0, abs=0.01)
-    assert res[1].wq_rel_change < res[0].wq_rel_change / 8     # O(eps^2): factor 16 expected
+    assert res[1].wq_rel_change < res[0].wq_rel_change / 8  # O(eps^2): factor 16 expected
 
 
 def test_label_flip_in_the_full_model(small_task):
     X, y = small_task
     m = dt.SmallInitTransformer.init(4, 0.05, key=jax.random.key(3))
     w = m.numpy()
-    flipped = dt.SmallInitTransformer.from_arrays(w["W_Q"], w["W_K"], w["W_V"], w["W1"],
-                                                  -w["W2"])
+    flipped = dt.SmallInitTransformer.from_arrays(w["W_Q"], w["W_K"], w["W_V"], w["W1"], -w["W2"])
     ts = np.linspace(0.0, 300.0, 201)
     a = dt.gradient_flow(m, X, y, 300.0, ts=ts)
     b = dt.gradient_flow(flipped, X, -y, 300.0, ts=ts)

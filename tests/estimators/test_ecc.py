@@ -58,17 +58,20 @@ def test_ridge_fit_matches_direct_solve():
             path = _RidgePath(Xt, {"a": t}, m, vectors=vectors)
             for lam in (0.01, 0.7):
                 direct = np.linalg.solve(Xt.T @ Xt / m + lam * np.eye(p), Xt.T @ t / m)
-                np.testing.assert_allclose(path.coef("a", lam)[0], direct, rtol=1e-8,
-                                           atol=1e-12)
+                np.testing.assert_allclose(path.coef("a", lam)[0], direct, rtol=1e-8, atol=1e-12)
                 assert path.inner("a", lam, "a", 0.3)[0] == pytest.approx(
-                    direct @ path.coef("a", 0.3)[0], rel=1e-10)
+                    direct @ path.coef("a", 0.3)[0], rel=1e-10
+                )
             ev = np.linalg.eigvalsh(Xt.T @ Xt / m)
             np.testing.assert_allclose(path.eigenvalues, ev, atol=1e-10)
 
 
 @settings(max_examples=8)
-@given(seed=st.integers(0, 2**31), est=st.sampled_from(["dr", "nr", "int"]),
-       split=st.sampled_from([2, 3]))
+@given(
+    seed=st.integers(0, 2**31),
+    est=st.sampled_from(["dr", "nr", "int"]),
+    split=st.sampled_from([2, 3]),
+)
 def test_rotation_invariance(seed, est, split):
     y, a, x, _ = simulate(150, 40, rng=seed)
     O = ortho_group.rvs(40, random_state=seed % 1000)
@@ -79,8 +82,12 @@ def test_rotation_invariance(seed, est, split):
 
 
 @settings(max_examples=8)
-@given(c=st.floats(0.05, 20.0), est=st.sampled_from(["dr", "nr", "int"]),
-       split=st.sampled_from([2, 3]), auto=st.booleans())
+@given(
+    c=st.floats(0.05, 20.0),
+    est=st.sampled_from(["dr", "nr", "int"]),
+    split=st.sampled_from([2, 3]),
+    auto=st.booleans(),
+)
 def test_scaling_y(c, est, split, auto):
     lam = "auto" if auto else 0.4
     r1 = ecc(Y, A, X, estimator=est, split=split, lam=lam, rng=3)
@@ -115,8 +122,15 @@ def test_plugin_moments():
     for s in range(20):
         y, a, x, th = simulate(1000, 500, rng=100 + s)
         mo = estimators.plugin_moments(y, a, x)
-        rows.append([mo["a2"] - 1, mo["b2"] - 1, mo["theta"] - th, mo["var_eps"] - 1,
-                     mo["cov_eps_delta"] - 0.5])
+        rows.append(
+            [
+                mo["a2"] - 1,
+                mo["b2"] - 1,
+                mo["theta"] - th,
+                mo["var_eps"] - 1,
+                mo["cov_eps_delta"] - 0.5,
+            ]
+        )
     rows = np.array(rows)
     mean, se = rows.mean(0), rows.std(0, ddof=1) / np.sqrt(len(rows))
     assert np.all(np.abs(mean) < 3 * se + 1e-3), (mean, se)

@@ -31,15 +31,30 @@ def run(m, gamma, split, reps, lam=0.5, constants="empirical", seed=20250925):
     for r in range(reps):
         X = rng.standard_normal((n, p))
         e = rng.standard_normal((n, 2)) @ L.T
-        out = estimators.ecc_path(X @ be + e[:, 0], X @ al + e[:, 1], X, [lam], split=split,
-                                  rng=rng, constants=constants)
+        out = estimators.ecc_path(
+            X @ be + e[:, 0], X @ al + e[:, 1], X, [lam], split=split, rng=rng, constants=constants
+        )
         for i, k in enumerate(th.ESTIMATORS):
             est[i, r] = out["debiased"][k][0]
             se[i, r] = out["se"][k][0]
-    V = np.array([estimators.asymptotic_variance(k, split, lam, lam, gamma, a2=1.0, b2=1.0,
-                                                 theta=float(al @ be), var_eps=1.0,
-                                                 var_delta=1.0, cov_eps_delta=PSI)
-                  for k in th.ESTIMATORS])
+    V = np.array(
+        [
+            estimators.asymptotic_variance(
+                k,
+                split,
+                lam,
+                lam,
+                gamma,
+                a2=1.0,
+                b2=1.0,
+                theta=float(al @ be),
+                var_eps=1.0,
+                var_delta=1.0,
+                cov_eps_delta=PSI,
+            )
+            for k in th.ESTIMATORS
+        ]
+    )
     return est, se, V
 
 
@@ -89,7 +104,7 @@ def test_mp_constants_carry_finite_sample_bias():
         s_hat[r] = np.mean(ev / (ev + lam))
     s = float(mp.ridge_df(lam, p / m))
     k = (1 - s) ** 2 / s**2
-    sa, sy = s_hat[: reps // 2], s_hat[reps // 2:]
+    sa, sy = s_hat[: reps // 2], s_hat[reps // 2 :]
     cond_bias = theta * ((1 - sa) * (1 - sy) - k * sa * sy)
     se = cond_bias.std(ddof=1) / np.sqrt(cond_bias.size)
     assert abs(cond_bias.mean()) > 5 * se  # MP constants: biased at finite m

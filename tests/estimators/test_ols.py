@@ -59,7 +59,8 @@ def test_exact_mean_and_variance_by_enumeration(center):
     assert mean == pytest.approx([psi, psi], rel=1e-12, abs=1e-14)
     assert var[0] == pytest.approx(f.residual_variance(s_e, s_d, psi, kappa), rel=1e-10)
     assert var[1] == pytest.approx(
-        f.loo_variance(s_e, s_d, psi, kappa, kappa3, c @ c, c.sum()), rel=1e-10)
+        f.loo_variance(s_e, s_d, psi, kappa, kappa3, c @ c, c.sum()), rel=1e-10
+    )
     # the leave-one-out pieces against dense n x n algebra
     W = M / np.diag(M)[:, None]
     trWW = f.loo_variance(0, 0, 1.0, 0, 0, 0, 0) * n**2
@@ -153,7 +154,8 @@ def test_pandas_inputs_keep_names_and_refuse_missing():
     a = pd.Series(X["educ"] + rng.standard_normal(40), name="training")
     r = ecc(y, a, X, estimator="ols")
     assert r.estimate == pytest.approx(
-        ecc(y.to_numpy(), a.to_numpy(), X.to_numpy(), estimator="ols").estimate, rel=1e-12)
+        ecc(y.to_numpy(), a.to_numpy(), X.to_numpy(), estimator="ols").estimate, rel=1e-12
+    )
     s = r.summary()
     assert "y: wage" in s and "a: training" in s and "age, income, educ" in s
     Xm = X.copy()

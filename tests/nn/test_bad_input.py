@@ -6,7 +6,6 @@ with their owner: the coverage test names every callable there that still lacks 
 call, so the gap is visible rather than silent.
 """
 
-
 import _bad_input as bi  # loaded once by tests/conftest.py
 import jax
 import jax.numpy as jnp
@@ -55,8 +54,10 @@ CASES = {
     "nn.causal_attention": Case(nn.causal_attention, dict(q=ATT, k=ATT, v=ATT)),
     "nn.CausalSelfAttention": Case(nn.CausalSelfAttention, dict(d_model=8, num_heads=2, key=KEY)),
     "nn.TransformerBlock": Case(nn.TransformerBlock, dict(d_model=8, num_heads=2, key=KEY)),
-    "nn.TransformerLM": Case(nn.TransformerLM, dict(vocab_size=8, d_model=8, num_heads=2,
-                                                    num_layers=1, max_len=8, key=KEY)),
+    "nn.TransformerLM": Case(
+        nn.TransformerLM,
+        dict(vocab_size=8, d_model=8, num_heads=2, num_layers=1, max_len=8, key=KEY),
+    ),
     "nn.default_float": Case(nn.default_float, {}),
     "nn.uniform_fan_in": Case(nn.uniform_fan_in, dict(fan_in=4)),
     "nn.set_matmul": Case(nn.set_matmul, dict(model=LIN, matmul=None)),
@@ -64,12 +65,23 @@ CASES = {
     "nn.split": Case(nn.split, dict(model=LIN)),
     "nn.combine": Case(nn.combine, dict(trainable=nn.split(LIN)[0], frozen=nn.split(LIN)[1])),
     "nn.count_params": Case(nn.count_params, dict(model=LIN)),
-    "nn.train": Case(nn.train, heavy=True, kwargs=dict(
-        model=LIN, loss_fn=_mse, batches=[BATCH] * 3, optimizer=SGD, steps=3, key=KEY,
-        progress=False)),
+    "nn.train": Case(
+        nn.train,
+        heavy=True,
+        kwargs=dict(
+            model=LIN,
+            loss_fn=_mse,
+            batches=[BATCH] * 3,
+            optimizer=SGD,
+            steps=3,
+            key=KEY,
+            progress=False,
+        ),
+    ),
     "nn.make_step": Case(nn.make_step, dict(loss_fn=_mse, optimizer=SGD)),
-    "nn.evaluate": Case(nn.evaluate, heavy=True, kwargs=dict(model=LIN, loss_fn=_mse,
-                                                              batches=[BATCH])),
+    "nn.evaluate": Case(
+        nn.evaluate, heavy=True, kwargs=dict(model=LIN, loss_fn=_mse, batches=[BATCH])
+    ),
     "nn.save": Case(_save, dict(path="/tmp/_bad_input_nn.eqx", tree=LIN)),
     "nn.load": Case(nn.load, dict(path="/tmp/_bad_input_nn.eqx", like=LIN)),
     "nn.lm_loss": Case(nn.lm_loss, heavy=True, kwargs=dict(model=LM, batch=TOK)),
@@ -95,36 +107,70 @@ CASES = {
     "nn.riemannian.random_stiefel": Case(R.random_stiefel, dict(p=6, r=2, key=KEY)),
 }
 
-NOT_ENTRY_POINTS = {"nn.TrainResult": "result", "nn.quant.FloatFormat": "record of FORMATS",
-                    "nn.quant.BlockQuantized": "result of quantize_blocks"}
+NOT_ENTRY_POINTS = {
+    "nn.TrainResult": "result",
+    "nn.quant.FloatFormat": "record of FORMATS",
+    "nn.quant.BlockQuantized": "result of quantize_blocks",
+}
 # modules whose owners register their calls (the coverage test lists the callables still missing)
-PENDING = {"nn.adapters.": "adapter-core (nn/adapters)", "nn.hopfield.": "hopfield helper",
-           "nn.mla.": "mla/hybrid helper", "nn.mamba2.": "mla/hybrid helper",
-           "nn.hybrid.": "mla/hybrid helper"}
-PENDING_NAMES = {k: PENDING[p] for k in bi.public_callables("nn") for p in PENDING
-                 if k.startswith(p)}
+PENDING = {
+    "nn.adapters.": "adapter-core (nn/adapters)",
+    "nn.hopfield.": "hopfield helper",
+    "nn.mla.": "mla/hybrid helper",
+    "nn.mamba2.": "mla/hybrid helper",
+    "nn.hybrid.": "mla/hybrid helper",
+}
+PENDING_NAMES = {
+    k: PENDING[p] for k in bi.public_callables("nn") for p in PENDING if k.startswith(p)
+}
 
 # validation still incomplete (found by the exhaustive run): the file that must fix each
 _LAYERS = "nn/_layers.py (dims, use_bias, eps, init_std, mlp_ratio via theory._validation)"
 KNOWN_GAPS = {
-    **dict.fromkeys(["nn.Linear", "nn.MLP", "nn.Embedding", "nn.RMSNorm", "nn.CausalSelfAttention",
-                     "nn.TransformerBlock", "nn.TransformerLM", "nn.causal_attention",
-                     "nn.uniform_fan_in"], _LAYERS),
-    **dict.fromkeys(["nn.combine", "nn.cross_entropy", "nn.save", "nn.load"],
-                    "nn/_train.py, nn/_tree.py (argument checks)"),
+    **dict.fromkeys(
+        [
+            "nn.Linear",
+            "nn.MLP",
+            "nn.Embedding",
+            "nn.RMSNorm",
+            "nn.CausalSelfAttention",
+            "nn.TransformerBlock",
+            "nn.TransformerLM",
+            "nn.causal_attention",
+            "nn.uniform_fan_in",
+        ],
+        _LAYERS,
+    ),
+    **dict.fromkeys(
+        ["nn.combine", "nn.cross_entropy", "nn.save", "nn.load"],
+        "nn/_train.py, nn/_tree.py (argument checks)",
+    ),
     "nn.MarkovCorpus": "nn/_data.py (P must be a finite row-stochastic matrix)",
-    **dict.fromkeys(["nn.quant.round_to", "nn.quant.quantize", "nn.quant.quantize_blocks",
-                     "nn.quant.sr_variance"],
-                    "nn/quant.py (NaN inputs propagate to NaN outputs by design; decide: raise)"),
+    **dict.fromkeys(
+        [
+            "nn.quant.round_to",
+            "nn.quant.quantize",
+            "nn.quant.quantize_blocks",
+            "nn.quant.sr_variance",
+        ],
+        "nn/quant.py (NaN inputs propagate to NaN outputs by design; decide: raise)",
+    ),
 }
 
-(test_every_public_callable_has_a_valid_call, test_valid_call_is_finite, test_bad_input,
- test_bad_input_exhaustive) = make_tests("nn", CASES, {**NOT_ENTRY_POINTS, **PENDING_NAMES},
-                                         max_examples=250, known_gaps=KNOWN_GAPS)
+(
+    test_every_public_callable_has_a_valid_call,
+    test_valid_call_is_finite,
+    test_bad_input,
+    test_bad_input_exhaustive,
+) = make_tests(
+    "nn", CASES, {**NOT_ENTRY_POINTS, **PENDING_NAMES}, max_examples=250, known_gaps=KNOWN_GAPS
+)
 
 
 def test_pending_modules_are_listed():
     """The exempted callables, printed so the gap stays visible in the test log."""
     assert all(k.startswith(tuple(PENDING)) for k in PENDING_NAMES)
-    print(f"{len(PENDING_NAMES)} nn callables await registered calls:",
-          ", ".join(sorted(PENDING_NAMES)))
+    print(
+        f"{len(PENDING_NAMES)} nn callables await registered calls:",
+        ", ".join(sorted(PENDING_NAMES)),
+    )

@@ -51,8 +51,13 @@ def _qkv(key, H, T, dh):
 
 
 @settings(max_examples=6)
-@given(H=st.integers(1, 3), T=st.integers(1, 6), dh=st.integers(1, 4),
-       ap=st.floats(0.0, 1.0), n=st.integers(1, 4))
+@given(
+    H=st.integers(1, 3),
+    T=st.integers(1, 6),
+    dh=st.integers(1, 4),
+    ap=st.floats(0.0, 1.0),
+    n=st.integers(1, 4),
+)
 def test_hidden_state_is_the_ema_of_scores(H, T, dh, ap, n):
     """h_n = ap^{n-1} S_1 + (1 - ap) sum_{k=2}^n ap^{n-k} S_k (init 'first'), and the output is
     softmax over the masked h (checked against an explicit NumPy softmax)."""
@@ -71,8 +76,11 @@ def test_hidden_state_is_the_ema_of_scores(H, T, dh, ap, n):
 
 
 @settings(max_examples=4)
-@given(T=st.integers(2, 6), ap=st.sampled_from([0.0, 1.0, 0.3]), init=st.sampled_from(["first",
-                                                                                        "zero"]))
+@given(
+    T=st.integers(2, 6),
+    ap=st.sampled_from([0.0, 1.0, 0.3]),
+    init=st.sampled_from(["first", "zero"]),
+)
 def test_rows_decode_and_mask_stays_inside_softmax(T, ap, init):
     """Row t computed alone (q_offset = t, hidden row of the layer below) equals row t of the full
     computation; alpha' in {0, 1} gives finite outputs (no 0 * -inf)."""
@@ -81,11 +89,13 @@ def test_rows_decode_and_mask_stays_inside_softmax(T, ap, init):
     o2, h2 = hopfield_attention(q2, k2, v2, h1, alpha_prime=ap, init=init)
     assert bool(jnp.all(jnp.isfinite(o2))) and bool(jnp.all(jnp.isfinite(h2)))
     for t in range(T):
-        r1 = hopfield_attention(q1[..., t:t + 1, :], k1, v1, None, alpha_prime=ap, init=init,
-                                q_offset=t)
-        r2 = hopfield_attention(q2[..., t:t + 1, :], k2, v2, r1[1], alpha_prime=ap, init=init,
-                                q_offset=t)
-        np.testing.assert_allclose(r2[0], o2[..., t:t + 1, :], rtol=0, atol=1e-12)
+        r1 = hopfield_attention(
+            q1[..., t : t + 1, :], k1, v1, None, alpha_prime=ap, init=init, q_offset=t
+        )
+        r2 = hopfield_attention(
+            q2[..., t : t + 1, :], k2, v2, r1[1], alpha_prime=ap, init=init, q_offset=t
+        )
+        np.testing.assert_allclose(r2[0], o2[..., t : t + 1, :], rtol=0, atol=1e-12)
 
 
 def test_init_zero_softens_the_first_layer():
@@ -93,8 +103,9 @@ def test_init_zero_softens_the_first_layer():
     _, h_first = hopfield_attention(q, k, v, alpha_prime=0.25, init="first")
     _, h_zero = hopfield_attention(q, k, v, alpha_prime=0.25, init="zero")
     np.testing.assert_allclose(h_zero, 0.75 * h_first, rtol=1e-14)
-    np.testing.assert_allclose(hidden_update(h_first, 2 * h_first, 0.25), 1.75 * h_first,
-                               rtol=1e-14)
+    np.testing.assert_allclose(
+        hidden_update(h_first, 2 * h_first, 0.25), 1.75 * h_first, rtol=1e-14
+    )
 
 
 def test_grads_finite_at_alpha_prime_one():
@@ -121,22 +132,26 @@ def test_vit_and_patchify():
     p = patchify(img, 2)
     assert p.shape == (2, 16, 4)
     np.testing.assert_array_equal(p[0, 1], [2.0, 3.0, 10.0, 11.0])
-    vit = HopfieldViT(16, 4, 10, 16, 4, 2, alpha_prime=0.5, alpha=0.0, mlp_residual=False,
-                      key=KEY)
+    vit = HopfieldViT(16, 4, 10, 16, 4, 2, alpha_prime=0.5, alpha=0.0, mlp_residual=False, key=KEY)
     assert vit(p).shape == (2, 10)
     assert vit.features(p).shape == (2, 17, 16)
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda: HopfieldAttention(10, 3, alpha_prime=0.5, key=KEY), "num_heads"),
-    (lambda: HopfieldAttention(8, 2, alpha_prime=1.5, key=KEY), "alpha_prime"),
-    (lambda: HopfieldBlock(8, 2, alpha_prime=0.5, alpha=-0.1, key=KEY), "alpha"),
-    (lambda: hopfield_block(alpha_prime=-0.5), "alpha_prime"),
-    (lambda: HopfieldAttention(8, 2, alpha_prime=0.5, init="last", key=KEY), "init"),
-    (lambda: patchify(jnp.zeros((3, 3)), 2), "patch"),
-    (lambda: decode(hopfield_lm(5, 4, 1, 1, 3, alpha_prime=0.5, key=KEY), jnp.zeros(3, int)),
-     "tokens"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: HopfieldAttention(10, 3, alpha_prime=0.5, key=KEY), "num_heads"),
+        (lambda: HopfieldAttention(8, 2, alpha_prime=1.5, key=KEY), "alpha_prime"),
+        (lambda: HopfieldBlock(8, 2, alpha_prime=0.5, alpha=-0.1, key=KEY), "alpha"),
+        (lambda: hopfield_block(alpha_prime=-0.5), "alpha_prime"),
+        (lambda: HopfieldAttention(8, 2, alpha_prime=0.5, init="last", key=KEY), "init"),
+        (lambda: patchify(jnp.zeros((3, 3)), 2), "patch"),
+        (
+            lambda: decode(hopfield_lm(5, 4, 1, 1, 3, alpha_prime=0.5, key=KEY), jnp.zeros(3, int)),
+            "tokens",
+        ),
+    ],
+)
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()

@@ -16,19 +16,28 @@ KEY = jax.random.PRNGKey(0)
 
 def _inputs(T, H, P, N, key=KEY):
     k = jax.random.split(key, 5)
-    return (jax.random.normal(k[0], (2, T, H, P)),
-            jax.nn.softplus(jax.random.normal(k[1], (2, T, H))),
-            -jnp.exp(jax.random.normal(k[2], (H,))),
-            jax.random.normal(k[3], (2, T, H, N)), jax.random.normal(k[4], (2, T, H, N)))
+    return (
+        jax.random.normal(k[0], (2, T, H, P)),
+        jax.nn.softplus(jax.random.normal(k[1], (2, T, H))),
+        -jnp.exp(jax.random.normal(k[2], (H,))),
+        jax.random.normal(k[3], (2, T, H, N)),
+        jax.random.normal(k[4], (2, T, H, N)),
+    )
 
 
 @settings(max_examples=8)
-@given(T=st.integers(1, 13), H=st.integers(1, 3), P=st.integers(1, 3), N=st.integers(1, 3),
-       chunk=st.integers(1, 6))
+@given(
+    T=st.integers(1, 13),
+    H=st.integers(1, 3),
+    P=st.integers(1, 3),
+    N=st.integers(1, 3),
+    chunk=st.integers(1, 6),
+)
 def test_chunked_equals_scan(T, H, P, N, chunk):
     x, dt, A, B, C = _inputs(T, H, P, N, jax.random.PRNGKey(T * 31 + chunk))
-    np.testing.assert_allclose(ssd_chunked(x, dt, A, B, C, chunk), ssd_scan(x, dt, A, B, C)[0],
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        ssd_chunked(x, dt, A, B, C, chunk), ssd_scan(x, dt, A, B, C)[0], rtol=1e-10, atol=1e-10
+    )
 
 
 def test_scan_matches_explicit_loop_and_linear_attention():
@@ -36,8 +45,9 @@ def test_scan_matches_explicit_loop_and_linear_attention():
     H_ = np.zeros((2, 2, 3, 4))
     ys = []
     for t in range(6):
-        H_ = (np.exp(np.asarray(dt[:, t] * A))[..., None, None] * H_
-              + np.einsum("bhp,bhn->bhpn", np.asarray(dt[:, t, :, None] * x[:, t]), B[:, t]))
+        H_ = np.exp(np.asarray(dt[:, t] * A))[..., None, None] * H_ + np.einsum(
+            "bhp,bhn->bhpn", np.asarray(dt[:, t, :, None] * x[:, t]), B[:, t]
+        )
         ys.append(np.einsum("bhpn,bhn->bhp", H_, C[:, t]))
     y, state = ssd_scan(x, dt, A, B, C)
     np.testing.assert_allclose(y, np.stack(ys, 1), rtol=1e-12, atol=1e-12)
@@ -60,12 +70,15 @@ def test_layer_modes_agree_and_kqvo_init_copies_teacher():
     assert bool(jnp.all(jnp.isfinite(m(u))))
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda: Mamba2(16, 4, 3, 4, key=KEY), "num_kv_heads"),
-    (lambda: Mamba2(16, 4, 2, 4, chunk=0, key=KEY), "chunk"),
-    (lambda: ssd_chunked(*_inputs(3, 1, 1, 1), chunk=0), "chunk"),
-    (lambda: Mamba2(16, 4, 2, 4, key=KEY)(jnp.zeros((2, 16)), mode="fast"), "mode"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: Mamba2(16, 4, 3, 4, key=KEY), "num_kv_heads"),
+        (lambda: Mamba2(16, 4, 2, 4, chunk=0, key=KEY), "chunk"),
+        (lambda: ssd_chunked(*_inputs(3, 1, 1, 1), chunk=0), "chunk"),
+        (lambda: Mamba2(16, 4, 2, 4, key=KEY)(jnp.zeros((2, 16)), mode="fast"), "mode"),
+    ],
+)
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()

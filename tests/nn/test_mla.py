@@ -18,12 +18,12 @@ KEY = jax.random.PRNGKey(0)
 def test_rope_rotates_pairs_and_keeps_relative_scores():
     x = jax.random.normal(KEY, (5, 6))
     y = rope(x, jnp.arange(5), 100.0)
-    np.testing.assert_allclose(jnp.linalg.norm(y, axis=-1), jnp.linalg.norm(x, axis=-1),
-                               rtol=1e-13)
+    np.testing.assert_allclose(jnp.linalg.norm(y, axis=-1), jnp.linalg.norm(x, axis=-1), rtol=1e-13)
     # pair (0, 3) at position 2 rotates by angle 2 * 100^0 = 2
     c, s = math.cos(2.0), math.sin(2.0)
-    np.testing.assert_allclose(y[2, [0, 3]], [x[2, 0] * c - x[2, 3] * s, x[2, 0] * s + x[2, 3] * c],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        y[2, [0, 3]], [x[2, 0] * c - x[2, 3] * s, x[2, 0] * s + x[2, 3] * c], rtol=1e-12
+    )
     q, k = jax.random.normal(KEY, (2, 1, 6))
     a = rope(q, jnp.array([3]), 100.0) @ rope(k, jnp.array([1]), 100.0).T
     b = rope(q, jnp.array([7]), 100.0) @ rope(k, jnp.array([5]), 100.0).T
@@ -37,14 +37,19 @@ def test_gqa_with_one_group_per_head_is_plain_attention():
     x = jax.random.normal(KEY, (2, 5, 12))
     h = lambda y: jnp.swapaxes(y.reshape(2, 5, 3, 4), 1, 2)  # noqa: E731
     o = causal_attention(h(g.q_proj(x)), h(g.k_proj(x)), h(g.v_proj(x)))
-    np.testing.assert_allclose(g(x), g.o_proj(jnp.swapaxes(o, 1, 2).reshape(2, 5, 12)),
-                               atol=1e-13)
+    np.testing.assert_allclose(g(x), g.o_proj(jnp.swapaxes(o, 1, 2).reshape(2, 5, 12)), atol=1e-13)
 
 
 @settings(max_examples=6)
-@given(G=st.integers(1, 2), g=st.integers(1, 2), nope=st.integers(0, 3),
-       rope_half=st.integers(0, 2), r=st.integers(1, 6), T=st.integers(1, 6),
-       q_rank=st.sampled_from([None, 3]))
+@given(
+    G=st.integers(1, 2),
+    g=st.integers(1, 2),
+    nope=st.integers(0, 3),
+    rope_half=st.integers(0, 2),
+    r=st.integers(1, 6),
+    T=st.integers(1, 6),
+    q_rank=st.sampled_from([None, 3]),
+)
 def test_absorbed_and_decode_equal_naive(G, g, nope, rope_half, r, T, q_rank):
     if nope + 2 * rope_half == 0:
         nope = 1
@@ -52,8 +57,17 @@ def test_absorbed_and_decode_equal_naive(G, g, nope, rope_half, r, T, q_rank):
     r = min(r, d, G * (nope + 3))
     if q_rank is not None:
         q_rank = min(q_rank, G * g * (nope + 2 * rope_half))
-    m = MLA(d, G * g, G, kv_rank=r, nope_dim=nope, v_dim=3, rope_dim=2 * rope_half,
-            q_rank=q_rank, key=jax.random.PRNGKey(G + 7 * r + 13 * T))
+    m = MLA(
+        d,
+        G * g,
+        G,
+        kv_rank=r,
+        nope_dim=nope,
+        v_dim=3,
+        rope_dim=2 * rope_half,
+        q_rank=q_rank,
+        key=jax.random.PRNGKey(G + 7 * r + 13 * T),
+    )
     x = jax.random.normal(KEY, (2, T, d))
     np.testing.assert_allclose(m(x, absorbed=True), m(x), rtol=0, atol=1e-12)
     np.testing.assert_allclose(mla_decode(m, x), m(x), rtol=0, atol=1e-12)
@@ -64,8 +78,13 @@ def test_svd_init_exact_at_full_rank_without_positions_and_eckart_young():
     x = jax.random.normal(KEY, (2, 7, 16))
     m, info = mla_from_gqa(g, 16)
     np.testing.assert_allclose(m(x), g(x), rtol=0, atol=1e-12)
-    W = np.concatenate([np.asarray(g.k_proj.weight).reshape(2, 4, 16),
-                        np.asarray(g.v_proj.weight).reshape(2, 4, 16)], 1).reshape(16, 16)
+    W = np.concatenate(
+        [
+            np.asarray(g.k_proj.weight).reshape(2, 4, 16),
+            np.asarray(g.v_proj.weight).reshape(2, 4, 16),
+        ],
+        1,
+    ).reshape(16, 16)
     s = np.linalg.svd(W, compute_uv=False)
     for r in (3, 8, 12):
         m, info = mla_from_gqa(g, r)
@@ -89,14 +108,17 @@ def test_svd_factor_q_rank_reconstructs():
     assert tail == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda: GQAttention(16, 4, 3, 4, key=KEY), "num_kv_heads"),
-    (lambda: MLA(16, 4, 2, kv_rank=40, nope_dim=4, v_dim=4, key=KEY), "kv_rank"),
-    (lambda: MLA(16, 4, 2, kv_rank=4, nope_dim=4, v_dim=4, q_rank=17, key=KEY), "q_rank"),
-    (lambda: MLA(16, 4, 2, kv_rank=4, nope_dim=4, v_dim=4, rope_dim=3, key=KEY), "rope_dim"),
-    (lambda: svd_factor(np.ones((3, 4)), 4), "rank"),
-    (lambda: mla_from_gqa(GQAttention(16, 4, 2, 4, key=KEY), 4, rope_dim=5), "rope_dim"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: GQAttention(16, 4, 3, 4, key=KEY), "num_kv_heads"),
+        (lambda: MLA(16, 4, 2, kv_rank=40, nope_dim=4, v_dim=4, key=KEY), "kv_rank"),
+        (lambda: MLA(16, 4, 2, kv_rank=4, nope_dim=4, v_dim=4, q_rank=17, key=KEY), "q_rank"),
+        (lambda: MLA(16, 4, 2, kv_rank=4, nope_dim=4, v_dim=4, rope_dim=3, key=KEY), "rope_dim"),
+        (lambda: svd_factor(np.ones((3, 4)), 4), "rank"),
+        (lambda: mla_from_gqa(GQAttention(16, 4, 2, 4, key=KEY), 4, rope_dim=5), "rope_dim"),
+    ],
+)
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()

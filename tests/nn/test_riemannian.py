@@ -34,8 +34,13 @@ def _retraction_checks(method, x, v):
     retract = rm.RETRACTIONS[method]
     v = rm.project_tangent(x, v)
     t = 1e-5
-    return (rm.feasibility(retract(x, v)), jnp.linalg.norm(retract(x, 0 * v) - x),
-            jnp.linalg.norm(retract(x, t * v) - x - t * v), jnp.linalg.norm(v), t)
+    return (
+        rm.feasibility(retract(x, v)),
+        jnp.linalg.norm(retract(x, 0 * v) - x),
+        jnp.linalg.norm(retract(x, t * v) - x - t * v),
+        jnp.linalg.norm(v),
+        t,
+    )
 
 
 @given(shapes, st.integers(0, 2**16), st.sampled_from(list(rm.RETRACTIONS)))
@@ -145,7 +150,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="params"):
         rm.stiefel_retraction().init(jnp.zeros((2, 5)))
     with pytest.raises(ValueError, match="`r` must be an integer in \\[1, 2\\]"):
-        rm.random_stiefel(2, 5, key=jax.random.key(0))   # r > p
+        rm.random_stiefel(2, 5, key=jax.random.key(0))  # r > p
 
 
 @given(shapes, st.integers(0, 2**16), st.floats(1e-3, 10.0))
@@ -157,5 +162,9 @@ def test_landing_field_matches_polar_code_convention(shape, seed, lam):
     g = _gauss((p, r), seed + 1)
     skew2 = g @ x.T - x @ g.T
     code = skew2 @ x + lam * x @ (x.T @ x - jnp.eye(r))
-    np.testing.assert_allclose(2 * landing_field(x, g, lam / 2), code, rtol=1e-10,
-                               atol=1e-10 * float(jnp.max(jnp.abs(code))))
+    np.testing.assert_allclose(
+        2 * landing_field(x, g, lam / 2),
+        code,
+        rtol=1e-10,
+        atol=1e-10 * float(jnp.max(jnp.abs(code))),
+    )

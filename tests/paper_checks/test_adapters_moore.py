@@ -20,12 +20,15 @@ def test_matched_forgetting_interpolates_at_first_crossing():
 
 def test_forgetting_at_matched_fit_uses_the_level_both_reach():
     steps = np.array([1.0, 0.5, 0.2])[:, None]
-    r = {"lora": {"new": np.array([steps * [1, 1]]), "orig": np.array([[1.0, 3.0, 5.0]])},
-         "moore": {"new": np.array([np.array([1.0, 0.5, 0.4])[:, None] * [1, 1]]),
-                   "orig": np.array([[1.0, 2.0, 4.0]])}}
+    r = {
+        "lora": {"new": np.array([steps * [1, 1]]), "orig": np.array([[1.0, 3.0, 5.0]])},
+        "moore": {
+            "new": np.array([np.array([1.0, 0.5, 0.4])[:, None] * [1, 1]]),
+            "orig": np.array([[1.0, 2.0, 4.0]]),
+        },
+    }
     # level = max(0.2, 0.4) = 0.4: MoORE at its end, LoRA two thirds of the way from 0.5 to 0.2
-    np.testing.assert_allclose(moore.forgetting_at_matched_fit(r), [[3 + 2 / 3, 4.0]],
-                               atol=1e-12)
+    np.testing.assert_allclose(moore.forgetting_at_matched_fit(r), [[3 + 2 / 3, 4.0]], atol=1e-12)
 
 
 def _count(tree):
@@ -38,8 +41,10 @@ def test_baseline_ranks_match_the_moore_count():
         m = _count(moore._adapter("moore", student, 0, tasks)[0])
         shapes = [(32, D_IN), (32, 32)]
         assert m == ad.num_params("moore", shapes, num_tasks=tasks, **moore.MOORE_CONFIG)
-        for method, r in (("lora", moore.lora_rank(student, tasks)),
-                          ("lora_task", moore.task_lora_rank(student, tasks))):
+        for method, r in (
+            ("lora", moore.lora_rank(student, tasks)),
+            ("lora_task", moore.task_lora_rank(student, tasks)),
+        ):
             n = _count(moore._adapter(method, student, 0, tasks)[0])
             per_rank = n / r
             assert abs(n - m) <= per_rank / 2, (method, n, m)

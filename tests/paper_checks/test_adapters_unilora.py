@@ -22,15 +22,17 @@ TOL = 1e-9  # float64 round-off (sums in another order) grown over 60 steps; a l
 
 
 def _train(model):
-    return fit(model, lambda m: jnp.mean(xent(m(X), Y)), optax.adamw(3e-2, weight_decay=0.1),
-               60)[0]
+    return fit(model, lambda m: jnp.mean(xent(m(X), Y)), optax.adamw(3e-2, weight_decay=0.1), 60)[0]
 
 
 def test_masked_lora_trains_as_rank_r_lora():
     big = lora_rank(ad.inject(BASE, "lora", key=jax.random.key(3), r=4, alpha=8.0), 2)
     small = ad.inject(BASE, "lora", key=jax.random.key(3), r=2, alpha=4.0)
-    small = eqx.tree_at(lambda m: [la.A for la in m.layers().values()], small,
-                        [la.A[:2] for la in big.layers().values()])
+    small = eqx.tree_at(
+        lambda m: [la.A for la in m.layers().values()],
+        small,
+        [la.A[:2] for la in big.layers().values()],
+    )
     big, small = _train(big), _train(small)
     np.testing.assert_allclose(big(X), small(X), rtol=TOL, atol=TOL)
     for la in big.layers().values():
@@ -47,5 +49,4 @@ def test_padded_uni_lora_trains_as_uni_lora():
     big, small = _train(big), _train(small)
     np.testing.assert_allclose(big(X), small(X), rtol=TOL, atol=TOL)
     np.testing.assert_array_equal(big.shared["theta"][5:], 0.0)
-    np.testing.assert_allclose(big.shared["theta"][:5], small.shared["theta"], rtol=TOL,
-                               atol=TOL)
+    np.testing.assert_allclose(big.shared["theta"][:5], small.shared["theta"], rtol=TOL, atol=TOL)

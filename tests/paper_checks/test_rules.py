@@ -5,8 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from paper_checks import (at_least, at_most, equivalent, holds, measure, paired_gap,
-                          slope_within, within)
+from paper_checks import (
+    at_least,
+    at_most,
+    equivalent,
+    holds,
+    measure,
+    paired_gap,
+    slope_within,
+    within,
+)
 
 
 def test_within_is_two_sided_and_elementwise():
@@ -53,8 +61,9 @@ def test_slope_within_fits_log_log():
 
 
 def test_measure_is_the_conjunction_and_writes_every_rule():
-    m = measure(within(1.0, 1.0, 0.1, name="a"), at_most(2.0, 1.0, name="b"),
-                extra={"n": 10}, detail="d")
+    m = measure(
+        within(1.0, 1.0, 0.1, name="a"), at_most(2.0, 1.0, name="b"), extra={"n": 10}, detail="d"
+    )
     assert not m.passed and m.measured == {"a": 1.0, "b": 2.0, "n": 10}
     assert "[ok]" in m.rule and "[FAILS]" in m.rule and m.detail == "d"
     one = measure(holds(True, name="identity", rule="merge == unmerged"))

@@ -10,8 +10,9 @@ from paper_checks.transformer import _rate3, _rate_fd, softmax_order
 def test_finite_difference_rate_is_exact_for_cubics_and_beats_three_points():
     t = np.cumsum(np.random.default_rng(0).uniform(0.1, 1.0, 30))
     E = 3.0 - 2.0 * t + 0.7 * t**2 - 0.1 * t**3
-    np.testing.assert_allclose(_rate_fd(t, E), -2.0 + 1.4 * t[2:-2] - 0.3 * t[2:-2] ** 2,
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        _rate_fd(t, E), -2.0 + 1.4 * t[2:-2] - 0.3 * t[2:-2] ** 2, rtol=1e-10
+    )
     # on a smooth non-polynomial E with small steps the extrapolation beats the plain
     # three-point formula by far (here ~300x)
     t = np.cumsum(np.random.default_rng(0).uniform(0.05, 0.1, 30))

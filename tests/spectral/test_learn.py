@@ -11,8 +11,9 @@ import spectral
 def test_learn_sigma_small():
     train = spectral.make_dataset(120, 40, 2.0, rng=0)
     test = spectral.make_dataset(60, 40, 2.0, rng=1)
-    r = spectral.learn_sigma(train, test, units=4, epochs=25, batch=60, lr=0.05,
-                             key=jax.random.key(0))
+    r = spectral.learn_sigma(
+        train, test, units=4, epochs=25, batch=60, lr=0.05, key=jax.random.key(0)
+    )
     t = np.linspace(-20, 20, 2001)
     v = r.sigma(t)
     assert np.all(np.diff(v) >= 0) and v.max() <= r.sigma.upper and v.min() >= r.sigma.lower

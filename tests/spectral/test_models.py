@@ -88,9 +88,13 @@ def test_simulation_matches_limits(beta):
     limit = np.array(spectral.outlier(TANH_OPT, inst.beta))
     se = meas.std(0, ddof=1) / np.sqrt(trials)
     allowance = np.abs(pred.mean(0) - limit) + np.array([0.0, limit[1] / np.sqrt(n)])
-    assert np.all(np.abs(meas.mean(0) - limit) <= 3 * se + allowance), (meas.mean(0), limit, se,
-                                                                        allowance)
-    assert np.all(allowance < 0.06 * limit)   # the finite-n corrections themselves are small
+    assert np.all(np.abs(meas.mean(0) - limit) <= 3 * se + allowance), (
+        meas.mean(0),
+        limit,
+        se,
+        allowance,
+    )
+    assert np.all(allowance < 0.06 * limit)  # the finite-n corrections themselves are small
 
 
 def test_null_below_threshold_separation():

@@ -19,5 +19,5 @@ def test_irregular_regime_overlap_jumps_at_threshold():
     r = spectral.threshold(s)
     assert not r.regular
     just_above = spectral.outlier_limits(s, r.beta_star * (1 + 1e-9))
-    assert just_above.eigenvalue - r.edge < 1e-6      # eigenvalue continuous
-    assert just_above.overlap > 0.1                   # overlap discontinuous (first order)
+    assert just_above.eigenvalue - r.edge < 1e-6  # eigenvalue continuous
+    assert just_above.overlap > 0.1  # overlap discontinuous (first order)

@@ -7,20 +7,28 @@ import spectral
 from spectral import sigmas
 
 
-@pytest.mark.parametrize("fam,p,prior", [
-    ("tanh", [1.2, 0.7], "planted_submatrix"),
-    ("zshape", [5.0, 3.0, -3.0], "planted_submatrix"),
-    ("step3", [-1.0, 1.0, 0.5, 0.5, 0.7, 0.4], "planted_submatrix"),   # breaks on grid points
-    ("tanh", [1.0, 0.3], "sparse_nnpca"),                             # irregular regime
-])
+@pytest.mark.parametrize(
+    "fam,p,prior",
+    [
+        ("tanh", [1.2, 0.7], "planted_submatrix"),
+        ("zshape", [5.0, 3.0, -3.0], "planted_submatrix"),
+        ("step3", [-1.0, 1.0, 0.5, 0.5, 0.7, 0.4], "planted_submatrix"),  # breaks on grid points
+        ("tanh", [1.0, 0.3], "sparse_nnpca"),  # irregular regime
+    ],
+)
 def test_gradient_matches_finite_differences(fam, p, prior):
     p = np.array(p)
     b, g, res = spectral.threshold_and_gradient(fam, p, prior)
     assert b == pytest.approx(spectral.critical_threshold(spectral.family(fam).make(p), prior))
     h = 1e-6
-    fd = [(spectral.threshold_and_gradient(fam, p + h * e, prior)[0]
-           - spectral.threshold_and_gradient(fam, p - h * e, prior)[0]) / (2 * h)
-          for e in np.eye(p.size)]
+    fd = [
+        (
+            spectral.threshold_and_gradient(fam, p + h * e, prior)[0]
+            - spectral.threshold_and_gradient(fam, p - h * e, prior)[0]
+        )
+        / (2 * h)
+        for e in np.eye(p.size)
+    ]
     np.testing.assert_allclose(g, fd, atol=2e-8)
 
 

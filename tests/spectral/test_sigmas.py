@@ -7,10 +7,15 @@ import spectral
 from spectral import sigmas
 
 T = np.linspace(-30, 30, 2001)
-FAMILIES = [sigmas.tanh(1.7, 0.58), sigmas.zshape(7.4, 4.4, -5.2), sigmas.zshape(0.0, 2.0, 1.0),
-            sigmas.step([-1.0, 0.0, 0.0, 2.0], [-1.0, 0.0, 0.5, 0.7, 3.0]), sigmas.constant(2.5),
-            sigmas.monotone_mlp([0.3, -1.0], [0.5, 2.0], [0.0, -1.0], 0.2),
-            sigmas.tanh(1.0, 1.0) + 3.0]
+FAMILIES = [
+    sigmas.tanh(1.7, 0.58),
+    sigmas.zshape(7.4, 4.4, -5.2),
+    sigmas.zshape(0.0, 2.0, 1.0),
+    sigmas.step([-1.0, 0.0, 0.0, 2.0], [-1.0, 0.0, 0.5, 0.7, 3.0]),
+    sigmas.constant(2.5),
+    sigmas.monotone_mlp([0.3, -1.0], [0.5, 2.0], [0.0, -1.0], 0.2),
+    sigmas.tanh(1.0, 1.0) + 3.0,
+]
 
 
 @pytest.mark.parametrize("s", FAMILIES, ids=str)
@@ -65,4 +70,5 @@ def test_bad_sigma_input():
 def test_custom_agrees_with_family():
     s = sigmas.custom(lambda t: np.clip(t, 0.0, 1.0), upper=1.0, lower=0.0, breaks=[0.0, 1.0])
     assert spectral.critical_threshold(s) == pytest.approx(
-        spectral.critical_threshold(sigmas.zshape(1.0, 1.0, 0.0)), abs=1e-11)
+        spectral.critical_threshold(sigmas.zshape(1.0, 1.0, 0.0)), abs=1e-11
+    )

@@ -25,8 +25,11 @@ def test_constant_sigma_is_bbp(prior, c):
 
 
 @pytest.mark.parametrize("prior", PRIORS)
-@pytest.mark.parametrize("base", [sigmas.tanh(1.7, 0.58), sigmas.zshape(3.0, 2.0, -1.0),
-                                  sigmas.step([0.5, 1.5], [0, 1, 2])], ids=str)
+@pytest.mark.parametrize(
+    "base",
+    [sigmas.tanh(1.7, 0.58), sigmas.zshape(3.0, 2.0, -1.0), sigmas.step([0.5, 1.5], [0, 1, 2])],
+    ids=str,
+)
 def test_shift_invariance(prior, base):
     b0 = spectral.critical_threshold(base, prior)
     for c in (3.0, -1.0):
@@ -41,12 +44,16 @@ def test_shift_invariance(prior, base):
 
 # Targets from the official code's logs (Ma & Kunisky 2025, Sec. 4 / note §4.2): our solver must
 # reproduce these from the published optimal parameters.
-@pytest.mark.parametrize("sigma,prior,target,tol", [
-    (sigmas.tanh(1.70974534, 0.58384117), "planted_submatrix", 0.7550073893, 1e-9),
-    (sigmas.tanh(2.17506053, 0.57475203), "sparse_nnpca", 0.6616580861, 1e-9),
-    (sigmas.zshape(7.41704791, 4.40851134, -5.20518863), "planted_submatrix", 0.76502376, 1e-8),
-    (sigmas.zshape(7.41622857, 4.13302992, -4.72853374), "sparse_nnpca", 0.68032467, 1e-8),
-], ids=["tanh-ps", "tanh-nnpca", "z-ps", "z-nnpca"])
+@pytest.mark.parametrize(
+    "sigma,prior,target,tol",
+    [
+        (sigmas.tanh(1.70974534, 0.58384117), "planted_submatrix", 0.7550073893, 1e-9),
+        (sigmas.tanh(2.17506053, 0.57475203), "sparse_nnpca", 0.6616580861, 1e-9),
+        (sigmas.zshape(7.41704791, 4.40851134, -5.20518863), "planted_submatrix", 0.76502376, 1e-8),
+        (sigmas.zshape(7.41622857, 4.13302992, -4.72853374), "sparse_nnpca", 0.68032467, 1e-8),
+    ],
+    ids=["tanh-ps", "tanh-nnpca", "z-ps", "z-nnpca"],
+)
 def test_paper_optima(sigma, prior, target, tol):
     assert spectral.critical_threshold(sigma, prior) == pytest.approx(target, abs=tol)
 
@@ -69,9 +76,12 @@ def test_tanh_nnpca_optimum_on_regime_boundary():
 
 
 tanh_params = st.tuples(st.floats(0.2, 3.0), st.floats(0.3, 2.0))
-steps = st.integers(1, 4).flatmap(lambda k: st.tuples(
-    st.lists(st.floats(-2.0, 2.0), min_size=k, max_size=k),
-    st.lists(st.floats(0.05, 1.5), min_size=k, max_size=k)))
+steps = st.integers(1, 4).flatmap(
+    lambda k: st.tuples(
+        st.lists(st.floats(-2.0, 2.0), min_size=k, max_size=k),
+        st.lists(st.floats(0.05, 1.5), min_size=k, max_size=k),
+    )
+)
 
 
 def _sigma(kind, p):
@@ -83,6 +93,7 @@ def _sigma(kind, p):
 
 def _check_properties(s, prior):
     from theory.nonlinear_laplacian import null_law, theta
+
     eta = spectral.as_prior(prior)
     law = null_law(s)
     bstar = spectral.critical_threshold(s, prior)
@@ -90,11 +101,15 @@ def _check_properties(s, prior):
     betas.sort()
     th = [theta(s, b, eta) for b in betas]
     present = [t for t in th if t is not None]
-    assert np.all(np.diff(present) > 0)                       # θ(β) increasing
-    hp = np.array([-1.0 if t is None else 1 - np.sum(law.weights / (t - s.upper + law.upper_gaps)
-                                                      ** 2) for t in th])
+    assert np.all(np.diff(present) > 0)  # θ(β) increasing
+    hp = np.array(
+        [
+            -1.0 if t is None else 1 - np.sum(law.weights / (t - s.upper + law.upper_gaps) ** 2)
+            for t in th
+        ]
+    )
     signs = np.sign(hp[np.abs(betas - bstar) > 1e-9])
-    assert np.count_nonzero(np.diff(signs)) <= 1              # H'(θ(β)) changes sign once
+    assert np.count_nonzero(np.diff(signs)) <= 1  # H'(θ(β)) changes sign once
     above = betas[betas > bstar * (1 + 1e-9)]
     res = [spectral.outlier_limits(s, b, prior) for b in above]
     ov = np.array([r.overlap for r in res])
@@ -103,7 +118,7 @@ def _check_properties(s, prior):
     assert np.all(np.diff(ov) > 0) and np.all(np.diff(lam) > 0) and np.all(lam > res[0].edge)
     below = [spectral.outlier(s, b, prior) for b in betas[betas < bstar * (1 - 1e-9)]]
     assert all(o == 0.0 for _, o in below)
-    r = spectral.outlier_limits(s, bstar * (1 + 1e-8), prior)   # continuity at β*
+    r = spectral.outlier_limits(s, bstar * (1 + 1e-8), prior)  # continuity at β*
     assert r.eigenvalue - r.edge < 1e-4
     if spectral.threshold(s, prior).regular:
         assert r.overlap < 1e-4

@@ -1,6 +1,5 @@
 """Generated bad input over every public callable of ``theory`` (see ``tests/_bad_input.py``)."""
 
-
 import numpy as np
 from _bad_input import Case, make_tests  # loaded once by tests/conftest.py
 
@@ -38,145 +37,181 @@ CASES = {
     "theory.semicircle_cdf": Case(T.semicircle_cdf, dict(x=np.array([0.3, -1.0, 3.0]))),
     "theory.semicircle_stieltjes": Case(T.semicircle_stieltjes, dict(z=3.0)),
     "theory.semicircle_edge": Case(T.semicircle_edge, dict(scale=2.0)),
-    "theory.ecc.SpectralIntegrator": Case(ecc.SpectralIntegrator,
-                                          dict(gamma=0.5, lam_a=1.0, lam_y=1.0)),
+    "theory.ecc.SpectralIntegrator": Case(
+        ecc.SpectralIntegrator, dict(gamma=0.5, lam_a=1.0, lam_y=1.0)
+    ),
     "theory.ecc.bias_constants": Case(ecc.bias_constants, dict(integ=INTEG)),
-    "theory.ecc.naive_limit": Case(ecc.naive_limit, dict(estimator="dr", split=2, c=CONST,
-                                                         theta=1.0, psi=1.0)),
-    "theory.ecc.debias": Case(ecc.debias, dict(estimator="dr", split=2, naive=1.0,
-                                               theta_hat=1.0, c=CONST)),
+    "theory.ecc.naive_limit": Case(
+        ecc.naive_limit, dict(estimator="dr", split=2, c=CONST, theta=1.0, psi=1.0)
+    ),
+    "theory.ecc.debias": Case(
+        ecc.debias, dict(estimator="dr", split=2, naive=1.0, theta_hat=1.0, c=CONST)
+    ),
     "theory.ecc.debias_factors": Case(ecc.debias_factors, dict(estimator="nr", split=3, c=CONST)),
-    "theory.ecc.variance_components": Case(ecc.variance_components,
-                                           dict(estimator="dr", split=2, integ=INTEG, **VC)),
-    "theory.ecc.asymptotic_variance": Case(ecc.asymptotic_variance,
-                                           dict(estimator="dr", split=2, lam_a=1.0, lam_y=1.0,
-                                                gamma=0.5, **VC)),
-    "theory.ecc.prediction_risk": Case(ecc.prediction_risk, dict(integ=INTEG, which="a",
-                                                                 signal2=1.0, noise_var=1.0)),
-    "theory.ecc.prediction_optimal_lambda": Case(ecc.prediction_optimal_lambda,
-                                                 dict(gamma=0.5, signal2=1.0, noise_var=1.0)),
-    "theory.fp4.gradient_noise_ratio": Case(fp4.gradient_noise_ratio,
-                                            dict(grad_norm=1.0, noise_norm=0.5)),
+    "theory.ecc.variance_components": Case(
+        ecc.variance_components, dict(estimator="dr", split=2, integ=INTEG, **VC)
+    ),
+    "theory.ecc.asymptotic_variance": Case(
+        ecc.asymptotic_variance,
+        dict(estimator="dr", split=2, lam_a=1.0, lam_y=1.0, gamma=0.5, **VC),
+    ),
+    "theory.ecc.prediction_risk": Case(
+        ecc.prediction_risk, dict(integ=INTEG, which="a", signal2=1.0, noise_var=1.0)
+    ),
+    "theory.ecc.prediction_optimal_lambda": Case(
+        ecc.prediction_optimal_lambda, dict(gamma=0.5, signal2=1.0, noise_var=1.0)
+    ),
+    "theory.fp4.gradient_noise_ratio": Case(
+        fp4.gradient_noise_ratio, dict(grad_norm=1.0, noise_norm=0.5)
+    ),
     "theory.fp4.critical_sigma": Case(fp4.critical_sigma, dict(grad_norm=1.0, d=100)),
     "theory.fp4.optimal_step": Case(fp4.optimal_step, dict(G=1.0, sigma=0.1, d=100, lam=1.0)),
-    "theory.fp4.expected_loss_change": Case(fp4.expected_loss_change,
-                                            dict(G=1.0, sigma=0.1, d=100, lam=1.0, eta=0.01)),
+    "theory.fp4.expected_loss_change": Case(
+        fp4.expected_loss_change, dict(G=1.0, sigma=0.1, d=100, lam=1.0, eta=0.01)
+    ),
     "theory.fp4.optimal_efficiency": Case(fp4.optimal_efficiency, dict(rho=0.5)),
     "theory.fp4.fixed_step_efficiency": Case(fp4.fixed_step_efficiency, dict(rho=0.5)),
     "theory.fp4.two_point_variance": Case(fp4.two_point_variance, dict(y=0.3, lo=0.0, hi=1.0)),
-    "theory.fp4.update_gemm_noise": Case(fp4.update_gemm_noise,
-                                         dict(delta=M2, a=M2, v_delta=M2**2, v_a=M2**2)),
+    "theory.fp4.update_gemm_noise": Case(
+        fp4.update_gemm_noise, dict(delta=M2, a=M2, v_delta=M2**2, v_a=M2**2)
+    ),
     "theory.fp4.threshold_derivation": Case(fp4.threshold_derivation, {}, heavy=True),  # sympy
-    "theory.fp4.nvfp4_sr_variance": Case(fp4.nvfp4_sr_variance,
-                                         dict(x=_g.standard_normal(32), block=16)),
-    "theory.fp4.noisy_gd_sq_error": Case(fp4.noisy_gd_sq_error,
-                                         dict(e0_sq=1.0, noise_sq=np.full(5, 0.1), eta=0.1)),
+    "theory.fp4.nvfp4_sr_variance": Case(
+        fp4.nvfp4_sr_variance, dict(x=_g.standard_normal(32), block=16)
+    ),
+    "theory.fp4.noisy_gd_sq_error": Case(
+        fp4.noisy_gd_sq_error, dict(e0_sq=1.0, noise_sq=np.full(5, 0.1), eta=0.1)
+    ),
     "theory.free_convolution.edge_point": Case(fc.edge_point, dict(law=LAW)),
     "theory.free_convolution.right_edge": Case(fc.right_edge, dict(law=LAW)),
     "theory.free_convolution.left_edge": Case(fc.left_edge, dict(law=LAW)),
-    "theory.free_convolution.free_convolution_density": Case(fc.free_convolution_density,
-                                                             dict(law=LAW, points=51)),
+    "theory.free_convolution.free_convolution_density": Case(
+        fc.free_convolution_density, dict(law=LAW, points=51)
+    ),
     "theory.marchenko_pastur.edges": Case(mp.edges, dict(gamma=0.5)),
     "theory.marchenko_pastur.atom": Case(mp.atom, dict(gamma=2.0)),
-    "theory.marchenko_pastur.density": Case(mp.density, dict(x=np.array([0.5, 1.0, 9.0]),
-                                                             gamma=0.5)),
+    "theory.marchenko_pastur.density": Case(
+        mp.density, dict(x=np.array([0.5, 1.0, 9.0]), gamma=0.5)
+    ),
     "theory.marchenko_pastur.moment": Case(mp.moment, dict(k=3, gamma=0.5)),
     "theory.marchenko_pastur.stieltjes": Case(mp.stieltjes, dict(lam=1.0, gamma=0.5)),
-    "theory.marchenko_pastur.resolvent_moment": Case(mp.resolvent_moment,
-                                                     dict(gamma=0.5, lams=[1.0, 2.0], power=1)),
-    "theory.marchenko_pastur.resolvent_table": Case(mp.resolvent_table,
-                                                    dict(gamma=0.5, lam_a=1.0, lam_y=2.0)),
+    "theory.marchenko_pastur.resolvent_moment": Case(
+        mp.resolvent_moment, dict(gamma=0.5, lams=[1.0, 2.0], power=1)
+    ),
+    "theory.marchenko_pastur.resolvent_table": Case(
+        mp.resolvent_table, dict(gamma=0.5, lam_a=1.0, lam_y=2.0)
+    ),
     "theory.marchenko_pastur.ridge_df": Case(mp.ridge_df, dict(lam=1.0, gamma=0.5)),
     "theory.marchenko_pastur.integrate": Case(mp.integrate, dict(f=np.sqrt, gamma=0.5)),
     "theory.marchenko_pastur.empirical_resolvent_moment": Case(
-        mp.empirical_resolvent_moment, dict(eigenvalues=np.array([0.5, 1.0, 2.0]),
-                                            lams=[1.0, 2.0], power=1)),
-    "theory.nonlinear_laplacian.EtaLaw": Case(nl.EtaLaw, dict(nodes=np.array([1.0, 2.0]),
-                                                              probs=np.array([0.5, 0.5]))),
+        mp.empirical_resolvent_moment,
+        dict(eigenvalues=np.array([0.5, 1.0, 2.0]), lams=[1.0, 2.0], power=1),
+    ),
+    "theory.nonlinear_laplacian.EtaLaw": Case(
+        nl.EtaLaw, dict(nodes=np.array([1.0, 2.0]), probs=np.array([0.5, 0.5]))
+    ),
     "theory.nonlinear_laplacian.null_law": Case(nl.null_law, dict(sigma=SIGMA)),
-    "theory.nonlinear_laplacian.signal_expectations": Case(nl.signal_expectations,
-                                                           dict(sigma=SIGMA, beta=2.0, eta=ETA)),
+    "theory.nonlinear_laplacian.signal_expectations": Case(
+        nl.signal_expectations, dict(sigma=SIGMA, beta=2.0, eta=ETA)
+    ),
     "theory.nonlinear_laplacian.theta": Case(nl.theta, dict(sigma=SIGMA, beta=2.0, eta=ETA)),
-    "theory.nonlinear_laplacian.critical_threshold": Case(nl.critical_threshold,
-                                                          dict(sigma=SIGMA, eta=ETA)),
+    "theory.nonlinear_laplacian.critical_threshold": Case(
+        nl.critical_threshold, dict(sigma=SIGMA, eta=ETA)
+    ),
     "theory.nonlinear_laplacian.critical_threshold_nested": Case(
-        nl.critical_threshold_nested, dict(sigma=SIGMA, eta=ETA)),
+        nl.critical_threshold_nested, dict(sigma=SIGMA, eta=ETA)
+    ),
     "theory.nonlinear_laplacian.outlier": Case(nl.outlier, dict(sigma=SIGMA, beta=2.0, eta=ETA)),
     "theory.nonlinear_laplacian.bulk_edge": Case(nl.bulk_edge, dict(sigma=SIGMA)),
-    "theory.nonlinear_laplacian.small_sigma_slope": Case(nl.small_sigma_slope,
-                                                         dict(s=SIGMA, eta=ETA)),
+    "theory.nonlinear_laplacian.small_sigma_slope": Case(
+        nl.small_sigma_slope, dict(s=SIGMA, eta=ETA)
+    ),
     "theory.sgd.check_stepsize": Case(sgd.check_stepsize, dict(eta=0.5, beta=1.0)),
     "theory.sgd.bias_term": Case(sgd.bias_term, dict(T=10, eta=0.5, beta=1.0, dist2=1.0)),
-    "theory.sgd.noise_term": Case(sgd.noise_term, dict(T=10, eta=0.5, beta=1.0,
-                                                       sigma2_star=0.1)),
-    "theory.sgd.last_iterate_bound": Case(sgd.last_iterate_bound,
-                                          dict(T=10, eta=0.5, beta=1.0, dist2=1.0,
-                                               sigma2_star=0.1)),
-    "theory.sgd.last_iterate_rate_exponent": Case(sgd.last_iterate_rate_exponent,
-                                                  dict(eta=0.5, beta=1.0)),
+    "theory.sgd.noise_term": Case(sgd.noise_term, dict(T=10, eta=0.5, beta=1.0, sigma2_star=0.1)),
+    "theory.sgd.last_iterate_bound": Case(
+        sgd.last_iterate_bound, dict(T=10, eta=0.5, beta=1.0, dist2=1.0, sigma2_star=0.1)
+    ),
+    "theory.sgd.last_iterate_rate_exponent": Case(
+        sgd.last_iterate_rate_exponent, dict(eta=0.5, beta=1.0)
+    ),
     "theory.sgd.noiseless_bound": Case(sgd.noiseless_bound, dict(T=10, beta=1.0, dist2=1.0)),
-    "theory.sgd.tuned_stepsize": Case(sgd.tuned_stepsize, dict(T=10, beta=1.0, dist2=1.0,
-                                                               sigma2_star=0.1)),
-    "theory.sgd.tuned_rate": Case(sgd.tuned_rate, dict(T=10, beta=1.0, dist2=1.0,
-                                                       sigma2_star=0.1)),
-    "theory.sgd.optimal_stepsize": Case(sgd.optimal_stepsize, dict(T=10, beta=1.0, dist2=1.0,
-                                                                   sigma2_star=0.1)),
+    "theory.sgd.tuned_stepsize": Case(
+        sgd.tuned_stepsize, dict(T=10, beta=1.0, dist2=1.0, sigma2_star=0.1)
+    ),
+    "theory.sgd.tuned_rate": Case(sgd.tuned_rate, dict(T=10, beta=1.0, dist2=1.0, sigma2_star=0.1)),
+    "theory.sgd.optimal_stepsize": Case(
+        sgd.optimal_stepsize, dict(T=10, beta=1.0, dist2=1.0, sigma2_star=0.1)
+    ),
     "theory.sgd.continual_loss_bound": Case(sgd.continual_loss_bound, dict(k=5)),
     "theory.sgd.evron2025_rate": Case(sgd.evron2025_rate, dict(k=5)),
-    "theory.sgd.varre2021_rate": Case(sgd.varre2021_rate, dict(T=10, eta=0.5, beta=1.0,
-                                                               dist2=1.0)),
-    "theory.sgd.averaged_iterate_bound": Case(sgd.averaged_iterate_bound,
-                                              dict(T=10, eta=0.5, beta=1.0, dist2=1.0)),
-    "theory.sgd.fejer_decrease": Case(sgd.fejer_decrease, dict(eta=0.5, beta=1.0,
-                                                               grad_norm2=1.0)),
-    "theory.sgd.quadratic_gd_loss_ratio": Case(sgd.quadratic_gd_loss_ratio,
-                                               dict(T=10, eta=0.5, beta=1.0)),
-    "theory.sgd.rare_curvature_risk": Case(sgd.rare_curvature_risk,
-                                           dict(T=10, eta=0.5, beta=1.0, p=0.1, w0=1.0)),
-    "theory.sgd.rare_curvature_worst_p": Case(sgd.rare_curvature_worst_p,
-                                              dict(T=10, eta=0.5, beta=1.0)),
+    "theory.sgd.varre2021_rate": Case(sgd.varre2021_rate, dict(T=10, eta=0.5, beta=1.0, dist2=1.0)),
+    "theory.sgd.averaged_iterate_bound": Case(
+        sgd.averaged_iterate_bound, dict(T=10, eta=0.5, beta=1.0, dist2=1.0)
+    ),
+    "theory.sgd.fejer_decrease": Case(sgd.fejer_decrease, dict(eta=0.5, beta=1.0, grad_norm2=1.0)),
+    "theory.sgd.quadratic_gd_loss_ratio": Case(
+        sgd.quadratic_gd_loss_ratio, dict(T=10, eta=0.5, beta=1.0)
+    ),
+    "theory.sgd.rare_curvature_risk": Case(
+        sgd.rare_curvature_risk, dict(T=10, eta=0.5, beta=1.0, p=0.1, w0=1.0)
+    ),
+    "theory.sgd.rare_curvature_worst_p": Case(
+        sgd.rare_curvature_worst_p, dict(T=10, eta=0.5, beta=1.0)
+    ),
     "theory.sgd.ar1_risk": Case(sgd.ar1_risk, dict(T=10, eta=0.5, beta=1.0, s2=0.1, w0=1.0)),
     "theory.sgd.ar1_floor": Case(sgd.ar1_floor, dict(eta=0.5, beta=1.0, sigma2_star=0.1)),
-    "theory.sgd.commuting_risk": Case(sgd.commuting_risk, dict(T=10, eta=0.5, beta=1.0,
-                                                               p=np.array([0.5, 0.5]),
-                                                               w0=np.array([1.0, 1.0]))),
-    "theory.transformer.condensation_direction": Case(tr.condensation_direction,
-                                                      dict(X=X3, y=Y4)),
+    "theory.sgd.commuting_risk": Case(
+        sgd.commuting_risk,
+        dict(T=10, eta=0.5, beta=1.0, p=np.array([0.5, 0.5]), w0=np.array([1.0, 1.0])),
+    ),
+    "theory.transformer.condensation_direction": Case(tr.condensation_direction, dict(X=X3, y=Y4)),
     "theory.transformer.time_rescaling": Case(tr.time_rescaling, dict(X=X3, y=Y4, eps=0.1)),
-    "theory.transformer.effective_vector_field": Case(tr.effective_vector_field,
-                                                      dict(W_V=M2, W1=M2, W2=V2, v=V2)),
+    "theory.transformer.effective_vector_field": Case(
+        tr.effective_vector_field, dict(W_V=M2, W1=M2, W2=V2, v=V2)
+    ),
     "theory.transformer.cubic_energy": Case(tr.cubic_energy, dict(u=V2, W1=M2, W2=V2)),
     "theory.transformer.energy_rate": Case(tr.energy_rate, dict(u=V2, W1=M2, W2=V2)),
     "theory.transformer.energy_rate_lower_bound": Case(tr.energy_rate_lower_bound, dict(E=0.5)),
-    "theory.transformer.conserved_quantities": Case(tr.conserved_quantities,
-                                                    dict(u=V2, W1=M2, W2=V2)),
+    "theory.transformer.conserved_quantities": Case(
+        tr.conserved_quantities, dict(u=V2, W1=M2, W2=V2)
+    ),
     "theory.transformer.nondegeneracy": Case(tr.nondegeneracy, dict(u=V2, W1=M2, W2=V2)),
     "theory.transformer.blowup_time_bound": Case(tr.blowup_time_bound, dict(E0=0.5)),
-    "theory.transformer.energy_lower_envelope": Case(tr.energy_lower_envelope,
-                                                     dict(E0=0.5, t=0.1), allow_inf=True),
+    "theory.transformer.energy_lower_envelope": Case(
+        tr.energy_lower_envelope, dict(E0=0.5, t=0.1), allow_inf=True
+    ),
     "theory.transformer.column_alignment": Case(tr.column_alignment, dict(W=M2, v=V2)),
-    "theory.transformer.condition_fractions": Case(tr.condition_fractions,
-                                                   dict(u=V2, W1=M2, W2=V2)),
-    "theory.transformer.key_query_matrix": Case(tr.key_query_matrix,
-                                                dict(X=X3, y=Y4, W_V=M2, W1=M2, W2=V2)),
-    "theory.transformer.key_query_closed_form": Case(tr.key_query_closed_form,
-                                                     dict(F=F3, W_Q0=Q32, W_K0=Q32, t=0.5)),
-    "theory.transformer.key_query_limit": Case(tr.key_query_limit,
-                                               dict(F=F3, W_Q0=Q32, W_K0=Q32)),
+    "theory.transformer.condition_fractions": Case(
+        tr.condition_fractions, dict(u=V2, W1=M2, W2=V2)
+    ),
+    "theory.transformer.key_query_matrix": Case(
+        tr.key_query_matrix, dict(X=X3, y=Y4, W_V=M2, W1=M2, W2=V2)
+    ),
+    "theory.transformer.key_query_closed_form": Case(
+        tr.key_query_closed_form, dict(F=F3, W_Q0=Q32, W_K0=Q32, t=0.5)
+    ),
+    "theory.transformer.key_query_limit": Case(tr.key_query_limit, dict(F=F3, W_Q0=Q32, W_K0=Q32)),
     "theory.transformer.top_multiplicity": Case(tr.top_multiplicity, dict(F=F3)),
     "theory.transformer.stable_rank": Case(tr.stable_rank, dict(W=M2)),
     "theory.transformer.effective_rank": Case(tr.effective_rank, dict(W=M2)),
-    "theory.transformer.normalised_singular_values": Case(tr.normalised_singular_values,
-                                                          dict(W=M2)),
+    "theory.transformer.normalised_singular_values": Case(
+        tr.normalised_singular_values, dict(W=M2)
+    ),
 }
 
 NOT_ENTRY_POINTS = {  # result types the library builds; users read them, never construct them
-    "theory.RootResult": "result", "theory.fp4.ThresholdDerivation": "result",
+    "theory.RootResult": "result",
+    "theory.fp4.ThresholdDerivation": "result",
     "theory.free_convolution.AtomicLaw": "built by null_law",
     "theory.nonlinear_laplacian.ThresholdResult": "result",
     "theory.nonlinear_laplacian.OutlierResult": "result",
     "theory.free_convolution.FreeConvolutionDensity": "result",
 }
 
-(test_every_public_callable_has_a_valid_call, test_valid_call_is_finite, test_bad_input,
- test_bad_input_exhaustive) = make_tests("theory", CASES, NOT_ENTRY_POINTS, max_examples=250)
+(
+    test_every_public_callable_has_a_valid_call,
+    test_valid_call_is_finite,
+    test_bad_input,
+    test_bad_input_exhaustive,
+) = make_tests("theory", CASES, NOT_ENTRY_POINTS, max_examples=250)

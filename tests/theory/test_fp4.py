@@ -124,9 +124,11 @@ def test_nvfp4_sr_variance_matches_the_package_quantiser_by_monte_carlo():
     v = T.nvfp4_sr_variance(x, axis=0)
     R = 4000
     keys = jax.random.split(jax.random.PRNGKey(0), R)
-    q = np.asarray(jax.vmap(lambda k: quantize(jnp.asarray(x), NVFP4, "stochastic", key=k,
-                                               axis=0))(keys), np.float64)
-    e2 = np.sum((q - x) ** 2, axis=(1, 2))          # unbiased SR: E e2 = sum of variances
+    q = np.asarray(
+        jax.vmap(lambda k: quantize(jnp.asarray(x), NVFP4, "stochastic", key=k, axis=0))(keys),
+        np.float64,
+    )
+    e2 = np.sum((q - x) ** 2, axis=(1, 2))  # unbiased SR: E e2 = sum of variances
     assert abs(e2.mean() - v.sum()) <= 4.5 * e2.std(ddof=1) / math.sqrt(R)
     assert np.all(v >= 0) and v.sum() > 0
     with pytest.raises(ValueError, match="block"):

@@ -30,8 +30,11 @@ def test_relu_shifted_kink(s, k):
     assert abs(got - relu_mean(s - k)) < 1e-11
 
 
-@given(st.lists(st.floats(-4, 4), min_size=1, max_size=5, unique=True),
-       st.lists(st.floats(-2, 2), min_size=6, max_size=6), st.floats(-3, 3))
+@given(
+    st.lists(st.floats(-4, 4), min_size=1, max_size=5, unique=True),
+    st.lists(st.floats(-2, 2), min_size=6, max_size=6),
+    st.floats(-3, 3),
+)
 def test_step_function_equals_phi_differences(breaks, levels, s):
     b = np.sort(np.array(breaks))
     lev = np.array(levels[: b.size + 1])
@@ -44,10 +47,12 @@ def test_step_function_equals_phi_differences(breaks, levels, s):
 def test_smooth_and_vectorised():
     s = np.linspace(-3, 3, 13)
     # E[tanh(s+g)] has no closed form; E[(s+g)^4] = s^4 + 6 s^2 + 3, E[cos(s+g)] = cos(s) e^{-1/2}
-    np.testing.assert_allclose(gaussian_expectation(lambda x: x**4, s), s**4 + 6 * s**2 + 3,
-                               rtol=1e-12)
-    np.testing.assert_allclose(gaussian_expectation(np.cos, s), np.cos(s) * np.exp(-0.5),
-                               atol=1e-13)
+    np.testing.assert_allclose(
+        gaussian_expectation(lambda x: x**4, s), s**4 + 6 * s**2 + 3, rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        gaussian_expectation(np.cos, s), np.cos(s) * np.exp(-0.5), atol=1e-13
+    )
     assert gaussian_expectation(np.cos, s).shape == s.shape
 
 

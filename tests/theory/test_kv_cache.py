@@ -38,8 +38,9 @@ def _count_by_shapes(cfg: HybridConfig, T: int) -> int:
             n += np.zeros((T, cfg.kv_rank + cfg.rope_dim)).size
         else:
             n += np.zeros((b.num_heads, b.head_dim, cfg.d_state)).size
-            n += np.zeros((b.num_heads * b.head_dim + 2 * b.num_kv_heads * b.head_dim,
-                           cfg.d_conv)).size
+            n += np.zeros(
+                (b.num_heads * b.head_dim + 2 * b.num_kv_heads * b.head_dim, cfg.d_conv)
+            ).size
     return n
 
 
@@ -53,8 +54,14 @@ def test_counts_equal_allocated_shapes(name):
     assert gqa_cache_per_token(b) * 5 == gqa
 
 
-@given(L=st.integers(2, 40), nkv=st.sampled_from([1, 2, 4, 8]), g=st.integers(1, 4),
-       dh=st.sampled_from([16, 64, 128]), frac=st.floats(0, 1), T=st.integers(1, 10**6))
+@given(
+    L=st.integers(2, 40),
+    nkv=st.sampled_from([1, 2, 4, 8]),
+    g=st.integers(1, 4),
+    dh=st.sampled_from([16, 64, 128]),
+    frac=st.floats(0, 1),
+    T=st.integers(1, 10**6),
+)
 def test_state_fraction_limits_and_break_even(L, nkv, g, dh, frac, T):
     base = LlamaConfig(L, nkv * g, nkv, dh, nkv * g * dh)
     cfg = HybridConfig(base, int(frac * L), min(64, 2 * nkv * dh, base.hidden_size), dh // 2, dh)
@@ -68,13 +75,16 @@ def test_state_fraction_limits_and_break_even(L, nkv, g, dh, frac, T):
         assert be == math.inf
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda: LlamaConfig(16, 30, 8, 64, 2048), "num_kv_heads"),
-    (lambda: HybridConfig(LLAMA["1B"], 4, 2048, 32, 64), "kv_rank"),
-    (lambda: HybridConfig(LLAMA["1B"], 17, 128, 32, 64), "num_mla"),
-    (lambda: HybridConfig(LLAMA["1B"], 4, 128, 65, 64), "rope_dim"),
-    (lambda: state_fraction(ZEBRA["1B"], 0), "context"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: LlamaConfig(16, 30, 8, 64, 2048), "num_kv_heads"),
+        (lambda: HybridConfig(LLAMA["1B"], 4, 2048, 32, 64), "kv_rank"),
+        (lambda: HybridConfig(LLAMA["1B"], 17, 128, 32, 64), "num_mla"),
+        (lambda: HybridConfig(LLAMA["1B"], 4, 128, 65, 64), "rope_dim"),
+        (lambda: state_fraction(ZEBRA["1B"], 0), "context"),
+    ],
+)
 def test_bad_config_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()

@@ -42,8 +42,9 @@ def test_resolvent_moment_quadrature(gamma, la, ly):
         for b in range(3):
             for j in range(a + b + 1):
                 lams = [la] * a + [ly] * b
-                q = mp.integrate(lambda x, j=j, a=a, b=b: x**j / (x + la) ** a / (x + ly) ** b,
-                                 gamma)
+                q = mp.integrate(
+                    lambda x, j=j, a=a, b=b: x**j / (x + la) ** a / (x + ly) ** b, gamma
+                )
                 cf = mp.resolvent_moment(gamma, lams, j)
                 assert cf == pytest.approx(q, rel=1e-8, abs=1e-13), (a, b, j)
 
@@ -52,8 +53,11 @@ def test_table_matches_resolvent_moment():
     la, ly = np.array([0.05, 1.0, 7.0]), np.array([0.3, 1.0, 0.01])
     T = mp.resolvent_table(1.7, la, ly)
     for (j, a, b), v in T.items():
-        want = mp.resolvent_moment(1.7, [la] * a + [ly] * b, j) if a + b else \
-            np.full(3, mp.moment(j, 1.7))
+        want = (
+            mp.resolvent_moment(1.7, [la] * a + [ly] * b, j)
+            if a + b
+            else np.full(3, mp.moment(j, 1.7))
+        )
         np.testing.assert_allclose(v, want, rtol=1e-12, atol=1e-15)
 
 
@@ -84,8 +88,11 @@ def test_ridge_df_small_lambda_limit(gamma):
 def test_finite_sample_trace(m, p):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((m, p))
-    ev = np.linalg.eigvalsh(X.T @ X / m) if p <= m else np.concatenate(
-        [np.linalg.eigvalsh(X @ X.T / m), np.zeros(p - m)])
+    ev = (
+        np.linalg.eigvalsh(X.T @ X / m)
+        if p <= m
+        else np.concatenate([np.linalg.eigvalsh(X @ X.T / m), np.zeros(p - m)])
+    )
     for lam in (0.1, 0.5, 2.0):
         emp = np.mean(1 / (ev + lam))
         assert emp == pytest.approx(mp.stieltjes(lam, p / m), rel=0.01)

@@ -17,8 +17,12 @@ from theory.nonlinear_laplacian import (
 )
 
 PS, NN = EtaLaw.point(1.0), EtaLaw.half_normal()
-SIGMAS = [sigmas.tanh(1.70974534, 0.58384117), sigmas.zshape(7.41704791, 4.40851134, -5.20518863),
-          sigmas.step([-1.0, 0.5, 2.0], [0.0, 0.3, 1.1, 2.0]), sigmas.tanh(1.5, 0.25)]
+SIGMAS = [
+    sigmas.tanh(1.70974534, 0.58384117),
+    sigmas.zshape(7.41704791, 4.40851134, -5.20518863),
+    sigmas.step([-1.0, 0.5, 2.0], [0.0, 0.3, 1.1, 2.0]),
+    sigmas.tanh(1.5, 0.25),
+]
 
 
 @pytest.mark.parametrize("sigma", SIGMAS, ids=str)
@@ -74,9 +78,11 @@ def test_small_epsilon_slope(eta, expected):
     s = sigmas.tanh(1.0, 1.0)
     slope = small_sigma_slope(s, eta)
     assert -slope == pytest.approx(expected, abs=1e-5)
+
     # Richardson-extrapolated one-sided difference quotient of beta*(eps s) at 0
     def dq(eps):
         return (critical_threshold(sigmas.tanh(eps, 1.0), eta).beta_star - 1.0) / eps
+
     eps = 1e-3
     assert 2 * dq(eps / 2) - dq(eps) == pytest.approx(slope, abs=1e-5)
 

@@ -87,13 +87,16 @@ def test_vanilla_decrement_ratio_near_three():
     assert d3 / d2 > 2.5  # Dong et al.'s cube law: ratio 3 asymptotically (observed ~3.3)
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda: dong_bound_log10(0.5, -1, 2.0), "depth"),
-    (lambda: hopfield_bound_log10(0.5, 2, 1.5, 1.0, 1.0), "alpha_prime"),
-    (lambda: collapse_recursion_log10(-0.1, -1.0, 5, -0.1), "alpha_prime"),
-    (lambda: relative_residual(np.ones(3)), "X"),
-    (lambda: relative_residual(np.zeros((2, 2))), "X"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: dong_bound_log10(0.5, -1, 2.0), "depth"),
+        (lambda: hopfield_bound_log10(0.5, 2, 1.5, 1.0, 1.0), "alpha_prime"),
+        (lambda: collapse_recursion_log10(-0.1, -1.0, 5, -0.1), "alpha_prime"),
+        (lambda: relative_residual(np.ones(3)), "X"),
+        (lambda: relative_residual(np.zeros((2, 2))), "X"),
+    ],
+)
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()

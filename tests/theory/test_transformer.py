@@ -29,8 +29,9 @@ def _energy(WV, W1, W2, v):
 def test_vector_field_is_gradient_of_energy():
     WV, W1, W2, v = _outer(0)
     got = th.effective_vector_field(WV, W1, W2, v)
-    want = jax.grad(_energy, argnums=(0, 1, 2))(jnp.asarray(WV), jnp.asarray(W1),
-                                                 jnp.asarray(W2), jnp.asarray(v))
+    want = jax.grad(_energy, argnums=(0, 1, 2))(
+        jnp.asarray(WV), jnp.asarray(W1), jnp.asarray(W2), jnp.asarray(v)
+    )
     for a, b in zip(got, want, strict=True):
         np.testing.assert_allclose(a, np.asarray(b), rtol=1e-13, atol=1e-13)
 
@@ -64,8 +65,7 @@ def test_conserved_quantities_have_zero_derivative(seed):
     _, dc = jax.jvp(cons, (WV, W1, W2), field)
     np.testing.assert_allclose(np.asarray(dc), 0.0, atol=1e-11)
     row, col = th.conserved_quantities(v @ WV, W1, W2)
-    np.testing.assert_allclose(np.concatenate([row, col]), np.asarray(cons(WV, W1, W2)),
-                               rtol=1e-14)
+    np.testing.assert_allclose(np.concatenate([row, col]), np.asarray(cons(WV, W1, W2)), rtol=1e-14)
 
 
 @pytest.mark.parametrize("E0", [0.7, -0.4])
@@ -112,14 +112,14 @@ def test_condensation_direction_and_label_flip():
 def test_column_alignment_and_condition_fractions_on_a_condensed_point():
     v = np.array([0.6, 0.8, 0.0])
     b = np.array([1.0, -2.0, 3.0])
-    WV = np.outer(v, b)                      # every column on +-v
+    WV = np.outer(v, b)  # every column on +-v
     np.testing.assert_allclose(th.column_alignment(WV, v), np.sign(b), rtol=1e-14)
     # a rank-one, sign-consistent point satisfies all of Assumption 1
     a = np.array([1.0, 2.0, 0.5])
     c = np.array([0.3, 1.0, 2.0])
     W1 = np.outer(a, c)
     assert th.condition_fractions(a, W1, c) == (1.0, 1.0)
-    f1, f2 = th.condition_fractions(a, W1, -c)    # (i) fails everywhere, (ii) still holds
+    f1, f2 = th.condition_fractions(a, W1, -c)  # (i) fails everywhere, (ii) still holds
     assert f1 == 0.0 and f2 == 1.0
 
 
@@ -132,7 +132,7 @@ def test_key_query_matrix_is_minus_the_gradient_at_zero_attention():
     W2 = g.standard_normal(d) * 0.5
     w = WV @ W1 @ W2
 
-    def loss(A):    # exact model without activation, attention bilinear form A = W_Q W_K^T
+    def loss(A):  # exact model without activation, attention bilinear form A = W_Q W_K^T
         logits = jnp.einsum("ik,kl,ijl->ij", X[:, -1], A, X) / np.sqrt(d)
         f = jnp.einsum("ij,ijk,k->i", jax.nn.softmax(logits, axis=1), X, w)
         return jnp.mean(jnp.exp(-y * f))

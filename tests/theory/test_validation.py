@@ -26,8 +26,12 @@ def test_messages_name_argument_requirement_and_value():
 def test_arrays_refuse_complex_text_objects_and_flags():
     import theory._validation as V
 
-    for bad, kind in (([1 + 2j], "complex"), (["1.0"], "string"), ([1, None], "object"),
-                      ([True, False], "boolean")):
+    for bad, kind in (
+        ([1 + 2j], "complex"),
+        (["1.0"], "string"),
+        ([1, None], "object"),
+        ([True, False], "boolean"),
+    ):
         with pytest.raises(TypeError, match=f"`x` must hold real numbers; got an array of {kind}"):
             V.as_array(bad, "x")
     assert V.as_array([True], "m", allow_bool=True).tolist() == [1.0]

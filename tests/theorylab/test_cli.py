@@ -18,10 +18,15 @@ BOUND = 1.0  # the "bound's constant" of the demo property; its mutant lowers it
 def properties():
     reg = Registry()
 
-    @prop("demo.square", paper="Demo", statement="x^2 <= BOUND * |x| on [-1, 1]", where="Eq. (3)",
-          strategy=lambda st: st.fixed_dictionaries({"x": st.floats(-1.0, 1.0)}),
-          mutants=[patch(f"{__name__}.BOUND", 0.5, "constant halved", name="half")],
-          registry=reg)
+    @prop(
+        "demo.square",
+        paper="Demo",
+        statement="x^2 <= BOUND * |x| on [-1, 1]",
+        where="Eq. (3)",
+        strategy=lambda st: st.fixed_dictionaries({"x": st.floats(-1.0, 1.0)}),
+        mutants=[patch(f"{__name__}.BOUND", 0.5, "constant halved", name="half")],
+        registry=reg,
+    )
     def _square(ex):
         return BOUND * abs(ex["x"]) - ex["x"] ** 2
 
@@ -32,12 +37,19 @@ def properties():
 def registry():
     reg = Registry()
 
-    @claim("demo.true", paper="Demo", statement="1 + 1 = 2", where="Eq. (1)", sizes=SIZES,
-           mutants=[patch(f"{__name__}.OFFSET", 0.5, "sum off by 0.5", name="offset")],
-           registry=reg)
+    @claim(
+        "demo.true",
+        paper="Demo",
+        statement="1 + 1 = 2",
+        where="Eq. (1)",
+        sizes=SIZES,
+        mutants=[patch(f"{__name__}.OFFSET", 0.5, "sum off by 0.5", name="offset")],
+        registry=reg,
+    )
     def _true(size, seed):
-        return measure(within(1.0 + 1.0 + OFFSET, 2.0, 0.1, name="sum"),
-                       detail=f"n={size.n}, seed={seed}")
+        return measure(
+            within(1.0 + 1.0 + OFFSET, 2.0, 0.1, name="sum"), detail=f"n={size.n}, seed={seed}"
+        )
 
     @claim("demo.false", paper="Demo", statement="1 + 1 = 3", where="Eq. (2)", registry=reg)
     def _false(size, seed):
@@ -66,16 +78,22 @@ def test_false_claim_fails_run_and_is_reported(registry, tmp_path):
 
 
 def test_only_glob_and_passing_run(registry, tmp_path):
-    code = main(["reproduce", "--only", "demo.t*", "--out", str(tmp_path)], registry=registry,
-                figures_package=None)
+    code = main(
+        ["reproduce", "--only", "demo.t*", "--out", str(tmp_path)],
+        registry=registry,
+        figures_package=None,
+    )
     assert code == 0
     claims = json.loads((tmp_path / "report.json").read_text())["claims"]
     assert [r["id"] for r in claims] == ["demo.true"]
 
 
 def test_mutants_are_run_and_counted(registry, tmp_path, capsys):
-    code = main(["reproduce", "--only", "demo.t*", "--mutants", "--out", str(tmp_path)],
-                registry=registry, figures_package=None)
+    code = main(
+        ["reproduce", "--only", "demo.t*", "--mutants", "--out", str(tmp_path)],
+        registry=registry,
+        figures_package=None,
+    )
     assert code == 0
     row = json.loads((tmp_path / "report.json").read_text())["claims"][0]
     assert (row["killed"], row["mutants"], row["mutant_runs"]) == (1, 1, {"offset": "fail"})
@@ -95,18 +113,25 @@ def test_check_one_claim(registry, capsys):
     assert "demo.false" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [["check", "no.such"], ["reproduce", "--scale", "huge"],
-                                  ["frobnicate"], ["reproduce", "--only", "zzz.*"],
-                                  ["check", "demo.true", "--mutant", "nope"],
-                                  ["check", "demo.true", "--seed", "-1"],
-                                  ["reproduce", "--seed", "x"],
-                                  ["check", "demo.true", "--out", __file__],
-                                  ["check", "demo.true", "--out", "/proc/no/such/folder"],
-                                  ["verify", "--examples", "0"],
-                                  ["verify", "--mutant", "half"],
-                                  ["verify", "--only", "demo.square", "--mutant", "nope"],
-                                  ["reproduce", "--workers", "0"],
-                                  ["reproduce", "--workers", "2", "--scheduler", "tcp://x:1"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "no.such"],
+        ["reproduce", "--scale", "huge"],
+        ["frobnicate"],
+        ["reproduce", "--only", "zzz.*"],
+        ["check", "demo.true", "--mutant", "nope"],
+        ["check", "demo.true", "--seed", "-1"],
+        ["reproduce", "--seed", "x"],
+        ["check", "demo.true", "--out", __file__],
+        ["check", "demo.true", "--out", "/proc/no/such/folder"],
+        ["verify", "--examples", "0"],
+        ["verify", "--mutant", "half"],
+        ["verify", "--only", "demo.square", "--mutant", "nope"],
+        ["reproduce", "--workers", "0"],
+        ["reproduce", "--workers", "2", "--scheduler", "tcp://x:1"],
+    ],
+)
 def test_bad_command_line_prints_one_line_and_exits_2(registry, properties, capsys, argv):
     assert main(argv, registry=registry, properties=properties, figures_package=None) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -137,17 +162,25 @@ def test_figures_written_as_png_and_pdf_and_errors_reported(registry, tmp_path, 
     (pkg / "ok.py").write_text(
         "import matplotlib.pyplot as plt\nID = 'demo.true'\nTITLE = 't'\n"
         "def make(scale, seed=0):\n    fig, ax = plt.subplots()\n    ax.plot([0, 1])\n"
-        "    return fig\n")
-    (pkg / "bad.py").write_text("ID = 'demo.bad'\nTITLE = 't'\n"
-                                "def make(scale, seed=0):\n    raise ValueError('no data')\n")
+        "    return fig\n"
+    )
+    (pkg / "bad.py").write_text(
+        "ID = 'demo.bad'\nTITLE = 't'\ndef make(scale, seed=0):\n    raise ValueError('no data')\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "out"
-    code = main(["reproduce", "--only", "demo.t*", "--out", str(out)], registry=registry,
-                figures_package="demo_figures")
+    code = main(
+        ["reproduce", "--only", "demo.t*", "--out", str(out)],
+        registry=registry,
+        figures_package="demo_figures",
+    )
     assert code == 0  # the failing figure is not selected by the glob
     assert (out / "demo_true.png").stat().st_size > 0 and (out / "demo_true.pdf").stat().st_size > 0
-    code = main(["reproduce", "--only", "demo.*", "--out", str(out)], registry=registry,
-                figures_package="demo_figures")
+    code = main(
+        ["reproduce", "--only", "demo.*", "--out", str(out)],
+        registry=registry,
+        figures_package="demo_figures",
+    )
     assert code == 1
     assert "`demo.bad`: error: ValueError: no data" in (out / "report.md").read_text()
 
@@ -178,11 +211,15 @@ def test_verify_reports_holds_and_finds_and_shrinks_a_planted_bug(properties, tm
     assert row["status"] == "counterexample" and 0.5 < abs(x) <= 1.0 and x in (1.0, -1.0)
     assert "--replay" in capsys.readouterr().out
     # the blob replays the same instance; without the bug it holds
-    assert main(["verify", "--only", "demo.square", "--replay", row["blob"]],
-                properties=properties) == 0
+    assert (
+        main(["verify", "--only", "demo.square", "--replay", row["blob"]], properties=properties)
+        == 0
+    )
     assert "slack 0 at {'x': " in capsys.readouterr().out
-    assert main(["verify", "--only", "demo.square", "--replay", "not-a-blob"],
-                properties=properties) == 2
+    assert (
+        main(["verify", "--only", "demo.square", "--replay", "not-a-blob"], properties=properties)
+        == 2
+    )
 
 
 def test_reproduce_on_two_dask_workers_gives_the_serial_report(tmp_path):
@@ -190,8 +227,10 @@ def test_reproduce_on_two_dask_workers_gives_the_serial_report(tmp_path):
 
     def report(extra):
         out = tmp_path / ("parallel" if extra else "serial")
-        assert main(["reproduce", "--scale", "smoke", "--only", "rmt.*", "--out", str(out),
-                     *extra]) == 0
+        assert (
+            main(["reproduce", "--scale", "smoke", "--only", "rmt.*", "--out", str(out), *extra])
+            == 0
+        )
         body = json.loads((out / "report.json").read_text())
         for r in body["claims"]:
             r.pop("seconds")

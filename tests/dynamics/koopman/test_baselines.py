@@ -25,14 +25,14 @@ def test_vamp2_of_exact_features_and_invariance():
     phi, psi = c.left_singular_functions(st, k), c.right_singular_functions(st, k)
     s = c.singular_values(k)
     v = -float(vamp2_from_moments(*map(jnp.asarray, _pop_moments(c, phi, psi)), eps=0.0))
-    assert v == pytest.approx(np.sum(s**2), abs=1e-12)        # sum_{i<k} s_i^2 incl. s_0 = 1
+    assert v == pytest.approx(np.sum(s**2), abs=1e-12)  # sum_{i<k} s_i^2 incl. s_0 = 1
     rng = np.random.default_rng(1)
     A, B = rng.standard_normal((k, k)) + 2 * np.eye(k), rng.standard_normal((k, k)) + 2 * np.eye(k)
     v2 = -float(vamp2_from_moments(*map(jnp.asarray, _pop_moments(c, phi @ A, psi @ B)), eps=0.0))
-    assert v2 == pytest.approx(v, abs=1e-10)                   # invariant to invertible maps
+    assert v2 == pytest.approx(v, abs=1e-10)  # invariant to invertible maps
     l1 = float(lora_population(phi, psi * s, c.kernel, c.rho0))
     l2 = float(lora_population(phi @ A, psi * s @ B, c.kernel, c.rho0))
-    assert abs(l1 - l2) > 1e-3                                 # ... while LoRA is not
+    assert abs(l1 - l2) > 1e-3  # ... while LoRA is not
     assert l1 == pytest.approx(-np.sum(s**2), abs=1e-12)
 
 
@@ -42,10 +42,12 @@ def test_dpnet_distortion_vanishes_at_orthonormal_features():
     phi, psi = c.left_singular_functions(st, k), c.right_singular_functions(st, k)
     M = tuple(map(jnp.asarray, _pop_moments(c, phi, psi)))
     s = c.singular_values(k)
-    assert -float(dpnet_from_moments(*M, gamma=0.7, eps=0.0)) == pytest.approx(np.sum(s**2),
-                                                                              abs=1e-10)
+    assert -float(dpnet_from_moments(*M, gamma=0.7, eps=0.0)) == pytest.approx(
+        np.sum(s**2), abs=1e-10
+    )
     assert -float(dpnet_from_moments(*M, gamma=0.0, relaxed=True)) == pytest.approx(
-        np.sum(s**2), abs=1e-7)
+        np.sum(s**2), abs=1e-7
+    )
 
 
 def test_minibatch_losses_match_moment_forms_and_vampe_bound():
@@ -53,8 +55,10 @@ def test_minibatch_losses_match_moment_forms_and_vampe_bound():
     f, g = jnp.asarray(rng.standard_normal((200, 4))), jnp.asarray(rng.standard_normal((200, 4)))
     Mf, Mg, T = f.T @ f / 200, g.T @ g / 200, f.T @ g / 200
     assert float(vamp2_loss(f, g, center=False)) == pytest.approx(
-        float(vamp2_from_moments(Mf, Mg, T)), abs=1e-12)
+        float(vamp2_from_moments(Mf, Mg, T)), abs=1e-12
+    )
     assert float(dpnet_loss(f, g)) == pytest.approx(float(dpnet_from_moments(Mf, Mg, T)), abs=1e-12)
     # in-sample, VAMP-E with its optimal SVD weights equals VAMP-2 (Wu & Noe 2020, Sec. 3.2)
-    assert float(vampe_loss(f, g, eps=0.0)) == pytest.approx(float(vamp2_loss(f, g, eps=0.0)),
-                                                             abs=1e-10)
+    assert float(vampe_loss(f, g, eps=0.0)) == pytest.approx(
+        float(vamp2_loss(f, g, eps=0.0)), abs=1e-10
+    )

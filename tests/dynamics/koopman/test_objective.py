@@ -22,7 +22,9 @@ _loss = jax.jit(lora_loss, static_argnames=("nesting", "estimator"))
 
 
 @given(
-    n=st.sampled_from([3, 5, 8]), k=st.sampled_from([1, 2, 4]), seed=st.integers(0, 2**31 - 1),
+    n=st.sampled_from([3, 5, 8]),
+    k=st.sampled_from([1, 2, 4]),
+    seed=st.integers(0, 2**31 - 1),
     nonstat=st.booleans(),
 )
 def test_hs_identity(n, k, seed, nonstat):

@@ -24,10 +24,14 @@ def logistic_joint():
     L = NoisyLogisticMap()
     t, w = roots_legendre(200)
     x, w = (t + 1) / 2, w / 2
-    W = ((w * L.invariant_density(x))[:, None] * L.transition_density(x[None, :], x[:, None])
-         * w[None, :]).reshape(-1)
+    W = (
+        (w * L.invariant_density(x))[:, None]
+        * L.transition_density(x[None, :], x[:, None])
+        * w[None, :]
+    ).reshape(-1)
     phi, psi = L.left_singular_functions(x, 21), L.right_singular_functions(x, 21)
     n = x.size
+
     # row (i, j) of the grid is the pair (x_i, x_j): values at X repeat, values at Y tile
     def at_x(a, k):
         return np.repeat(a[:, :k], n, 0)
@@ -56,7 +60,7 @@ def test_three_eigen_routes_agree_on_exact_features(logistic_joint, k):
     np.testing.assert_allclose(np.sort_complex(e_g), np.sort_complex(e_f), atol=1e-7)
     d = directed_hausdorff(ro.eigenvalues, L.eigenvalues())
     if k == 21:
-        assert d < 1e-7                        # finite rank 21: exact spectrum
+        assert d < 1e-7  # finite rank 21: exact spectrum
     else:
         assert d == pytest.approx(D_H[k], abs=1e-4)
 
@@ -67,7 +71,7 @@ def test_cca_is_invariant_to_invertible_feature_maps(seed, k):
     ou = OrnsteinUhlenbeck(tau=0.3)
     x, y = ou.pairs(2000, rng=rng)
     fx, gy = ou.left_singular_functions(x, k), ou.right_singular_functions(y, k)
-    fx = fx + 0.1 * rng.standard_normal(fx.shape)          # generic, not exact features
+    fx = fx + 0.1 * rng.standard_normal(fx.shape)  # generic, not exact features
     A = rng.standard_normal((k, k)) + 3 * np.eye(k)
     B = rng.standard_normal((k, k)) + 3 * np.eye(k)
     s0 = cca_readout(fx, gy).singular_values
@@ -81,17 +85,23 @@ def test_forecast_with_exact_ou_features_is_exact():
     ou = OrnsteinUhlenbeck(tau=0.5)
     x, y = ou.pairs(200_000, rng=0)
     k = 4
-    ro = cca_readout(ou.left_singular_functions(x, k), ou.right_singular_functions(y, k),
-                     ou.left_singular_functions(y, k))
+    ro = cca_readout(
+        ou.left_singular_functions(x, k),
+        ou.right_singular_functions(y, k),
+        ou.left_singular_functions(y, k),
+    )
     x0 = np.linspace(-2, 2, 9)
     dec = ro.decoder(ou.right_singular_functions(y, k), y)
     pred = ro.forecast(ou.left_singular_functions(x0, k), dec, [1, 2, 5])
     truth = np.stack([ou.r**t * x0[:, None] for t in (1, 2, 5)])
     err = forecast_rmse(pred, truth)
-    assert np.all(err < 0.02)     # |phi~(x0)| <= ~3 times the decoder's ~2e-3 standard error
+    assert np.all(err < 0.02)  # |phi~(x0)| <= ~3 times the decoder's ~2e-3 standard error
     ed = edmd_readout(ou.left_singular_functions(x, k), ou.left_singular_functions(y, k))
-    pe = ed.forecast(ou.left_singular_functions(x0, k), ed.decoder(ou.left_singular_functions(x, k),
-                                                                   x), [1, 2, 5])
+    pe = ed.forecast(
+        ou.left_singular_functions(x0, k),
+        ed.decoder(ou.left_singular_functions(x, k), x),
+        [1, 2, 5],
+    )
     assert np.all(forecast_rmse(pe, truth) < 0.02)
     lam = ro.eigenvalues
     np.testing.assert_allclose(np.sort(lam.real)[::-1], ou.singular_values(k), atol=0.01)
@@ -101,7 +111,7 @@ def test_metrics():
     np.testing.assert_allclose(relative_singular_value_errors([1.0, 0.55], [1.0, 0.5]), [0, 0.1])
     t = np.linspace(0, 2 * np.pi, 1000, endpoint=False)
     F = np.stack([np.ones_like(t), np.cos(t)], 1)
-    R = np.stack([np.ones_like(t), np.cos(t + 0.3)], 1)       # angle between cos t and cos(t+.3)
+    R = np.stack([np.ones_like(t), np.cos(t + 0.3)], 1)  # angle between cos t and cos(t+.3)
     ang = principal_angles(F, R)
     np.testing.assert_allclose(ang, [0.0, 0.3], atol=1e-12)
     assert directed_hausdorff([1.0, 0.5j], [1.0, 0.4j, -1]) == pytest.approx(0.1)

@@ -25,8 +25,20 @@ from dynamics.koopman import (
 def ou_fit():
     ou = OrnsteinUhlenbeck(theta=1.0, tau=0.5)
     X, Y = ou.pairs(50_000, rng=0)
-    model = fit_koopman(X, Y, 4, nesting="jnt", width=32, depth=2, batch_size=512, steps=1500,
-                        lr=3e-3, shared=True, key=jax.random.key(0), progress=False)
+    model = fit_koopman(
+        X,
+        Y,
+        4,
+        nesting="jnt",
+        width=32,
+        depth=2,
+        batch_size=512,
+        steps=1500,
+        lr=3e-3,
+        shared=True,
+        key=jax.random.key(0),
+        progress=False,
+    )
     return ou, model
 
 
@@ -40,7 +52,7 @@ def test_ou_singular_values_and_subspaces(ou_fit):
     ro = model.readout(Xt, Yt)
     s = ou.singular_values(4)
     err = relative_singular_value_errors(ro.singular_values, s)
-    assert err[0] < 1e-12                     # the constant mode is exact by construction
+    assert err[0] < 1e-12  # the constant mode is exact by construction
     assert np.all(err[1:3] < _tol(s[1:3], Xt.size)), err
     assert err[3] < 0.08, err
     ang = principal_angles(model.f(Xt), ou.left_singular_functions(Xt, 3))
@@ -57,9 +69,20 @@ def test_ou_singular_values_and_subspaces(ou_fit):
 def test_logistic_singular_values():
     L = NoisyLogisticMap()
     tr = L.trajectory(50_000, rng=0)
-    model = fit_koopman(tr[:-1], tr[1:], 4, nesting="jnt", embedding="fourier", width=64, depth=2,
-                        batch_size=256, steps=2000, lr=2e-3, key=jax.random.key(1),
-                        progress=False)
+    model = fit_koopman(
+        tr[:-1],
+        tr[1:],
+        4,
+        nesting="jnt",
+        embedding="fourier",
+        width=64,
+        depth=2,
+        batch_size=256,
+        steps=2000,
+        lr=2e-3,
+        key=jax.random.key(1),
+        progress=False,
+    )
     te = L.trajectory(200_000, rng=1)
     ro = model.readout(te[:-1], te[1:])
     s = L.singular_values(4)
@@ -74,7 +97,7 @@ def test_bad_input():
     X = np.linspace(0, 1, 100)
     key = jax.random.key(0)
     with pytest.raises(ValueError, match="`k`"):
-        fit_koopman(X, X, 5, depth=0, batch_size=10, key=key)   # linear encoder: 1 feature + 1
+        fit_koopman(X, X, 5, depth=0, batch_size=10, key=key)  # linear encoder: 1 feature + 1
     with pytest.raises(ValueError, match="Y"):
         fit_koopman(X, X[:50], 3, batch_size=10, key=key)
     bad = X.copy()
@@ -95,8 +118,16 @@ def test_batch_training_equals_one_fit_per_replicate():
     ou = OrnsteinUhlenbeck(theta=1.0, tau=0.5)
     data = [ou.pairs(2000, rng=s) for s in range(2)]
     keys = [jax.random.key(s) for s in range(2)]
-    opts = dict(nesting="jnt", width=8, depth=1, batch_size=100, steps=60, lr=3e-3,
-                embedding="fourier", progress=False)
+    opts = dict(
+        nesting="jnt",
+        width=8,
+        depth=1,
+        batch_size=100,
+        steps=60,
+        lr=3e-3,
+        embedding="fourier",
+        progress=False,
+    )
     batch = fit_koopman_batch([d[0] for d in data], [d[1] for d in data], 3, keys=keys, **opts)
     for (X, Y), key, m in zip(data, keys, batch, strict=True):
         one = fit_koopman(X, Y, 3, key=key, **opts)

@@ -19,16 +19,16 @@ def test_j1_matches_scipy():
 
 def _ellipses(phi=0.4):
     #               rho   a     b     x0    y0     phi
-    return np.array([[1.0, 0.5, 0.3, 0.2, -0.1, phi],
-                     [-0.4, 0.15, 0.25, -0.1, 0.2, -0.3]])
+    return np.array([[1.0, 0.5, 0.3, 0.2, -0.1, phi], [-0.4, 0.15, 0.25, -0.1, 0.2, -0.3]])
 
 
 def _fine_kspace(el, os):
     """FFT of the ellipses point-sampled on a grid ``os`` times finer, central N x N, scaled."""
-    kf = np.fft.fftshift(np.fft.fft2(np.fft.ifftshift(np.asarray(
-        mri.rasterize(el, (N * os, N * os)))), norm="ortho"))
+    kf = np.fft.fftshift(
+        np.fft.fft2(np.fft.ifftshift(np.asarray(mri.rasterize(el, (N * os, N * os)))), norm="ortho")
+    )
     c = N * os // 2 - N // 2
-    return kf[c:c + N, c:c + N] / os
+    return kf[c : c + N, c : c + N] / os
 
 
 def _raster_bound(el, os, nu_max):
@@ -41,8 +41,9 @@ def _raster_bound(el, os, nu_max):
     tot = 0.0
     for rho, a, b, *_ in el:
         per = math.pi * math.sqrt(2 * (a * a + b * b))
-        tot += abs(rho) * (4 * (per / d + 1) * d * d
-                           + math.pi * a * b * (2 * math.pi * nu_max) ** 2 * d * d / 24)
+        tot += abs(rho) * (
+            4 * (per / d + 1) * d * d + math.pi * a * b * (2 * math.pi * nu_max) ** 2 * d * d / 24
+        )
     return tot * N / 4
 
 
@@ -127,8 +128,10 @@ def test_bias_field_and_contrast_shifts():
     assert np.abs(phase).max() <= 0.5 + 1e-12
     sl = mri.shepp_logan_3d()
     np.testing.assert_array_equal(mri.apply_contrast(sl, "T1").ellipsoids, sl.ellipsoids)
-    img = {c: np.asarray(mri.rasterize(mri.slice_ellipses(mri.apply_contrast(sl, c), 0.0),
-                                       (64, 64))) for c in ("T1", "T2")}
+    img = {
+        c: np.asarray(mri.rasterize(mri.slice_ellipses(mri.apply_contrast(sl, c), 0.0), (64, 64)))
+        for c in ("T1", "T2")
+    }
     vent, brain = (32, 32 + int(0.22 * 32)), (32 + int(0.5 * 32 * 0.5), 32)  # (row=y, col=x)
     assert img["T1"][vent] < img["T1"][brain] and img["T2"][vent] > img["T2"][brain]
 
@@ -137,8 +140,13 @@ def test_shift_settings_change_one_thing():
     src = mri.shift_setting("source")
     assert src == mri.SOURCE
     changed = {s: {k for k in src if mri.shift_setting(s)[k] != src[k]} for s in mri.SHIFTS}
-    assert changed == {"anatomy": {"family"}, "scanner": {"bias"}, "contrast": {"contrast"},
-                       "acceleration": {"R", "center_fraction"}, "mask": {"mask_kind"}}
+    assert changed == {
+        "anatomy": {"family"},
+        "scanner": {"bias"},
+        "contrast": {"contrast"},
+        "acceleration": {"R", "center_fraction"},
+        "mask": {"mask_kind"},
+    }
 
 
 def test_bad_input_names_the_argument():

@@ -57,8 +57,11 @@ def test_adjoint_identity(g, n_coils):
     y = _cplx(g, 2, H, W) if coils is None else _cplx(g, 2, C, H, W)
     lhs, rhs = _vdot(mri.forward(x, mask, coils), y), _vdot(x, mri.adjoint(y, mask, coils))
     assert abs(lhs - rhs) < 1e-13 * np.linalg.norm(x) * np.linalg.norm(y)
-    np.testing.assert_allclose(mri.normal(x, mask, coils),
-                               mri.adjoint(mri.forward(x, mask, coils), mask, coils), atol=1e-13)
+    np.testing.assert_allclose(
+        mri.normal(x, mask, coils),
+        mri.adjoint(mri.forward(x, mask, coils), mask, coils),
+        atol=1e-13,
+    )
 
 
 def test_hard_dc_returns_the_acquired_samples_exactly(g):
@@ -69,8 +72,7 @@ def test_hard_dc_returns_the_acquired_samples_exactly(g):
     np.testing.assert_array_equal(out[m], np.asarray(y)[m])  # bit-exact
     np.testing.assert_array_equal(out[~m], k[~m])
     x = _cplx(g, H, W)
-    np.testing.assert_allclose(mri.forward(mri.data_consistency(x, y, mask), mask), y,
-                               atol=1e-13)
+    np.testing.assert_allclose(mri.forward(mri.data_consistency(x, y, mask), mask), y, atol=1e-13)
 
 
 def test_soft_dc_is_the_entrywise_minimiser(g):
@@ -96,8 +98,15 @@ def test_multicoil_dc_is_a_unit_gradient_step(g, lam):
     np.testing.assert_allclose(mri.data_consistency(x, y, mask, coils, lam), want, atol=1e-13)
 
 
-CASES = [(32, 4, 0.08), (64, 8, 0.04), (50, 3, 0.1), (37, 1, 0.08), (16, 2.5, 0.5), (20, 10, 0.3),
-         (40, 4, 0.0)]
+CASES = [
+    (32, 4, 0.08),
+    (64, 8, 0.04),
+    (50, 3, 0.1),
+    (37, 1, 0.08),
+    (16, 2.5, 0.5),
+    (20, 10, 0.3),
+    (40, 4, 0.0),
+]
 
 
 @pytest.mark.parametrize("kind", ["random", "equispaced"])
@@ -112,7 +121,7 @@ def test_mask_has_the_stated_number_of_lines(n, R, cf, kind):
     cols = np.flatnonzero(m[0])
     assert cols.size == expected
     p = (n - n_low + 1) // 2
-    assert m[0, p:p + n_low].all()
+    assert m[0, p : p + n_low].all()
     again = mri.cartesian_mask((6, n), R, cf, jax.random.key(5), kind=kind)
     np.testing.assert_array_equal(m, again)
     if kind == "equispaced" and expected - n_low > 1:
@@ -124,8 +133,10 @@ def test_mask_has_the_stated_number_of_lines(n, R, cf, kind):
 
 
 def test_random_masks_differ_between_keys():
-    masks = {tuple(np.asarray(mri.cartesian_mask((2, 64), 4, 0.08, jax.random.key(s))[0]))
-             for s in range(5)}
+    masks = {
+        tuple(np.asarray(mri.cartesian_mask((2, 64), 4, 0.08, jax.random.key(s))[0]))
+        for s in range(5)
+    }
     assert len(masks) == 5
 
 
@@ -140,12 +151,13 @@ def test_resubsample_is_a_submask():
 @pytest.mark.parametrize("acs", [(4, 4), (0, 0)])
 def test_ssdu_split_partitions_the_acquired_set(kind, acs):
     mask = np.asarray(mri.cartesian_mask((24, 32), 3, 0.1, jax.random.key(8)))
-    theta, lam = (np.asarray(a) for a in mri.ssdu_split(mask, 0.4, jax.random.key(9), kind=kind,
-                                                         acs=acs))
+    theta, lam = (
+        np.asarray(a) for a in mri.ssdu_split(mask, 0.4, jax.random.key(9), kind=kind, acs=acs)
+    )
     assert (theta * lam == 0).all() and (theta + lam == mask).all()
     r0, c0 = (24 - acs[0] + 1) // 2, (32 - acs[1] + 1) // 2
     block = np.zeros_like(mask, bool)
-    block[r0:r0 + acs[0], c0:c0 + acs[1]] = True
+    block[r0 : r0 + acs[0], c0 : c0 + acs[1]] = True
     assert (theta[block & (mask > 0)] == 1).all()
     assert lam.sum() == math.floor(0.4 * (mask[~block].sum()))
 
@@ -157,9 +169,15 @@ def test_gaussian_selection_is_denser_at_the_centre():
     dist = np.hypot(rr, cc)
 
     def mean_dist(kind):
-        return np.mean([dist[np.asarray(mri.ssdu_split(mask, 0.3, jax.random.key(s),
-                                                       kind=kind)[1]) > 0].mean()
-                        for s in range(10)])
+        return np.mean(
+            [
+                dist[
+                    np.asarray(mri.ssdu_split(mask, 0.3, jax.random.key(s), kind=kind)[1]) > 0
+                ].mean()
+                for s in range(10)
+            ]
+        )
+
     assert mean_dist("gaussian") < 0.8 * mean_dist("uniform")
 
 
@@ -184,7 +202,8 @@ def test_loss_values_on_a_hand_example():
     # |M d|_2 = sqrt(17)
     assert float(mri.relative_l1(yp, y, mask)) == pytest.approx(5 / 8, rel=1e-14)
     assert float(mri.normalized_l1_l2(yp, y, mask)) == pytest.approx(
-        math.sqrt(17 / 26) + 5 / 8, rel=1e-14)
+        math.sqrt(17 / 26) + 5 / 8, rel=1e-14
+    )
 
 
 def test_bad_input_names_the_argument(g):

@@ -14,8 +14,9 @@ def randomise():
         tr, fr = nn.split(a)
         leaves, td = jax.tree.flatten(tr)
         ks = jax.random.split(jax.random.key(seed), len(leaves))
-        leaves = [x + jax.random.normal(k, x.shape, x.dtype)
-                  for x, k in zip(leaves, ks, strict=True)]
+        leaves = [
+            x + jax.random.normal(k, x.shape, x.dtype) for x, k in zip(leaves, ks, strict=True)
+        ]
         return nn.combine(jax.tree.unflatten(td, leaves), fr)
 
     return go

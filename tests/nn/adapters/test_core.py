@@ -33,8 +33,9 @@ def _perturbed(name, seed):
     tr, fr = nn.split(a)
     leaves, td = jax.tree.flatten(tr)
     keys = jax.random.split(jax.random.key(seed + 100), len(leaves))
-    leaves = [x + 0.1 * jax.random.normal(k, x.shape, x.dtype)
-              for x, k in zip(leaves, keys, strict=True)]
+    leaves = [
+        x + 0.1 * jax.random.normal(k, x.shape, x.dtype) for x, k in zip(leaves, keys, strict=True)
+    ]
     return nn.combine(jax.tree.unflatten(td, leaves), fr)
 
 
@@ -112,8 +113,15 @@ def test_frozen_leaves_unchanged_after_adamw_with_weight_decay():
     _, frozen0 = nn.split(a)
     y = jnp.sin(X[:, :4])
     loss = lambda m, b, key=None: jnp.mean((m(b[0]) - b[1]) ** 2)  # noqa: E731
-    res = nn.train(a, loss, lambda t: (X, y), optax.adamw(1e-2, weight_decay=0.5), 100,
-                   key=jax.random.key(0), progress=False)
+    res = nn.train(
+        a,
+        loss,
+        lambda t: (X, y),
+        optax.adamw(1e-2, weight_decay=0.5),
+        100,
+        key=jax.random.key(0),
+        progress=False,
+    )
     tr1, frozen1 = nn.split(res.model)
     for u, v in zip(jax.tree.leaves(frozen0), jax.tree.leaves(frozen1), strict=True):
         np.testing.assert_array_equal(u, v)
@@ -122,10 +130,12 @@ def test_frozen_leaves_unchanged_after_adamw_with_weight_decay():
 
 def test_targets_on_transformer_and_train_selector():
     lm = nn.TransformerLM(11, 8, 2, 2, 6, key=jax.random.key(0))
-    a = ad.inject(lm, "lora", targets=["q_proj", "v_proj"], key=jax.random.key(1), r=2,
-                  train="head.*")
+    a = ad.inject(
+        lm, "lora", targets=["q_proj", "v_proj"], key=jax.random.key(1), r=2, train="head.*"
+    )
     assert sorted(a.layers()) == sorted(
-        f"blocks.{i}.attn.{p}" for i in range(2) for p in ("q_proj", "v_proj"))
+        f"blocks.{i}.attn.{p}" for i in range(2) for p in ("q_proj", "v_proj")
+    )
     assert nn.count_params(a) == 4 * 2 * (8 + 8) + 11 * 8
     toks = jnp.arange(5)[None] % 11
     np.testing.assert_array_equal(fwd(a, toks), fwd(lm, toks))  # B = 0 at init: exactly the base
@@ -168,8 +178,11 @@ def test_load_errors_name_the_path(tmp_path):
     ad.save_adapter(path, a)
     cfg = tmp_path / "a.json"
     good = cfg.read_text()
-    for bad, msg in (("{not json", "not valid JSON"), ('{"format": "peft"}', "theorylab-adapter"),
-                     (good.replace('"method": "lora"', '"method": "dora"'), "method")):
+    for bad, msg in (
+        ("{not json", "not valid JSON"),
+        ('{"format": "peft"}', "theorylab-adapter"),
+        (good.replace('"method": "lora"', '"method": "dora"'), "method"),
+    ):
         cfg.write_text(bad)
         with pytest.raises(ValueError, match=msg) as err:
             ad.load_adapter(path, _base())
@@ -201,8 +214,9 @@ def test_named_adapters_set_active_disable_unload_merge():
     merged = ad.merge(both)  # the two updates add in every layer
     da, db = ad.delta_weights(ab, name="default"), ad.delta_weights(ab, name="b")
     for i, p in enumerate(sorted(da)):
-        np.testing.assert_allclose(merged.layers[i].weight, base.layers[i].weight + da[p] + db[p],
-                                   rtol=0, atol=1e-13)
+        np.testing.assert_allclose(
+            merged.layers[i].weight, base.layers[i].weight + da[p] + db[p], rtol=0, atol=1e-13
+        )
     np.testing.assert_allclose(fwd(merged, X), fwd(both, X), rtol=0, atol=1e-12)
     np.testing.assert_array_equal(fwd(both.disable(), X), y0)
     with ad.disabled(both) as off:
@@ -223,8 +237,11 @@ def test_named_adapters_set_active_disable_unload_merge():
 def test_named_adapter_files_round_trip(tmp_path):
     a = _perturbed("lora", 0)
     ab = ad.inject(a, "ravan", key=jax.random.key(1), name="fed", r=2, heads=2)
-    ab = eqx.tree_at(lambda m: [q.H for q in m.layers("fed").values()], ab,
-                     [jnp.ones_like(q.H) for q in ab.layers("fed").values()])
+    ab = eqx.tree_at(
+        lambda m: [q.H for q in m.layers("fed").values()],
+        ab,
+        [jnp.ones_like(q.H) for q in ab.layers("fed").values()],
+    )
     ad.save_adapter(tmp_path / "fed.safetensors", ab, name="fed")
     loaded = ad.load_adapter(tmp_path / "fed.safetensors", a)  # added to an adapted model
     assert loaded.names == ("default", "fed")
@@ -251,12 +268,17 @@ def test_adapter_dropout_is_unbiased_and_off_without_a_key():
 def test_package_embedding_and_linear_targets_merge():
     lm = nn.TransformerLM(11, 8, 2, 1, 6, key=jax.random.key(0))
     assert ad.target_paths(lm)["embed"] == "embedding"
-    a = ad.inject(lm, "lora", targets=["embed", "pos_embed", "q_proj", "head"],
-                  key=jax.random.key(1), r=2)
-    a = eqx.tree_at(lambda m: [q.B for q in m.layers().values()], a,
-                    [jnp.full_like(q.B, 0.1) for q in a.layers().values()])
+    a = ad.inject(
+        lm, "lora", targets=["embed", "pos_embed", "q_proj", "head"], key=jax.random.key(1), r=2
+    )
+    a = eqx.tree_at(
+        lambda m: [q.B for q in m.layers().values()],
+        a,
+        [jnp.full_like(q.B, 0.1) for q in a.layers().values()],
+    )
     toks = jnp.arange(5)[None] % 11
     y = fwd(a, toks)
     assert float(jnp.max(jnp.abs(y - fwd(lm, toks)))) > 1e-3
-    np.testing.assert_allclose(fwd(ad.merge(a), toks), y, rtol=0,
-                               atol=1e-12 * float(jnp.max(jnp.abs(y))))
+    np.testing.assert_allclose(
+        fwd(ad.merge(a), toks), y, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(y)))
+    )

@@ -67,16 +67,27 @@ class Zoo(eqx.Module):
 
     def __call__(self, x, *, key=None):
         image, ids = x
-        return (self.cnn(image) + self.attention(ids)
-                + self.head(jnp.mean(self.embed(ids), axis=0)))
+        return self.cnn(image) + self.attention(ids) + self.head(jnp.mean(self.embed(ids), axis=0))
 
 
-TARGETS = ["cnn.conv*", "cnn.fc", "attention.embed", "attention.attn.*_proj", "attention.head",
-           "embed", "head"]
-KINDS = {"cnn.conv1": "conv (eqx Conv2d)", "cnn.conv2": "conv (eqx Conv2d)",
-         "cnn.fc": "linear (eqx Linear)", "attention.embed": "embedding (eqx Embedding)",
-         "attention.head": "linear (eqx Linear)", "embed": "embedding (nn.Embedding)",
-         "head": "linear (nn.Linear)"}
+TARGETS = [
+    "cnn.conv*",
+    "cnn.fc",
+    "attention.embed",
+    "attention.attn.*_proj",
+    "attention.head",
+    "embed",
+    "head",
+]
+KINDS = {
+    "cnn.conv1": "conv (eqx Conv2d)",
+    "cnn.conv2": "conv (eqx Conv2d)",
+    "cnn.fc": "linear (eqx Linear)",
+    "attention.embed": "embedding (eqx Embedding)",
+    "attention.head": "linear (eqx Linear)",
+    "embed": "embedding (nn.Embedding)",
+    "head": "linear (nn.Linear)",
+}
 
 
 def _data(n=6):
@@ -123,8 +134,10 @@ def layer_merge_errors(a, merged, key):
         else:
             x = jax.random.normal(k, (base.weight.shape[1],))
         y = _apply(_at(bound, p), x)
-        out[p] = (kind, float(jnp.max(jnp.abs(_apply(_at(merged, p), x) - y))
-                              / jnp.max(jnp.abs(y))))
+        out[p] = (
+            kind,
+            float(jnp.max(jnp.abs(_apply(_at(merged, p), x) - y)) / jnp.max(jnp.abs(y))),
+        )
     return out
 
 
@@ -135,8 +148,14 @@ def _kind(path):
 def _adapt_and_train(method, steps=3, dropout=0.0):
     base = Zoo(jax.random.key(0))
     x, y = _data()
-    a = ad.inject(base, "lora" if method == "tfb" else method, TARGETS, key=jax.random.key(4),
-                  dropout=dropout, **CONFIGS[method])
+    a = ad.inject(
+        base,
+        "lora" if method == "tfb" else method,
+        TARGETS,
+        key=jax.random.key(4),
+        dropout=dropout,
+        **CONFIGS[method],
+    )
 
     def loss(m, key):
         logits = jax.vmap(lambda xi, ki: m(xi, key=ki))(x, jax.random.split(key, y.shape[0]))
@@ -169,8 +188,10 @@ def test_every_method_on_equinox_models(method, tmp_path):
     tr1, fr1 = nn.split(trained)
     for u, v in zip(jax.tree.leaves(fr), jax.tree.leaves(fr1), strict=True):
         np.testing.assert_array_equal(u, v)
-    assert all(not np.array_equal(u, v) for u, v in
-               zip(jax.tree.leaves(tr0), jax.tree.leaves(tr1), strict=True))
+    assert all(
+        not np.array_equal(u, v)
+        for u, v in zip(jax.tree.leaves(tr0), jax.tree.leaves(tr1), strict=True)
+    )
     if method == "tfb":
         trained = ad.tfb_bayesianize(trained, 0.05)
         assert nn.count_params(trained) == 0
@@ -182,8 +203,9 @@ def test_every_method_on_equinox_models(method, tmp_path):
     else:
         merged = ad.merge(trained)
         assert jax.tree.structure(merged) == jax.tree.structure(base)  # plain layers again
-        np.testing.assert_allclose(fwd(merged, x), out, rtol=0,
-                                   atol=1e-12 * float(jnp.max(jnp.abs(out))))
+        np.testing.assert_allclose(
+            fwd(merged, x), out, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(out)))
+        )
     path = tmp_path / "adapter.safetensors"
     ad.save_adapter(path, trained)
     loaded = ad.load_adapter(path, base)

@@ -14,8 +14,16 @@ def _mlp(seed=0):
 
 
 def _moore(seed=0, tasks=3):
-    return ad.inject(_mlp(), "moore", targets="layers.0", key=jax.random.key(seed), r=4,
-                     num_experts=8, task_dim=5, num_tasks=tasks)
+    return ad.inject(
+        _mlp(),
+        "moore",
+        targets="layers.0",
+        key=jax.random.key(seed),
+        r=4,
+        num_experts=8,
+        task_dim=5,
+        num_tasks=tasks,
+    )
 
 
 def test_moore_equals_base_at_init_and_count():
@@ -41,8 +49,11 @@ def test_moore_column_space_orthogonal_experts_and_singular_values(seed, randomi
         g = np.sort(np.asarray(layer.gates(x, t)))[::-1]
         np.testing.assert_allclose(np.linalg.svd(np.asarray(w), compute_uv=False), g, atol=1e-12)
         y = a.bind(task=t)(x[None])
-        np.testing.assert_allclose(y[0], nn.MLP.__call__(
-            eqx.tree_at(lambda m: m.layers[0], _mlp(), _dense(w, layer)), x), atol=1e-12)
+        np.testing.assert_allclose(
+            y[0],
+            nn.MLP.__call__(eqx.tree_at(lambda m: m.layers[0], _mlp(), _dense(w, layer)), x),
+            atol=1e-12,
+        )
     r = ad.householder_matrix(layer.householder)
     np.testing.assert_allclose(r.T @ r, np.eye(12), atol=1e-13)
     v = layer.V

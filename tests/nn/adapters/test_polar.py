@@ -18,8 +18,9 @@ def _stiefel(p, r, rng):
 
 
 # shapes drawn from a few (r, extra rows, extra cols) so that the jitted SVD is reused
-@given(st.sampled_from([(1, 0, 0), (1, 5, 2), (3, 0, 4), (5, 7, 1), (8, 2, 9)]),
-       st.integers(0, 2**16))
+@given(
+    st.sampled_from([(1, 0, 0), (1, 5, 2), (3, 0, 4), (5, 7, 1), (8, 2, 9)]), st.integers(0, 2**16)
+)
 def test_stable_rank_identity(shape, seed):
     r, dm, dn = shape
     """sr(X Theta Y^T) = sr(Theta) and ||X Theta Y^T||_F = ||Theta||_F on Stiefel factors."""

@@ -13,8 +13,12 @@ import nn
 import nn.adapters as ad
 
 
-@given(st.sampled_from([1, 3, 6]), st.sampled_from([6, 12]), st.sampled_from([6, 12]),
-       st.integers(0, 2**16))
+@given(
+    st.sampled_from([1, 3, 6]),
+    st.sampled_from([6, 12]),
+    st.sampled_from([6, 12]),
+    st.integers(0, 2**16),
+)
 def test_refactor_keeps_ba(r, m, n, seed):
     rng = np.random.default_rng(seed)
     b, a = rng.standard_normal((m, r)), rng.standard_normal((r, n))
@@ -28,6 +32,7 @@ def _trained_lora(seed=0):
     a = ad.inject(base, "lora", targets="layers.0", key=jax.random.key(seed), r=2, alpha=4.0)
     layer = a.layers()["layers.0"]
     import equinox as eqx
+
     b = jax.random.normal(jax.random.key(seed + 1), layer.B.shape)
     return eqx.tree_at(lambda m: m.layers()["layers.0"].B, a, b)
 
@@ -104,8 +109,9 @@ def test_ct_gap_bound(beta, c):
 @given(st.floats(0.0, 0.999), st.floats(0.0, 1.0))
 def test_ct_values_at_zero(beta, c):
     f = lambda x: ad.ctu(x, beta, c)  # noqa: E731
-    np.testing.assert_allclose(float(f(jnp.asarray(0.0))), (1 - c) * (1 - beta) * math.log(2),
-                               atol=1e-15)
+    np.testing.assert_allclose(
+        float(f(jnp.asarray(0.0))), (1 - c) * (1 - beta) * math.log(2), atol=1e-15
+    )
     np.testing.assert_allclose(float(jax.grad(f)(jnp.asarray(0.0))), 0.5, atol=1e-13)
 
 
@@ -115,9 +121,16 @@ def test_ct_beta_one_is_the_relu_network_exactly():
     np.testing.assert_array_equal(ad.ct_steer(mlp, 1.0)(x), mlp(x))
     tct, mask = ad.ct_trainable(mlp, train=("layers.2",))
     import equinox as eqx
-    ones = jax.tree.map(lambda n: eqx.tree_at(lambda m: m.raw_beta, n, jnp.full_like(
-        n.raw_beta, jnp.inf)) if isinstance(n, ad.CTLinear) else n, tct,
-        is_leaf=lambda n: isinstance(n, ad.CTLinear))
+
+    ones = jax.tree.map(
+        lambda n: (
+            eqx.tree_at(lambda m: m.raw_beta, n, jnp.full_like(n.raw_beta, jnp.inf))
+            if isinstance(n, ad.CTLinear)
+            else n
+        ),
+        tct,
+        is_leaf=lambda n: isinstance(n, ad.CTLinear),
+    )
     np.testing.assert_array_equal(ones(x), mlp(x))  # sigmoid(inf) = 1: the ReLU branch
     assert nn.count_params(tct, mask) == 2 * (9 + 9) + 9 * 3 + 3
     np.testing.assert_allclose(ad.ct_steer(mlp, 0.8)(x), tct(x), atol=1e-13)  # same init

@@ -28,8 +28,7 @@ def test_isometry(D, d, seed):
     counts = np.bincount(idx, minlength=d)
     assert set(np.unique(counts)) <= {D // d, D // d + 1}  # balanced groups
     theta = np.random.default_rng(seed).standard_normal(d)
-    np.testing.assert_allclose(np.linalg.norm(theta[idx] * val), np.linalg.norm(theta),
-                               rtol=1e-13)
+    np.testing.assert_allclose(np.linalg.norm(theta[idx] * val), np.linalg.norm(theta), rtol=1e-13)
     i2, v2 = ad.isometric_projection(D, d, seed)  # deterministic in the seed
     np.testing.assert_array_equal(idx, i2)
 
@@ -51,8 +50,9 @@ def test_gradient_through_gather_is_p_transpose():
     f = lambda th: jnp.sum(jnp.sin(ad.project(th, idx, val)) * w)  # noqa: E731
     th = jnp.asarray(np.random.default_rng(1).standard_normal(d))
     g_dense = jnp.cos(ad.project(th, idx, val)) * w
-    np.testing.assert_allclose(jax.grad(f)(th), ad.project_transpose(g_dense, idx, val, d),
-                               atol=1e-13)
+    np.testing.assert_allclose(
+        jax.grad(f)(th), ad.project_transpose(g_dense, idx, val, d), atol=1e-13
+    )
 
 
 def test_lora_is_identity_projection():
@@ -77,16 +77,18 @@ def test_vera_equals_direct_formula_and_is_not_isometric():
     layers = list(a.layers().values())
     off = 0
     for (m, _), layer in zip(shapes, layers, strict=True):
-        lam_b, lam_d = theta[off:off + m], theta[off + m:off + m + 5]
+        lam_b, lam_d = theta[off : off + m], theta[off + m : off + m + 5]
         off += m + 5
         bm, an = layer.value_B, layer.value_A
         direct = jnp.diag(lam_b) @ bm @ jnp.diag(lam_d) @ an
         np.testing.assert_allclose(layer.delta_weight({"theta": theta}), direct, atol=1e-13)
     # VeRA's P^T P is diagonal with the row norms of B and A: not the identity
-    idx = np.concatenate([np.ravel(l.index_A) for l in layers]
-                         + [np.ravel(l.index_B) for l in layers])
-    val = np.concatenate([np.ravel(l.value_A) for l in layers]
-                         + [np.ravel(l.value_B) for l in layers])
+    idx = np.concatenate(
+        [np.ravel(l.index_A) for l in layers] + [np.ravel(l.index_B) for l in layers]
+    )
+    val = np.concatenate(
+        [np.ravel(l.value_A) for l in layers] + [np.ravel(l.value_B) for l in layers]
+    )
     ptp = _dense(idx, val, theta.size)
     ptp = ptp.T @ ptp
     np.testing.assert_allclose(ptp, np.diag(np.diag(ptp)), atol=1e-14)
@@ -119,8 +121,9 @@ def test_tied_lora_frozen_is_the_vera_projection():
 
 
 def test_vblora_mixture_weights_are_a_simplex_and_shapes_recovered():
-    a = ad.inject(_mlp(), "vblora", key=jax.random.key(5), r=2, num_vectors=6, vector_length=4,
-                  topk=3)
+    a = ad.inject(
+        _mlp(), "vblora", key=jax.random.key(5), r=2, num_vectors=6, vector_length=4, topk=3
+    )
     for layer in a.layers().values():
         w, idx = ad.topk_mixture_weights(layer.logits_A, 3)
         assert bool(jnp.all(w >= 0))
