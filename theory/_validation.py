@@ -16,8 +16,11 @@ import numbers
 import os
 import sys
 from collections.abc import Iterable
+from typing import Literal, TypeVar
 
 import numpy as np
+
+_T = TypeVar("_T")
 
 __all__ = [
     "NumericalError",
@@ -87,7 +90,7 @@ def as_array(
     *,
     ndim=None,
     shape=None,
-    finite=True,
+    finite: bool | Literal["nan"] = True,
     dtype=np.float64,
     min_size=None,
     allow_bool=False,
@@ -233,7 +236,7 @@ def check_scalar(value, name, *, lower=None, upper=None, closed="both", finite=T
     except OverflowError as err:
         raise ValueError(
             f"`{name}` must be representable as a float; got an integer of "
-            f"{len(str(abs(int(value))))} digits."
+            f"{len(str(abs(math.trunc(value))))} digits."
         ) from err
     if math.isnan(value) or (finite and math.isinf(value)):
         raise ValueError(f"`{name}` must be finite; got {value}.")
@@ -318,18 +321,15 @@ def as_generator(rng, name="rng") -> np.random.Generator:
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool | np.bool_):
         check_int(rng, name, lower=0)
         return np.random.default_rng(int(rng))
-    seq = rng.ravel().tolist() if isinstance(rng, np.ndarray) else rng
-    if (
-        isinstance(rng, list | tuple | np.ndarray)
-        and len(rng)
-        and all(
+    if isinstance(rng, list | tuple | np.ndarray) and len(rng):
+        seq = rng.ravel().tolist() if isinstance(rng, np.ndarray) else list(rng)
+        if all(
             isinstance(s, numbers.Integral)
             and not isinstance(s, bool | np.bool_)
-            and 0 <= s < 2**63
+            and 0 <= int(s) < 2**63
             for s in seq
-        )
-    ):
-        return np.random.default_rng([int(s) for s in np.ravel(rng)])
+        ):
+            return np.random.default_rng([int(s) for s in seq])
     raise TypeError(
         f"`{name}` must be None, a non-negative int seed (or a sequence of them), a "
         f"numpy.random.Generator or a SeedSequence; got {_show(rng)} of type "
@@ -352,8 +352,9 @@ def check_key(key, name="key", *, optional=False):
     if dtype is None or isinstance(key, np.ndarray) and dtype.kind != "u":
         raise TypeError(f"{want}; got {_show(key)} of type {type(key).__name__}.")
     import jax
+    import jax.numpy as jnp
 
-    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(dtype, jax.dtypes.prng_key):
         if key.shape != ():
             raise ValueError(f"{want}; got a batch of keys of shape {key.shape}.")
         return key
@@ -373,7 +374,7 @@ def check_instance(value, name, cls, what=None):
     return value
 
 
-def check_callable(f, name):
+def check_callable(f: _T, name: str) -> _T:
     """Return ``f`` if it is callable."""
     if not callable(f):
         raise TypeError(f"`{name}` must be callable; got {_show(f)} of type {type(f).__name__}.")

@@ -25,6 +25,7 @@ of ``[sqrt(.) - (1 - gamma + lam)] / (2 gamma lam)``; it is the positive root of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import comb
 
 import numpy as np
@@ -109,7 +110,7 @@ def _sqrt_upper(T):
     return U
 
 
-def _stieltjes_matrix(gamma: float, nodes: list[np.ndarray]) -> np.ndarray:
+def _stieltjes_matrix(gamma: float, nodes: Sequence[np.ndarray]) -> np.ndarray:
     """``m(J)`` for the bidiagonal matrices ``J`` with diagonal ``nodes`` (batched)."""
     nodes = np.broadcast_arrays(*[np.asarray(t, dtype=np.float64) for t in nodes])
     k = len(nodes)

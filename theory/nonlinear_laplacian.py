@@ -277,7 +277,7 @@ def critical_threshold(sigma, eta: EtaLaw, *, xtol: float = 1e-13) -> ThresholdR
             f"`sigma` must be non-decreasing with sup σ reached or approached "
             f"(β*: {res.message}); got {sigma!r}."
         )
-    return ThresholdResult(res.root, float(sigma.upper) + u_star, ep.regular, ep.edge, calls[0])
+    return ThresholdResult(res.value(), float(sigma.upper) + u_star, ep.regular, ep.edge, calls[0])
 
 
 def critical_threshold_nested(

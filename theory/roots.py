@@ -40,7 +40,7 @@ class RootResult:
 
     def value(self) -> float:
         """The root, or :class:`NoRootError` with the message when there is none."""
-        if not self.found:
+        if not self.found or self.root is None:
             raise NoRootError(self.message)
         return self.root
 
@@ -96,11 +96,12 @@ def find_root(
         hi = lo + 1.0 if lo >= 0 else abs(lo) + 1.0
     flo, fhi = float(f(lo)), float(f(hi))
     calls, width = 2, hi - lo
-    for _ in range(max_expand if expand else 0):
+    grow = 1.0 if expand is None else expand
+    for _ in range(0 if expand is None else max_expand):
         if flo == 0 or fhi == 0 or (flo < 0) != (fhi < 0):
             break
         # same sign at both ends of a monotone f: the root, if any, lies beyond hi
-        width *= expand
+        width *= grow
         lo, flo = hi, fhi
         hi = lo + width
         if not math.isfinite(hi):
@@ -125,7 +126,15 @@ def find_root(
             f"{fhi:.3g} at its ends",
         )
     root, info = brentq(
-        f, lo, hi, xtol=xtol, rtol=rtol, maxiter=maxiter, full_output=True, disp=False
+        f,
+        lo,
+        hi,
+        xtol=xtol,
+        # scipy is untyped here: the checker takes rtol's type from its float64 default value
+        rtol=rtol,  # pyright: ignore[reportArgumentType]
+        maxiter=maxiter,
+        full_output=True,
+        disp=False,
     )
     if not info.converged:
         return RootResult(

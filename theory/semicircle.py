@@ -61,6 +61,6 @@ def semicircle_stieltjes(z, scale: float = 1.0):
         raise ValueError("`z` must be finite.")
     u = z.astype(np.complex128) / s
     out = (-u + np.sqrt(u - 2) * np.sqrt(u + 2)) / (2 * s)
-    if np.all(np.abs(out.imag) <= 1e-300) and np.all(np.asarray(z).imag == 0):
+    if np.all(np.abs(out.imag) <= 1e-300) and np.all(np.imag(z) == 0):
         out = out.real
     return out if out.ndim else out.item()
