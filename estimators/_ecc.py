@@ -74,7 +74,8 @@ class ECCResult:
         ``p / n`` for OLS).
     lam_prediction : (float, float) or None
         Prediction-optimal penalties ``gamma sigma^2 / ||alpha||^2`` (Lemma F.2), plug-in; None
-        for OLS.
+        for OLS and when a plug-in signal ``||alpha||^2`` or ``||beta||^2`` is not positive
+        (the optimal penalty is then infinite).
     names : dict or None
         Names of ``y``, ``a`` and the columns of ``X`` when they were pandas objects.
     """
@@ -138,10 +139,11 @@ class ECCResult:
                 f"ECC ({self.estimator.upper()}, {self.split} splits, debiased ridge)   "
                 f"n={self.n}  p={self.p}  m={self.m}  gamma={self.gamma:.3g}"
             )
+            lp = self.lam_prediction
+            pred = "undefined" if lp is None else f"({lp[0]:.4g}, {lp[1]:.4g})"
             tail = (
                 f"naive {self.naive:.4f}   lam_a={self.lam[0]:.4g}  lam_y={self.lam[1]:.4g}"
-                f"   prediction-optimal ({self.lam_prediction[0]:.4g}, "
-                f"{self.lam_prediction[1]:.4g})   m*Var={self.variance:.4g}"
+                f"   prediction-optimal {pred}   m*Var={self.variance:.4g}"
             )
         lines = [head]
         if self.names:
@@ -176,23 +178,28 @@ class VarianceCurve:
 
     ``lam_opt`` minimises the curve; ``lam_prediction`` is the prediction-optimal pair of
     Lemma F.2 (``gamma sigma^2 / ||alpha||^2`` for each nuisance) and ``variance_at_prediction``
-    the variance at that pair.
+    the variance at that pair; both are None when a plug-in signal is not positive (the optimal
+    penalty is then infinite).
     """
 
     lams: np.ndarray
     variance: np.ndarray
     lam_opt: float
     variance_opt: float
-    lam_prediction: tuple[float, float]
-    variance_at_prediction: float
+    lam_prediction: tuple[float, float] | None
+    variance_at_prediction: float | None
     estimator: str
     split: int
     gamma: float
 
     def summary(self) -> str:
-        return (
+        head = (
             f"{self.estimator.upper()} {self.split}-split, gamma={self.gamma:.3g}: "
             f"variance-optimal lam={self.lam_opt:.4g} (m*Var={self.variance_opt:.4g}); "
+        )
+        if self.lam_prediction is None:
+            return head + "prediction-optimal lam undefined (no plug-in signal)"
+        return head + (
             f"prediction-optimal lam=({self.lam_prediction[0]:.4g}, "
             f"{self.lam_prediction[1]:.4g}) (m*Var={self.variance_at_prediction:.4g})"
         )
@@ -584,10 +591,11 @@ def _auto_lambda(prep, estimator):
 
 
 def _lam_prediction(prep):
+    """Lemma F.2's plug-in pair, or None when a plug-in signal is not positive (lam* = inf)."""
     mo, gm = prep.moments, prep.gamma
-    la = gm * mo["var_delta"] / mo["a2"] if mo["a2"] > 0 else np.inf
-    ly = gm * mo["var_eps"] / mo["b2"] if mo["b2"] > 0 else np.inf
-    return float(la), float(ly)
+    if not (mo["a2"] > 0 and mo["b2"] > 0):
+        return None
+    return float(gm * mo["var_delta"] / mo["a2"]), float(gm * mo["var_eps"] / mo["b2"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -936,12 +944,10 @@ def variance_curve(
     Vf = np.where(np.isfinite(V), V, np.inf)
     i = int(np.argmin(Vf))
     lp = _lam_prediction(prep)
-    with np.errstate(all="ignore"):
-        vp = (
-            float(prep.m * prep.variance(estimator, lp[0], lp[1])[()])
-            if np.all(np.isfinite(lp))
-            else np.inf
-        )
+    vp = None
+    if lp is not None:
+        with np.errstate(all="ignore"):
+            vp = float(prep.m * prep.variance(estimator, lp[0], lp[1])[()])
     return VarianceCurve(
         lams=lams,
         variance=V,

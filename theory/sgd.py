@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from theory._validation import as_array, check_bool, check_scalar
+from theory._validation import as_array, check_bool, check_finite_result, check_scalar
 
 _BIG = 1e100  # magnitudes beyond this overflow the products below; no bound here is that large
 
@@ -359,7 +359,10 @@ def quadratic_gd_loss_ratio(T, eta, beta):
     eta = check_scalar(eta, "eta", lower=0.0, closed="neither")
     T = _horizon(T)
     with np.errstate(over="ignore"):
-        return _out(np.abs(1.0 - beta * eta) ** (2.0 * T))
+        ratio = np.abs(1.0 - beta * eta) ** (2.0 * T)
+    return _out(
+        check_finite_result(ratio, "the loss ratio |1 - beta*eta|^(2T)", eta=eta, beta=beta)
+    )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -114,8 +114,7 @@ def _check_outer(W_V, W1, W2, v=None):
     d = W1.shape[0]
     W1 = as_array(W1, "W1", shape=(d, d), lower=-_BIG, upper=_BIG)
     W2 = as_array(W2, "W2", shape=(d,), lower=-_BIG, upper=_BIG)
-    if W_V is not None:
-        W_V = as_array(W_V, "W_V", shape=(d, d), lower=-_BIG, upper=_BIG)
+    W_V = as_array(W_V, "W_V", shape=(d, d), lower=-_BIG, upper=_BIG)
     if v is not None:
         v = as_array(v, "v", shape=(d,), lower=-_BIG, upper=_BIG)
         if abs(np.linalg.norm(v) - 1.0) > 1e-8:
@@ -141,7 +140,7 @@ def effective_vector_field(W_V, W1, W2, v):
     ``dW2 = (u W1)^T`` and ``u = v W_V``: the gradient of ``E = v W_V W1 W2`` (component form
     derived here, checked against autodiff in ``tests/theory/test_transformer.py``).
     """
-    W_V, W1, W2, v = _check_outer(W_V, W1, W2, v)
+    W_V, W1, W2, v = _check_outer(W_V, W1, W2, as_array(v, "v", ndim=1))
     u = v @ W_V
     return np.outer(v, W1 @ W2), np.outer(u, W2), W1.T @ u
 
@@ -318,7 +317,7 @@ def key_query_closed_form(F, W_Q0, W_K0, t):
     ``t`` a scalar gives two matrices; an array of times gives stacks ``(len(t), ...)``.
     """
     F, W_Q0, W_K0 = _check_kq(F, W_Q0, W_K0)
-    t = as_array(t, "t")
+    t = as_array(t, "t", lower=-_BIG, upper=_BIG)
     U, sig, Vt = np.linalg.svd(F)
     if sig.size and sig[0] * np.max(np.abs(t), initial=0.0) > 700.0:
         raise ValueError(
@@ -352,7 +351,7 @@ def key_query_closed_form(F, W_Q0, W_K0, t):
 def top_multiplicity(F, *, rtol=1e-9) -> int:
     """Multiplicity of the top singular value of ``F`` (singular values within ``rtol`` of it)."""
     rtol = check_scalar(rtol, "rtol", lower=0.0, upper=1.0, closed="left")
-    F = as_array(F, "F", ndim=2)
+    F = _check_matrices(as_array(F, "F", ndim=2), "F")
     sig = np.linalg.svd(F, compute_uv=False)
     if sig[0] == 0:
         raise ValueError("`F` is zero: the key-query flow does not move.")
@@ -378,11 +377,19 @@ def key_query_limit(F, W_Q0, W_K0, *, rtol=1e-9):
     return Uk @ C / nc, Vk @ C / nc
 
 
+def _check_matrices(W, name="W"):
+    """``W`` as a non-empty matrix or stack of matrices."""
+    W = as_array(W, name)
+    if W.ndim < 2 or 0 in W.shape:
+        raise ValueError(
+            f"`{name}` must be a non-empty matrix or stack of matrices; got shape {W.shape}."
+        )
+    return W
+
+
 def normalised_singular_values(W) -> np.ndarray:
     """Singular values of ``W`` (or of each matrix of a stack) divided by the largest."""
-    W = as_array(W, "W")
-    if W.ndim < 2:
-        raise ValueError(f"`W` must be a matrix or a stack of matrices; got shape {W.shape}.")
+    W = _check_matrices(W)
     sig = np.linalg.svd(W, compute_uv=False)
     top = sig[..., :1]
     return np.divide(sig, top, out=np.zeros_like(sig), where=top > 0)
@@ -390,11 +397,10 @@ def normalised_singular_values(W) -> np.ndarray:
 
 def stable_rank(W):
     """Stable rank ``||W||_F^2 / ||W||_2^2`` (1 for rank one; a stack gives an array)."""
-    W = as_array(W, "W")
-    if W.ndim < 2:
-        raise ValueError(f"`W` must be a matrix or a stack of matrices; got shape {W.shape}.")
+    W = _check_matrices(W)
     sig = np.linalg.svd(W, compute_uv=False)
-    out = np.sum(sig**2, axis=-1) / np.maximum(sig[..., 0] ** 2, np.finfo(float).tiny)
+    top = np.maximum(sig[..., :1], np.finfo(float).tiny)  # scale first: sig**2 may overflow
+    out = np.sum((sig / top) ** 2, axis=-1)
     return float(out) if out.ndim == 0 else out
 
 
@@ -403,9 +409,7 @@ def effective_rank(W):
 
     The paper's figures plot an "effective rank" without a formula; this is the standard one.
     """
-    W = as_array(W, "W")
-    if W.ndim < 2:
-        raise ValueError(f"`W` must be a matrix or a stack of matrices; got shape {W.shape}.")
+    W = _check_matrices(W)
     sig = np.linalg.svd(W, compute_uv=False)
     p = sig / np.maximum(sig.sum(axis=-1, keepdims=True), np.finfo(float).tiny)
     ent = -np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0), axis=-1)
