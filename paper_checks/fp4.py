@@ -201,7 +201,10 @@ def threshold_runs(n, d, seeds, steps, seed):
     (:func:`theory.fp4.noisy_gd_sq_error`)."""
     opt = _SGD
     names = ["fp4", *SWITCH_AT]
-    runs = {nm: {"err": [], "cross": [], "switch": [], "excess": [], "ratio": []} for nm in names}
+    runs = {
+        nm: {"err": [], "noise": [], "cross": [], "switch": [], "excess": [], "ratio": []}
+        for nm in names
+    }
     pred = {nm: [] for nm in ["noise-free", *names]}
     pred_cross, pred_ratio, pred_switch = [], [], {nm: [] for nm in SWITCH_AT}
     sqrt3 = theory_fp4.SQRT3  # the package's threshold (a mutant may change it)
@@ -248,6 +251,7 @@ def threshold_runs(n, d, seeds, steps, seed):
             )
             w_end = np.asarray(r.model.weight, np.float64)[0]
             runs[nm]["err"].append(np.sum((w_end - w_star) ** 2))
+            runs[nm]["noise"].append(np.sum((w_end - path[-1]) ** 2))
             runs[nm]["excess"].append(2 * (r.losses - _lmin(X, y, w_star)))
             runs[nm]["ratio"].append(r.ratios)
             runs[nm]["cross"].append(-1 if r.crossing_step is None else r.crossing_step)
@@ -336,13 +340,18 @@ def _stall(size, seed) -> Measurement:
 def _switch(size, seed) -> Measurement:
     """Fig. 5 protocol: the gradient precision is raised at the crossing and nothing else changes
     (plain SGD with a constant step, no optimiser state). After the switch the error of every run
-    decays by ``(1 - eta)^2`` per step, so the final ``|e_T|^2 / |e_T^fp32|^2 - 1`` is the noise
-    absorbed before the switch, relative."""
+    decays by ``(1 - eta)^2`` per step, so the final ``E|e_T|^2 / |e_T^fp32|^2 - 1`` is the noise
+    absorbed before the switch, relative. It is measured as ``|w_T - w_T^fp32|^2 / |e_T^fp32|^2``
+    (the noise-free path in float64): the same expectation when SR is unbiased, without the
+    zero-mean cross term ``2 e^fp32 . noise`` that dominates the seed-to-seed spread of
+    ``|e_T|^2`` (about 6x the SE at 8 seeds); the plain gap is reported beside it."""
     r = threshold_runs(size.n, size.d, size.seeds, size.steps, seed)
     ref = r["pred"]["noise-free"][:, -1]
-    gap = {nm: r["runs"][nm]["err"] / ref - 1 for nm in SWITCH_AT}
+    gap = {nm: r["runs"][nm]["noise"] / ref for nm in SWITCH_AT}
+    plain = {nm: r["runs"][nm]["err"] / ref - 1 for nm in SWITCH_AT}
     want = {nm: r["pred"][nm][:, -1] / ref - 1 for nm in SWITCH_AT}
     ms = {nm: mean_se(gap[nm]) for nm in SWITCH_AT}
+    steps = {nm: paired(r["runs"][nm]["switch"], r["pred_switch"][nm]) for nm in SWITCH_AT}
     return measure(
         within(
             {nm: round(ms[nm][0], 5) for nm in SWITCH_AT},
@@ -351,27 +360,25 @@ def _switch(size, seed) -> Measurement:
             name="gap after switch at ratio",
         ),
         paired_gap(gap["1"], gap["sqrt(3)"], n_se=2, name="gap(1) - gap(sqrt 3)"),
-        paired_gap(gap["1"], gap["3"], n_se=2, name="gap(1) - gap(3)"),
+        paired_gap(gap["sqrt(3)"], gap["3"], n_se=2, name="gap(sqrt 3) - gap(3)"),
         within(
-            {
-                nm: round(paired(r["runs"][nm]["switch"], r["pred_switch"][nm])[0], 3)
-                for nm in SWITCH_AT
-            },
+            {nm: round(steps[nm][0], 3) for nm in SWITCH_AT},
             {nm: 0.0 for nm in SWITCH_AT},
-            {
-                nm: round(4 * paired(r["runs"][nm]["switch"], r["pred_switch"][nm])[1] + 1, 3)
-                for nm in SWITCH_AT
-            },
+            {nm: round(4 * steps[nm][1] + 1, 3) for nm in SWITCH_AT},
             name="switch step - predicted",
         ),
         extra={
+            "plain gap |e_T|^2/|e_T^fp32|^2 - 1": {
+                nm: [round(v, 5) for v in mean_se(plain[nm])] for nm in SWITCH_AT
+            },
             "switch steps": {nm: r["runs"][nm]["switch"].tolist() for nm in SWITCH_AT},
             "predicted switch steps": {nm: v.tolist() for nm, v in r["pred_switch"].items()},
         },
-        detail="final |w - w*|^2 relative to noise-free GD's (float64), minus 1, after "
-        f"{r['steps']} GD steps "
-        f"(step {ETA}, H = I), {r['seeds']} seeds; predicted by the SR noise model with the switch "
-        "where the predicted ratio crosses 3, sqrt(3), 1; tolerance 4 SE + 10 %",
+        detail="noise absorbed |w_T - w_T^fp32|^2 relative to noise-free GD's |e_T|^2 (float64) "
+        f"after {r['steps']} GD steps (step {ETA}, H = I), {r['seeds']} seeds; predicted by the "
+        "SR noise model with the switch where the predicted ratio crosses 3, sqrt(3), 1; "
+        "tolerance 4 SE + 10 % (noise-model approximation); orderings paired over seeds (the "
+        "runs of a seed share their SR draws up to the earlier switch)",
     )
 
 
