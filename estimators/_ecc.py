@@ -462,7 +462,8 @@ class _Prepared:
         folds = _folds(self.n, split, as_generator(rng))
         self.center = center
         dof = 1 if center else 0
-        self.moments = _moments(*(_center(y, a, X) if center else (y, a, X)), self.n - dof)
+        yc, ac, Xc = _center(y, a, X) if center else (y, a, X)
+        self.moments = _moments(yc, ac, Xc, self.n - dof)
 
         def part(idx):
             parts = (y[idx], a[idx], X[idx])
@@ -547,15 +548,18 @@ class _Prepared:
         var_phi = phi.var(0, ddof=1)
         return naive, psi, theta, var_phi, c
 
-    def variance(self, estimator, lam_a, lam_y, var_phi=None, c=None):
-        """Plug-in ``Var(psi_tilde)`` (fold sizes respected) and its ``lim m Var`` form."""
+    def variance(self, estimator, lam_a, lam_y, score=None):
+        """Plug-in ``Var(psi_tilde)`` (fold sizes respected) and its ``lim m Var`` form.
+
+        ``score=(var_phi, c)`` from :meth:`fit` puts the model-free conditional variance of the
+        evaluated score in place of the evaluation-fold term.
+        """
         integ = _th.SpectralIntegrator(self.gamma, lam_a, lam_y)
         comp = _th.variance_components(estimator, self.split, integ, **self.moments)
         ev = comp["eval"]
-        if var_phi is not None:  # model-free conditional variance of the evaluated score
-            mult = 1.0
-            if estimator == "int" and self.split == 2:
-                mult = c["Gamma"] ** 2
+        if score is not None:
+            var_phi, c = score
+            mult = c["Gamma"] ** 2 if estimator == "int" and self.split == 2 else 1.0
             ev = mult * var_phi
         if self.split == 2:
             var = (ev / self.m + comp["train"] / self.m_train) / comp["M"] ** 2
@@ -837,10 +841,10 @@ def _hoif_result(y, a, X, XU, level, center, names):
 def _result(prep, estimator, lam, level, constants, names=None):
     la, ly = lam
     naive, psi, theta, var_phi, c = prep.fit(estimator, la, ly, constants)
-    var = float(prep.variance(estimator, la, ly, var_phi, c)[0])
+    var = float(prep.variance(estimator, la, ly, (var_phi, c))[0])
     se = float(np.sqrt(var))
     est = float(psi[0])
-    z = stats.norm.ppf(0.5 + level / 2)
+    z = float(stats.norm.ppf(0.5 + level / 2))
     return ECCResult(
         estimate=est,
         se=se,
@@ -881,7 +885,7 @@ def ecc_path(
         out["naive"][est] = naive
         out["debiased"][est] = psi
         with np.errstate(all="ignore"):
-            out["se"][est] = np.sqrt(prep.variance(est, lams, lams, var_phi, c))
+            out["se"][est] = np.sqrt(prep.variance(est, lams, lams, (var_phi, c)))
     return out
 
 

@@ -29,6 +29,7 @@ matrix.
 from __future__ import annotations
 
 import functools
+from typing import cast
 
 import numpy as np
 from scipy import linalg
@@ -54,7 +55,11 @@ class OLSFit:
                 f"the known covariance of the rows as `cov=` (ridge estimators), or see the "
                 f"guidance of estimator='dr'."
             )
-        Q, R, piv = linalg.qr(Xd, mode="economic", pivoting=True, check_finite=False)
+        # scipy is untyped here: its return type is inferred from every branch of qr
+        Q, R, piv = cast(
+            "tuple[np.ndarray, np.ndarray, np.ndarray]",
+            linalg.qr(Xd, mode="economic", pivoting=True, check_finite=False),
+        )
         diag = np.abs(np.diag(R))
         tol = diag[0] * max(Xd.shape) * np.finfo(float).eps
         rank = int((diag > tol).sum())
