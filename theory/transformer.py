@@ -109,17 +109,20 @@ def time_rescaling(X, y, eps) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def _check_outer(W_V, W1, W2, v=None):
+def _check_outer(W_V, W1, W2):
     W1 = as_array(W1, "W1", ndim=2)
     d = W1.shape[0]
     W1 = as_array(W1, "W1", shape=(d, d), lower=-_BIG, upper=_BIG)
     W2 = as_array(W2, "W2", shape=(d,), lower=-_BIG, upper=_BIG)
     W_V = as_array(W_V, "W_V", shape=(d, d), lower=-_BIG, upper=_BIG)
-    if v is not None:
-        v = as_array(v, "v", shape=(d,), lower=-_BIG, upper=_BIG)
-        if abs(np.linalg.norm(v) - 1.0) > 1e-8:
-            raise ValueError(f"`v` must be a unit vector; got norm {np.linalg.norm(v):.6g}.")
-    return W_V, W1, W2, v
+    return W_V, W1, W2
+
+
+def _check_unit(v, d):
+    v = as_array(v, "v", shape=(d,), lower=-_BIG, upper=_BIG)
+    if abs(np.linalg.norm(v) - 1.0) > 1e-8:
+        raise ValueError(f"`v` must be a unit vector; got norm {np.linalg.norm(v):.6g}.")
+    return v
 
 
 def _check_u(u, W1, W2):
@@ -140,7 +143,8 @@ def effective_vector_field(W_V, W1, W2, v):
     ``dW2 = (u W1)^T`` and ``u = v W_V``: the gradient of ``E = v W_V W1 W2`` (component form
     derived here, checked against autodiff in ``tests/theory/test_transformer.py``).
     """
-    W_V, W1, W2, v = _check_outer(W_V, W1, W2, as_array(v, "v", ndim=1))
+    W_V, W1, W2 = _check_outer(W_V, W1, W2)
+    v = _check_unit(v, W1.shape[0])
     u = v @ W_V
     return np.outer(v, W1 @ W2), np.outer(u, W2), W1.T @ u
 
@@ -283,7 +287,7 @@ def key_query_matrix(X, y, W_V, W1, W2) -> np.ndarray:
     """
     X, y = _check_data(X, y)
     n, s, d = X.shape
-    W_V, W1, W2, _ = _check_outer(W_V, W1, W2)
+    W_V, W1, W2 = _check_outer(W_V, W1, W2)
     if W_V.shape[0] != d:
         raise ValueError(f"`W_V` must be ({d}, {d}) to match `X`; got {W_V.shape}.")
     w = W_V @ W1 @ W2
