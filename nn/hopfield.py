@@ -286,6 +286,7 @@ class HopfieldBlock(eqx.Module):
 def hopfield_block(*, alpha_prime, alpha=None, mlp_residual=True, scale=None, init="first"):
     """The ``block`` factory of :class:`nn.TransformerLM` that builds :class:`HopfieldBlock`s.
 
+    >>> import jax, nn
     >>> lm = nn.TransformerLM(32, 16, 2, 3, 8, block=hopfield_block(alpha_prime=0.5, alpha=0.5),
     ...                       key=jax.random.PRNGKey(0))
     """
