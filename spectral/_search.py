@@ -4,8 +4,7 @@ The paper's modes (Ma & Kunisky 2025, Sec. 4; official ``zshape_grid_search.py``
 ``blackbox_optimization.py``): exhaustive grids over simple classes and black-box Nelder–Mead on
 the asymptotic β*. Added here: the gradient of β* with respect to σ's parameters by the
 implicit-function theorem through the two root solves (derived here; checked against finite
-differences in
-``tests/spectral/test_search.py``):
+differences in ``tests/spectral/test_search.py``):
 
 - inner: z* = s₊ + u*, R1(u, p) = E[(u + gap_p(g))^{-2}] - 1 = 0 (u* = 0 in the irregular case);
 - outer: R2(β, u, p) = β E_{η,g}[(η²/m2)/(u + gap_p(βηm1/m2 + g))] - 1 = 0 at u = u*;

@@ -123,6 +123,9 @@ _SY = {(1, 0, 1): 1.0}
 class SpectralIntegrator:
     """Integrates spectral functions of ``Sigma_hat`` at ``(lam_a, lam_y)``.
 
+    The integrals are those of McGrath et al. 2025's bias and variance formulas (note
+    ``ecc_ridge.md`` §3.2: Marchenko–Pastur toolkit, after the authors' ``rgmp`` integrals).
+
     With ``eigenvalues=None`` the integrals are against the Marchenko–Pastur law ``F_gamma``
     (closed form, :func:`theory.marchenko_pastur.resolvent_moment`); otherwise against the empirical
     spectral distribution of the given ``p`` eigenvalues of ``X^T X / m`` (zeros included).
@@ -173,7 +176,11 @@ class SpectralIntegrator:
 
 
 def bias_constants(integ: SpectralIntegrator) -> dict:
-    """``s_a, s_y, Gamma, zeta, kappa`` (note §3.2) from a :class:`SpectralIntegrator`."""
+    """``s_a, s_y, Gamma, zeta, kappa`` from a :class:`SpectralIntegrator`.
+
+    The spectral constants of McGrath et al. 2025's bias formulas, as in the authors' code
+    (``eval_methods.R``; note ``ecc_ridge.md`` §3.2).
+    """
     check_instance(integ, "integ", SpectralIntegrator)
     return {
         "s_a": integ(_SA),
@@ -185,7 +192,10 @@ def bias_constants(integ: SpectralIntegrator) -> dict:
 
 
 def naive_limit(estimator, split, c: dict, theta, psi):
-    """Limit of the naive estimator given constants ``c`` (authors' code; note §3.3 table).
+    """Limit of the naive estimator given constants ``c``.
+
+    McGrath et al. 2025, the bias of the ridge plug-in estimators as in the authors' code (note
+    ``ecc_ridge.md`` §3.3 table).
 
     Three splits: INT ``theta + psi - s_a s_y theta``, NR ``psi + (1 - s_y) theta``,
     DR ``psi + (1 - s_a)(1 - s_y) theta``. Two splits: INT ``theta + psi - Gamma theta - zeta psi``,
@@ -211,8 +221,8 @@ def naive_limit(estimator, split, c: dict, theta, psi):
 def debias_factors(estimator, split, c: dict):
     """``(k, M)`` with ``psi_tilde = (naive - k theta_hat) / M`` (INT uses ``mean(AY)``, see below).
 
-    From the authors' code (note §3.4): three splits ``M = 1`` and
-    ``k = (1 - s_a s_y)/(s_a s_y)`` (INT), ``(1 - s_y)/(s_a s_y)`` (NR),
+    McGrath et al. 2025's debiasing, from the authors' code (note ``ecc_ridge.md`` §3.4): three
+    splits ``M = 1`` and ``k = (1 - s_a s_y)/(s_a s_y)`` (INT), ``(1 - s_y)/(s_a s_y)`` (NR),
     ``(1 - s_a)(1 - s_y)/(s_a s_y)`` (DR). Two splits, solving the 2x2 moment system in
     ``(theta, psi)``: INT ``k = (1 - Gamma)/Gamma``, ``M = (Gamma - zeta)/Gamma``;
     NR ``k = (1 - s_y)/Gamma``, ``M = 1 - zeta (1 - s_y)/Gamma``; DR ``k = kappa/Gamma``,
@@ -239,6 +249,7 @@ def debias_factors(estimator, split, c: dict):
 def debias(estimator, split, naive, theta_hat, c: dict):
     """Debiased ``(psi_tilde, theta_tilde)`` from the naive estimate and ``theta_hat``.
 
+    McGrath et al. 2025's debiased estimators (authors' code; note ``ecc_ridge.md`` §3.4).
     ``theta_tilde = theta_hat/(s_a s_y)`` (three splits) or ``(theta_hat - zeta psi_tilde)/Gamma``
     (two splits), the authors' ``theta_bc_hat``.
     """
@@ -264,8 +275,9 @@ def debias(estimator, split, naive, theta_hat, c: dict):
 def prediction_risk(integ: SpectralIntegrator, which: str, signal2, noise_var):
     """Out-of-sample excess risk ``signal2 * kappa(lam, lam) + noise_var * gamma ∫ x Q^2``.
 
-    Lemma F.1 of the paper (unit noise there): ``R(lam) = ∫ (lam^2 u^2 + gamma x)/(x + lam)^2 dF``.
-    ``which`` in {"a", "y"} picks ``lam_a`` or ``lam_y``.
+    McGrath et al. 2025, Lemma F.1 (unit noise there):
+    ``R(lam) = ∫ (lam^2 u^2 + gamma x)/(x + lam)^2 dF``. ``which`` in {"a", "y"} picks ``lam_a``
+    or ``lam_y``.
     """
     check_instance(integ, "integ", SpectralIntegrator)
     check_choice(which, "which", ("a", "y"))
@@ -279,7 +291,7 @@ def prediction_risk(integ: SpectralIntegrator, which: str, signal2, noise_var):
 def prediction_optimal_lambda(gamma, signal2, noise_var):
     """``lam* = gamma * noise_var / signal2``, the minimiser of the ridge prediction risk.
 
-    Lemma F.2 of the paper (``c / u^2`` with unit noise; the derivative of the integrand of
+    McGrath et al. 2025, Lemma F.2 (``c / u^2`` with unit noise; the derivative of the integrand of
     Lemma F.1 in ``lam`` has the sign of ``lam - gamma sigma^2/u^2``).
     """
     gamma = check_scalar(gamma, "gamma", lower=0.0, upper=1e8, closed="right")

@@ -1,7 +1,7 @@
 """The sqrt(3) noise threshold of stochastic-rounding (SR) training, and the SR noise model.
 
-Source: Chmiel, Fishman, Banner & Soudry, "FP4 All the Way", NeurIPS 2025 (arXiv 2505.19115), Sec.
-4.
+Source: Chmiel, Fishman, Banner & Soudry, "FP4 All the Way", NeurIPS 2025, arXiv 2505.19115.
+
 Model (paper Sec. 4): the quantised gradient is ``g_q = g + eps`` with ``E eps = 0`` and
 ``E eps eps^T = sigma^2 I`` (SR noise, ``d`` coordinates). On a quadratic with Hessian ``H`` a step
 ``-eta g_q`` changes the loss in expectation by
@@ -10,20 +10,17 @@ Model (paper Sec. 4): the quantised gradient is ``g_q = g + eps`` with ``E eps =
 
 minimised by ``eta* = |g|^2 / (g^T H g + sigma^2 tr H)``. With ``H = lam I`` (the paper's
 "concentrated spectrum") and ``G = |g|^2`` the optimal-step descent is ``D = G^2 / (2 lam (G + d
-sigma^2))``
-and ``|dD/dsigma|`` peaks at ``sigma_crit = |g| / sqrt(3 d)`` (paper's statement; the last algebraic
-step is derived here and checked with sympy in :func:`threshold_derivation` and
+sigma^2))`` and ``|dD/dsigma|`` peaks at ``sigma_crit = |g| / sqrt(3 d)`` (paper's statement; the
+last algebraic step is derived here and checked with sympy in :func:`threshold_derivation` and
 ``tests/theory/test_fp4.py``). So training with SR is effective while the gradient-to-noise ratio
 ``rho = |g| / (sigma sqrt d)`` exceeds ``sqrt(3)``. Corollaries (derived here, same tests):
 optimal-step efficiency ``rho^2 / (1 + rho^2)`` (3/4 at the threshold), fixed step ``eta = 1/lam``
 efficiency ``1 - 1/rho^2`` (2/3 at the threshold, negative below ``rho = 1``).
 
 SR noise (paper Sec. 3; derived here for the two-operand GEMM): one SR draw of ``y`` between the
-grid
-points ``lo <= y <= hi`` has variance ``(y - lo)(hi - y)``; for the update GEMM ``G = Q(delta)^T
-Q(a)``
-with independent SR operands, ``E G = delta^T a`` and
-``Var G_jk = sum_n (delta_nj^2 v^a_nk + a_nk^2 v^delta_nj + v^delta_nj v^a_nk)``.
+grid points ``lo <= y <= hi`` has variance ``(y - lo)(hi - y)``; for the update GEMM ``G =
+Q(delta)^T Q(a)`` with independent SR operands, ``E G = delta^T a`` and ``Var G_jk = sum_n
+(delta_nj^2 v^a_nk + a_nk^2 v^delta_nj + v^delta_nj v^a_nk)``.
 """
 
 from __future__ import annotations
@@ -70,8 +67,7 @@ def gradient_noise_ratio(grad_norm, noise_norm):
 
 def critical_sigma(grad_norm, d):
     """``sigma_crit = |g| / sqrt(3 d)`` (paper Sec. 4): the per-coordinate SR noise level at which
-    the
-    sensitivity of the optimal-step descent to the noise peaks."""
+    the sensitivity of the optimal-step descent to the noise peaks."""
     g = check_scalar(grad_norm, "grad_norm", lower=0.0, upper=_BIG)
     d = check_int(d, "d", lower=1)
     return g / math.sqrt(3.0 * d)
@@ -130,11 +126,11 @@ def two_point_variance(y, lo, hi):
 
 
 def update_gemm_noise(delta, a, v_delta, v_a):
-    """Exact ``E |Q(delta)^T Q(a) - delta^T a|_F^2`` for independent SR of both operands (derived
-    here):
+    """Exact ``E |Q(delta)^T Q(a) - delta^T a|_F^2`` for independent SR of both operands.
+
     ``sum_{n,j,k} delta_nj^2 v^a_nk + a_nk^2 v^delta_nj + v^delta_nj v^a_nk`` with the elementwise
-    SR
-    variances ``v``. ``delta (n, p)``, ``a (n, q)``."""
+    SR variances ``v`` (paper Sec. 3 gives the one-operand SR variance; the GEMM form is derived
+    here). ``delta (n, p)``, ``a (n, q)``."""
     delta = as_array(delta, "delta", ndim=2, lower=-_BIG, upper=_BIG)
     a = as_array(a, "a", ndim=2, lower=-_BIG, upper=_BIG)
     v_delta = as_array(v_delta, "v_delta", shape=delta.shape, lower=0.0, upper=_BIG)
@@ -222,8 +218,10 @@ def noisy_gd_sq_error(e0_sq, noise_sq, eta, lam=1.0):
 
 @dataclasses.dataclass(frozen=True)
 class ThresholdDerivation:
-    """Symbolic results of :func:`threshold_derivation` (sympy expressions in ``G, d, lam,
-    sigma``)."""
+    """Symbolic results of :func:`threshold_derivation` (sympy expressions in ``G, d, lam, sigma``).
+
+    The paper's Sec. 4 threshold, its last algebraic step derived here.
+    """
 
     descent: object  # optimal-step D(sigma)
     sigma_crit: object  # the positive critical point of dD/dsigma

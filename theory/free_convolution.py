@@ -41,6 +41,7 @@ __all__ = [
 class AtomicLaw:
     """ν = Σ_i w_i δ_{v_i} with ``upper - values`` and ``values - lower`` given stably.
 
+    The measure ν of Biane 1997 (here finitely many atoms, e.g. a quadrature rule for Law(σ(g))).
     Build with :meth:`from_values`. ``weights`` sum to 1 (within quadrature error).
     """
 
@@ -119,19 +120,19 @@ def edge_point(law: AtomicLaw) -> EdgePoint:
 
 
 def right_edge(law: AtomicLaw) -> float:
-    """Right end of the support of μ_SC ⊞ ν (see :func:`edge_point`)."""
+    """Right end of the support of μ_SC ⊞ ν (Biane 1997, Cor. 2; see :func:`edge_point`)."""
     return edge_point(law).edge
 
 
 def left_edge(law: AtomicLaw) -> float:
-    """Left end of the support of μ_SC ⊞ ν (mirror of :func:`right_edge`)."""
+    """Left end of the support of μ_SC ⊞ ν (Biane 1997, Cor. 2; mirror of :func:`right_edge`)."""
     check_instance(law, "law", AtomicLaw, "an AtomicLaw (e.g. AtomicLaw.from_values)")
     return -edge_point(law.mirrored()).edge
 
 
 @dataclass(frozen=True)
 class FreeConvolutionDensity:
-    """Density of μ_SC ⊞ ν on its support, from Biane's parametrisation on a u-grid.
+    """Density of μ_SC ⊞ ν on its support, from Biane's parametrisation (1997, Prop. 2) on a u-grid.
 
     ``x`` (increasing) and ``density`` are the parametrised curve; :meth:`__call__` interpolates
     it; ``mass`` is its integral (1 up to discretisation error).

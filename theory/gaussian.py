@@ -30,6 +30,9 @@ def _legendre(q: int):
 def gaussian_nodes(s, breaks=(), *, half_width: float = 12.0, step: float = 1.0, order: int = 20):
     """Nodes and weights of the split Gauss–Legendre rule for E[f(s + g)].
 
+    A composite Gauss–Legendre rule (Golub & Welsch 1969 nodes) cut at the breakpoints; standard
+    numerics, no paper formula.
+
     Returns ``(x, w)`` of shape ``s.shape + (M,)`` with ``x = s + g`` the points at which f is
     evaluated and ``w`` the weights (Gaussian density included), so that
     ``E[f(s + g)] ≈ (w * f(x)).sum(-1)``. Breakpoints are points of the argument of f; a
@@ -66,6 +69,8 @@ def gaussian_expectation(
 
     .. math:: \mathbb E f(s + g) = \int f(s + u)\,\varphi(u)\,du
        = \sum_{\text{pieces } [a, b]} \int_a^b f(s + u) \varphi(u)\, du
+
+    Each piece by the Gauss–Legendre rule of :func:`gaussian_nodes` (standard numerics).
 
     Parameters
     ----------
@@ -104,7 +109,8 @@ def gaussian_expectation(
 def gauss_hermite_expectation(f, s=0.0, *, order: int = 60):
     """E[f(s + g)] by plain Gauss–Hermite: exponentially accurate for entire f, not for kinked f.
 
-    Kept as the baseline that :func:`gaussian_expectation` improves on.
+    Abramowitz & Stegun 1964, 25.4.46. Kept as the baseline that :func:`gaussian_expectation`
+    improves on.
     """
     f = check_callable(f, "f")
     order = check_int(order, "order", lower=1, upper=200)

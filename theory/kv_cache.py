@@ -1,13 +1,11 @@
-"""Decode-time cache and state accounting of GQA, MLA and Mamba2 hybrids, exact in the
-configuration.
+"""Decode-time cache and state accounting of GQA, MLA and Mamba2 hybrids, exact in the config.
 
 Counts are elements (multiply by 2 for bf16 bytes). Sources: Yang, Rezagholizadeh et al. 2025,
-*Zebra-Llama* (arXiv 2505.17272; NeurIPS 2025 as X-EcoMLA hybrid), Sec. 3 and Table 1 (KV size
-3.9 % / 2 % / 2.73 % for the 1B / 3B / 8B hybrids); the per-layer formulas are read from the
-authors' inference code (cache tensors of shape ``(batch, max_seqlen, kv_lora_rank +
-qk_rope_head_dim)`` for MLA; ``(nheads, headdim, d_state)`` SSM state and ``(conv channels,
-d_conv)``
-conv state for Mamba2) and DeepSeek-V2 (arXiv 2405.04434, Sec. 2.1, Table 1):
+*Zebra-Llama* (arXiv 2505.17272; NeurIPS 2025 as X-EcoMLA hybrid), Sec. 3 and Table 1 (KV size 3.9%,
+2% and 2.73% for the 1B, 3B and 8B hybrids); the per-layer formulas are read from the authors'
+inference code (cache tensors of shape ``(batch, max_seqlen, kv_lora_rank + qk_rope_head_dim)`` for
+MLA; ``(nheads, headdim, d_state)`` SSM state and ``(conv channels, d_conv)`` conv state for Mamba2)
+and DeepSeek-V2 (arXiv 2405.04434, Sec. 2.1, Table 1):
 
     GQA per token        2 L n_kv d_h
     hybrid per token     N_MLA (r_kv + d_rope)              (Mamba2 layers: nothing per token)
@@ -41,7 +39,10 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class LlamaConfig:
-    """The GQA base model's shape: layers, query heads, KV heads, head dim, hidden size."""
+    """The GQA base model's shape: layers, query heads, KV heads, head dim, hidden size.
+
+    The Llama-3 shapes that Zebra-Llama (Yang et al. 2025, Sec. 3) starts from.
+    """
 
     num_layers: int
     num_heads: int
@@ -61,7 +62,10 @@ class LlamaConfig:
 @dataclasses.dataclass(frozen=True)
 class HybridConfig:
     """A hybrid made from ``base``: ``num_mla`` MLA layers (latent ``kv_rank``, RoPE key
-    ``rope_dim``), the other layers Mamba2 (``d_state``, ``d_conv``, expand 1, ngroups = n_h)."""
+    ``rope_dim``), the other layers Mamba2 (``d_state``, ``d_conv``, expand 1, ngroups = n_h).
+
+    Zebra-Llama's hybrid (Yang et al. 2025, Sec. 3, Table 1), shapes as in the authors' code.
+    """
 
     base: LlamaConfig
     num_mla: int
@@ -113,7 +117,8 @@ def mla_cache_per_token(cfg: HybridConfig) -> int:
 
 def mamba2_state(cfg: HybridConfig) -> int:
     """``N_M2 [n_h d_h d_state + d_conv (d_inner + 2 d_xb)]``, d_inner = n_h d_h, d_xb = n_kv d_h
-    (Zebra-Llama's Mamba2 with headdim = d_h, ngroups = n_h, x and B at KV width)."""
+    (Zebra-Llama's Mamba2 with headdim = d_h, ngroups = n_h, x and B at KV width; Yang et al.
+    2025, Sec. 3, and the Mamba2 state shapes of the authors' inference code)."""
     b = cfg.base
     ssm = b.num_heads * b.head_dim * cfg.d_state
     conv = cfg.d_conv * (b.num_heads * b.head_dim + 2 * b.num_kv_heads * b.head_dim)

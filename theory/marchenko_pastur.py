@@ -52,19 +52,27 @@ def _gamma(gamma):
 
 
 def edges(gamma) -> tuple[float, float]:
-    """Edges ``((1 - sqrt(gamma))^2, (1 + sqrt(gamma))^2)`` of the continuous part of F_gamma."""
+    """Edges ``((1 - sqrt(gamma))^2, (1 + sqrt(gamma))^2)`` of the continuous part of F_gamma.
+
+    Marchenko & Pastur 1967; Bai & Silverstein 2010, §3.1.
+    """
     g = _gamma(gamma)
     return (1.0 - np.sqrt(g)) ** 2, (1.0 + np.sqrt(g)) ** 2
 
 
 def atom(gamma) -> float:
-    """Mass ``max(0, 1 - 1/gamma)`` of F_gamma at 0 (the ``p - m`` zero eigenvalues when p > m)."""
+    """Mass ``max(0, 1 - 1/gamma)`` of F_gamma at 0 (the ``p - m`` zero eigenvalues when p > m).
+
+    Marchenko & Pastur 1967; Bai & Silverstein 2010, §3.1.
+    """
     g = _gamma(gamma)
     return max(0.0, 1.0 - 1.0 / g)
 
 
 def density(x, gamma):
-    """Density of the continuous part of F_gamma, ``sqrt((b - x)(x - a)) / (2 pi gamma x)``."""
+    """Density of the continuous part of F_gamma, ``sqrt((b - x)(x - a)) / (2 pi gamma x)``.
+
+    Marchenko & Pastur 1967; Bai & Silverstein 2010, §3.1."""
     g = _gamma(gamma)
     x = as_array(x, "x")
     a, b = edges(g)
@@ -76,7 +84,8 @@ def density(x, gamma):
 def moment(k, gamma) -> float:
     """``∫ x^k dF_gamma``: the Narayana polynomial ``sum_r gamma^r/(r+1) C(k, r) C(k-1, r)``.
 
-    ``moment(0) = 1`` (the atom included), ``moment(1) = 1``, ``moment(2) = 1 + gamma``.
+    Bai & Silverstein 2010, Lemma 3.1 (moments of the Marchenko–Pastur law). ``moment(0) = 1``
+    (the atom included), ``moment(1) = 1``, ``moment(2) = 1 + gamma``.
     """
     k = check_int(k, "k", lower=0, upper=1000)
     g = _gamma(gamma)
@@ -201,7 +210,8 @@ def resolvent_table(gamma, lam_a, lam_y, *, max_power: int = 4) -> dict:
 
     One matrix function ``m(J)`` for the node list ``(lam_a, lam_a, lam_y, lam_y)`` gives the
     divided differences of every contiguous sub-list, i.e. of every ``(a, b)`` with
-    ``a, b <= 2``; the powers of ``x`` follow from the recursion of :func:`resolvent_moment`.
+    ``a, b <= 2``; the powers of ``x`` follow from the recursion of :func:`resolvent_moment`
+    (divided differences by Opitz 1964's matrix function; derived here, see the module docstring).
     Returns ``{(j, a, b): array}`` (``(j, 0, 0)`` are the moments).
     Batched over the broadcast shape of ``lam_a, lam_y``.
     """
@@ -240,6 +250,7 @@ def _table(g, la, ly, J):
 def ridge_df(lam, gamma):
     """Normalised ridge degrees of freedom ``s = ∫ x / (x + lam) dF = 1 - lam m_gamma(-lam)``.
 
+    Derived here from :func:`stieltjes` with ``x / (x + lam) = 1 - lam / (x + lam)``.
     ``s -> min(1, 1/gamma)`` as ``lam -> 0`` and decreases to 0 as ``lam -> inf``.
     """
     return resolvent_moment(gamma, [_lams(lam, "lam")], power=1)
@@ -248,6 +259,7 @@ def ridge_df(lam, gamma):
 def empirical_resolvent_moment(eigenvalues, lams, power: int = 0):
     """The finite-sample analogue ``(1/p) sum_i x_i^power prod_l (x_i + lams[l])^{-1}``.
 
+    A definition, no formula to source: the empirical spectral distribution in place of F_gamma.
     ``eigenvalues`` are the ``p`` eigenvalues of ``X^T X / m`` (zeros included when p > m). Used by
     the ECC estimators for their exact-in-expectation corrections; vectorised over ``lams``.
     """
@@ -269,7 +281,8 @@ def integrate(f, gamma, *, epsabs: float = 1e-13, epsrel: float = 1e-12) -> floa
     """Reference quadrature ``∫ f dF_gamma``: the atom ``(1 - 1/gamma) f(0)`` plus the density part.
 
     The square-root edge behaviour is absorbed into QUADPACK's algebraic weight (``weight='alg'``),
-    so the rule converges fast for smooth ``f``. For testing the closed forms, not for speed.
+    so the rule converges fast for smooth ``f`` (QUADPACK's QAWS, Piessens et al. 1983). For testing
+    the closed forms, not for speed.
     """
     f = check_callable(f, "f")
     g = _gamma(gamma)

@@ -2,12 +2,10 @@
 
 "Rank collapse" here is the **token** collapse of Dong, Cordonnier & Loukas 2021 (*Attention is not
 all you need: pure attention loses rank doubly exponentially with depth*, ICML): all rows of the
-token
-matrix X (T x d) become equal. Its residual is Res(X) = X - 1 xᵀ with x the best constant row.
+token matrix X (T x d) become equal. Its residual is Res(X) = X - 1 xᵀ with x the best constant row.
 
 - :func:`relative_residual`: ``||X - 1 x̄ᵀ||_F / ||X||_F`` with x̄ the column mean (the
-Frobenius-best
-  constant row).
+  Frobenius-best constant row).
 - :func:`composite_residual`: Dong et al.'s ``||Res(X)||_{1,inf} = sqrt(||Res||_1 ||Res||_inf)``.
 - :func:`dong_bound_log10`: their Thm 2.2 / Cor 2.3, ``||Res(SAN(X))|| <= c^{(3^L-1)/2}
   ||Res(X)||^{3^L}`` (doubly exponential in the depth L).
@@ -16,21 +14,18 @@ Frobenius-best
 - :func:`collapse_recursion_log10`: the first-order collapse laws derived here (below), checked
   against simulation by ``tests/theory/test_rank_collapse.py`` and the claim ``mha.rank_collapse``.
 
-Derivation (derived here). Write X_n = 1 xᵀ + e_n R with e_n small. The logits
-S = X W Xᵀ = const + e (r_i-terms) + e (r_j-terms) + e² r_iᵀ W r_j: the terms that depend on the
-row i
-alone cancel in the softmax, the terms that depend on the column j alone are shared by every row,
-so the rows of P = softmax(S) differ by O(e²). Since (P - 1 p̄ᵀ) 1 = 0, Res(P X W_V) = e (P - 1
-p̄ᵀ) R
-W_V = O(e³): **vanilla** obeys e_{n+1} = c_n e_n³, i.e. with l_n = log10 e_n,
-l_{n+1} - l_n = 3 (l_n - l_{n-1}) + (log c_n - log c_{n-1}); with layers drawn i.i.d. the mean
-decrements grow by the factor 3 (Dong's 3^L). With the **hidden state** (initial condition h_1 =
-S_1)
-h_n = alpha'^{n-1} S_1 + (1 - alpha') sum_{k>=2} alpha'^{n-k} S_k keeps the O(1) row variation of
-the first layer's logits, damped by alpha'^{n-1}, so P_n's rows differ by O(alpha'^{n-1}) and
-e_{n+1} = c_n alpha'^{n-1} e_n: the decrement grows **linearly**, by -log10 alpha' per layer on
-average (second difference of l_n equal to log10 alpha'), i.e. e_n ~ alpha'^{n^2/2} instead of
-c^{3^n}. The law holds once alpha'^{n-1} >> e_n^2, which the recursion itself makes true.
+Derivation (derived here). Write X_n = 1 xᵀ + e_n R with e_n small. The logits S = X W Xᵀ = const +
+e (r_i-terms) + e (r_j-terms) + e² r_iᵀ W r_j: the terms that depend on the row i alone cancel in
+the softmax, the terms that depend on the column j alone are shared by every row, so the rows of P =
+softmax(S) differ by O(e²). Since (P - 1 p̄ᵀ) 1 = 0, Res(P X W_V) = e (P - 1 p̄ᵀ) R W_V = O(e³):
+**vanilla** obeys e_{n+1} = c_n e_n³, i.e. with l_n = log10 e_n, l_{n+1} - l_n = 3 (l_n - l_{n-1}) +
+(log c_n - log c_{n-1}); with layers drawn i.i.d. the mean decrements grow by the factor 3 (Dong's
+3^L). With the **hidden state** (initial condition h_1 = S_1) h_n = alpha'^{n-1} S_1 + (1 - alpha')
+sum_{k>=2} alpha'^{n-k} S_k keeps the O(1) row variation of the first layer's logits, damped by
+alpha'^{n-1}, so P_n's rows differ by O(alpha'^{n-1}) and e_{n+1} = c_n alpha'^{n-1} e_n: the
+decrement grows **linearly**, by -log10 alpha' per layer on average (second difference of l_n equal
+to log10 alpha'), i.e. e_n ~ alpha'^{n^2/2} instead of c^{3^n}. The law holds once alpha'^{n-1} >>
+e_n^2, which the recursion itself makes true.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ __all__ = ["semicircle_pdf", "semicircle_cdf", "semicircle_stieltjes", "semicirc
 
 
 def semicircle_edge(scale: float = 1.0) -> float:
-    """Right edge 2·scale of the support."""
+    """Right edge 2·scale of the support (AGZ 2010, Thm 2.1.1)."""
     return 2.0 * check_scalar(scale, "scale", lower=0.0, upper=1e300, closed="right")
 
 
@@ -36,8 +36,8 @@ def semicircle_pdf(x, scale: float = 1.0):
 def semicircle_cdf(x, scale: float = 1.0):
     """CDF: 1/2 + (u sqrt(4 - u²)/4 + arcsin(u/2)) / π, u = clip(x/s, -2, 2).
 
-    The integral of :func:`semicircle_pdf` (elementary; checked by quadrature in
-    ``tests/theory/test_semicircle.py``).
+    The integral of :func:`semicircle_pdf` (AGZ 2010, Thm 2.1.1; derived here, checked by
+    quadrature in ``tests/theory/test_semicircle.py``).
     """
     s = check_scalar(scale, "scale", lower=0.0, closed="neither")
     u = np.clip(as_array(x, "x", finite="nan") / s, -2.0, 2.0)

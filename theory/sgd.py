@@ -118,8 +118,8 @@ def noise_term(T, eta, beta, sigma2_star, *, c_noise=1.0):
     .. math:: c_n \, \frac{\eta}{(2 - \beta\eta)^2}\, T^{\beta\eta/2}\, \sigma_\star^2
 
     Source: Attia et al. 2025 (arXiv 2507.11274v2), Thm 1 (second term). ``c_noise`` stands for
-    the paper's constant and log factor, not established here (parameter, default 1). Increasing
-    in ``T``.
+    the paper's constant and log factor, not established here (parameter, default 1). Increasing in
+    ``T``.
     """
     eta, beta = check_stepsize(eta, beta)
     T = _horizon(T)

@@ -367,8 +367,8 @@ def key_query_limit(F, W_Q0, W_K0, *, rtol=1e-9):
 
     With ``U_k, V_k`` the top singular space of ``F`` (multiplicity ``k``, see
     :func:`top_multiplicity`) and ``C = U_k^T W_Q0 + V_k^T W_K0``, the limits are
-    ``U_k C / ||C||_F`` and ``V_k C / ||C||_F``, of rank ``<= k`` (derived here from the closed
-    form).
+    ``U_k C / ||C||_F`` and ``V_k C / ||C||_F``, of rank ``<= k`` (derived here from the
+    closed form).
     """
     F, W_Q0, W_K0 = _check_kq(F, W_Q0, W_K0)
     k = top_multiplicity(F, rtol=rtol)
