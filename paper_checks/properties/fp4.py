@@ -1,5 +1,7 @@
 """Rounding statements of the FP4 formats (Chmiel et al. 2025, arXiv 2505.19115)."""
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from nn import quant
@@ -37,3 +39,36 @@ def _nearest(ex) -> float:
     on_grid = np.min(np.abs(q[:, None] - grid[None, :]), axis=1)
     err = np.max(np.maximum(np.abs(np.abs(q - np.clip(x, -6, 6)) - dist), on_grid))
     return float(1.0 - err / 1e-12)
+
+
+_SR_N = 1 << 16  # draws per instance; the test's SE is the exact sqrt(sr_variance / N)
+_SR_Z = 5.3  # two-sided p ~ 1e-7 per instance: no false alarm in 1000 examples (~1e-4)
+
+
+@prop(
+    "fp4.sr_unbiased",
+    paper=PAPER,
+    statement="Stochastic rounding onto E2M1 is unbiased inside the grid's range: "
+    "E[SR(x)] = x, with the two-point variance (|x| - lo)(hi - |x|).",
+    where="Sec. 3 (stochastic rounding, unbiased gradient estimates)",
+    strategy=lambda st: st.fixed_dictionaries(
+        {"x": st.floats(-6.0, 6.0, allow_subnormal=False), "seed": st.integers(0, 2**31 - 1)}
+    ),
+    mutants=[
+        wrap(
+            "nn.quant._uniform",
+            lambda f: lambda key, shape, dtype: jnp.minimum(f(key, shape, dtype) * 1.02, 1.0),
+            "uniform draws 2 % too large (a biased random source rounds down too often)",
+            name="u_biased",
+        )
+    ],
+)
+def _sr_unbiased(ex) -> float:
+    x = np.float32(ex["x"])
+    xs = jnp.full((_SR_N,), x, jnp.float32)
+    q = np.asarray(quant.round_to(xs, "e2m1", "stochastic", key=jax.random.key(ex["seed"])))
+    var = float(quant.sr_variance(np.float64(x)))
+    if var == 0.0:  # x on the grid: SR must return x exactly
+        return 1.0 if np.all(q == x) else -1.0
+    z = abs(float(np.mean(q.astype(np.float64))) - float(x)) / np.sqrt(var / _SR_N)
+    return float(1.0 - z / _SR_Z)

@@ -1,0 +1,88 @@
+"""Merging an adapter into the dense weights changes no output (every mergeable method)."""
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import nn
+import nn.adapters as ad
+
+from .._properties import prop
+from .._registry import scaled, wrap
+
+PAPER = "Hu et al. 2022 (LoRA, Eq. 3) and the adapter papers of the set"
+# one shape per method (a compiled program each): the statement is algebraic in the values,
+# which the search varies; vblora's vector length divides the layer sizes
+WIDTH = 8
+CONFIG = {
+    "lora": dict(r=2),
+    "polar": dict(r=2),
+    "unilora": dict(r=2, d=13),
+    "vera": dict(r=4),
+    "tied_lora": dict(r=2),
+    "vblora": dict(r=2, num_vectors=6, vector_length=2),
+    "ravan": dict(r=2, heads=2),
+}
+TOL = 1e-11  # float64 round-off of two summation orders, relative to max |y|
+
+
+def _instance(st):
+    return st.fixed_dictionaries(
+        {
+            "method": st.sampled_from(sorted(CONFIG)),
+            "move": st.floats(1e-3, 10.0),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+@prop(
+    "adapters.merge_equals_unmerged",
+    paper=PAPER,
+    statement="For every mergeable adapter, the merged model W0 + delta_W gives the adapted "
+    "model's outputs to float64 round-off, whatever the adapter's trained values.",
+    where="LoRA Sec. 4.1 (no inference latency: W = W0 + BA); each method's delta_W",
+    strategy=_instance,
+    mutants=[
+        wrap(
+            "nn.adapters._lora.LoRALinear.delta_weight",
+            scaled(1.01),
+            "the merged LoRA update 1 % too large (a doubled scale factor would be 100 %)",
+            name="lora_merge_scale",
+        )
+    ],
+)
+def _merge(ex) -> float:
+    with jax.enable_x64(True):
+        a = _adapted(ex["method"])
+        y, ym = _outputs(a, jax.random.key(ex["seed"]), jnp.float64(ex["move"]))
+    y, ym = np.asarray(y), np.asarray(ym)
+    scale = max(float(np.max(np.abs(y))), 1e-300)
+    return float(1.0 - np.max(np.abs(ym - y)) / (TOL * scale))
+
+
+@functools.cache
+def _adapted(method):
+    """A float64 tanh MLP with ``method`` injected in both layers (frozen parts fixed per shape)."""
+    key = jax.random.key(0)
+    base = nn.MLP(WIDTH, WIDTH, WIDTH, 1, activation=jnp.tanh, dtype=jnp.float64, key=key)
+    return ad.inject(base, method, key=jax.random.fold_in(key, 1), **CONFIG[method])
+
+
+@eqx.filter_jit
+def _outputs(a, key, move):
+    """Adapted and merged outputs on 7 random inputs, every trainable leaf moved by ``move``
+    times a standard normal off its initial value: one compiled program per adapted model."""
+    trainable, frozen = nn.split(a)
+    leaves, tree = jax.tree.flatten(trainable)
+    keys = jax.random.split(key, len(leaves) + 1)
+    moved = [
+        x + move * jax.random.normal(k, x.shape, x.dtype)
+        for x, k in zip(leaves, keys[1:], strict=True)
+    ]
+    a = nn.combine(jax.tree.unflatten(tree, moved), frozen)
+    x = jax.random.normal(keys[0], (7, WIDTH), jnp.float64)
+    return a(x), ad.merge(a)(x)
