@@ -74,7 +74,12 @@ def _check(mode, threshold, window):
 
 
 def detect_crossing(ratios, threshold=SQRT3, window=10):
-    """First index ``t`` with ``mean(ratios[t - window + 1 : t + 1]) < threshold``, or None."""
+    """First index ``t`` with ``mean(ratios[t - window + 1 : t + 1]) < threshold``, or None.
+
+    The switch rule of Chmiel et al. 2025, Sec. 4 and Fig. 5: move to higher precision once the
+    gradient-to-noise ratio falls below sqrt(3). The moving-average window is chosen here (the
+    paper does not state one).
+    """
     _check("none", threshold, window)
     r = as_array(ratios, "ratios", ndim=1, finite="nan")
     if len(r) < window:

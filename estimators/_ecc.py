@@ -874,6 +874,8 @@ def ecc_path(
 
     Returns ``{"lams", "naive": {est: array}, "debiased": {est: array}, "se": {est: array}}``.
     One eigendecomposition per training fold serves the whole grid (used by the paper checks).
+    The estimators and their debiasing are those of :func:`ecc` (McGrath et al. 2025, §3; note
+    ``ecc_ridge.md`` §3.4), at ``lam_a = lam_y``.
     """
     split = check_choice(split, "split", _th.SPLITS)
     lams = as_array(lams, "lams", ndim=1, min_size=1, lower=0.0, upper=1e50, closed="right")
@@ -966,7 +968,10 @@ def variance_curve(
 
 
 def paper_lambda_grid() -> np.ndarray:
-    """The authors' 100-point grid ``c(seq(0.05, 2, length=50)[-50], seq(2, 10, length=51))``."""
+    """The authors' 100-point grid ``c(seq(0.05, 2, length=50)[-50], seq(2, 10, length=51))``.
+
+    McGrath et al. 2025, the penalty grid of their simulations (``run_all.R``; note §5).
+    """
     return np.concatenate([np.linspace(0.05, 2, 50)[:-1], np.linspace(2, 10, 51)])
 
 

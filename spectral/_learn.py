@@ -48,7 +48,9 @@ def _check_split(data, name):
 
 
 def make_dataset(count: int, n: int, beta: float, *, rng=None):
-    """``count`` observations Ŷ (n×n planted at ``beta`` or null), labels Bernoulli(1/2)."""
+    """``count`` observations Ŷ (n×n planted at ``beta`` or null), labels Bernoulli(1/2).
+
+    The datasets of Ma & Kunisky 2025, Sec. 4 ("learning from data"; official code)."""
     count = check_int(count, "count", lower=2)
     n = check_int(n, "n", lower=2)
     check_memory(float(count) * n * n + 2 * n * n, "`count`, `n`", what="count n x n matrices")
@@ -72,7 +74,9 @@ def _logits(p, Ys):
 
 @dataclass(frozen=True, eq=False)
 class LearnedSigma:
-    """The learned σ (a :func:`monotone_mlp`), its test accuracy, β* and the loss history."""
+    """The learned σ (a :func:`monotone_mlp`), its test accuracy, β* and the loss history.
+
+    Ma & Kunisky 2025, Sec. 4 (learning from data), with the differences stated in the module."""
 
     sigma: object
     params: dict
@@ -102,7 +106,8 @@ def learn_sigma(
 ) -> LearnedSigma:
     """Fit σ_θ on ``train = (Ys, labels)``; report accuracy on ``test`` and β*(σ_θ).
 
-    ``key`` is a JAX PRNG key (initialisation and batch order).
+    Ma & Kunisky 2025, Sec. 4 (learning from data), with the differences stated in the module
+    docstring. ``key`` is a JAX PRNG key (initialisation and batch order).
     """
     units = check_int(units, "units", lower=1, upper=10_000)
     epochs = check_int(epochs, "epochs", lower=1, upper=1_000_000)

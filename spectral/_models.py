@@ -42,7 +42,8 @@ __all__ = [
 class Instance:
     """A normalised observation ``Y`` (= Ŷ, n×n), the unit spike ``x`` and the effective β.
 
-    ``beta`` is the realised strength (k/√n for planted submatrices and cliques).
+    ``beta`` is the realised strength (k/√n for planted submatrices and cliques); the models of
+    Ma & Kunisky 2025, Sec. 2.
     """
 
     Y: np.ndarray
@@ -55,7 +56,10 @@ class Instance:
 
 
 def goe(n: int, rng=None) -> np.ndarray:
-    """GOE matrix (G + Gᵀ)/√2: off-diagonal entries N(0, 1), diagonal N(0, 2)."""
+    """GOE matrix (G + Gᵀ)/√2: off-diagonal entries N(0, 1), diagonal N(0, 2).
+
+    The noise convention of Ma & Kunisky 2025, Sec. 2 and their code (AGZ 2010, Sec. 2.5).
+    """
     n = check_int(n, "n", lower=1)
     check_memory(3 * n * n, "`n`", what="the n x n GOE matrix")
     g = as_generator(rng).standard_normal((n, n))
@@ -113,7 +117,9 @@ def spiked_wigner(
 
 
 def planted_submatrix(n: int, beta: float, *, rng=None) -> Instance:
-    """Ŷ = (W + 1_S 1_Sᵀ)/√n, |S| = k = round(β√n) uniform (code ``generate_planted_matrix``).
+    """Ŷ = (W + 1_S 1_Sᵀ)/√n, |S| = k = round(β√n) uniform (Ma & Kunisky 2025, Sec. 2).
+
+    Code: ``generate_planted_matrix``.
 
     The effective strength is k/√n (x = 1_S/√k), returned as ``beta``.
     """
@@ -133,6 +139,8 @@ def planted_submatrix(n: int, beta: float, *, rng=None) -> Instance:
 
 def planted_clique(n: int, beta: float, *, rng=None) -> Instance:
     """Signed adjacency (2A - J + I)/√n of G(n, 1/2) with a planted k-clique, k = round(β√n).
+
+    Ma & Kunisky 2025, Sec. 2 (planted clique).
 
     Zero diagonal, ±1/√n off it, +1/√n inside the clique (code ``generate_planted_clique``); the
     same limits as the planted submatrix.
@@ -182,7 +190,8 @@ def nonlinear_laplacian(Y, sigma) -> np.ndarray:
 class Detection:
     """Top eigenpair of L_σ(Ŷ), the predicted null edge E₊(σ) and the test decision.
 
-    ``statistic`` = λ1(L) - E₊; ``detected`` = statistic > ``margin``.
+    ``statistic`` = λ1(L) - E₊; ``detected`` = statistic > ``margin`` (the test of Ma & Kunisky
+    2025, Sec. 2).
     """
 
     eigenvalue: float
@@ -226,8 +235,9 @@ class Detection:
 def top_eigenpair(M: np.ndarray, *, rng=None, tol: float = 1e-10):
     """Largest eigenvalue and its unit eigenvector by Lanczos (``eigsh(k=1, which="LA")``).
 
-    ``M`` symmetric; dense ``eigh`` for n < 3 and for the zero matrix (where Lanczos breaks
-    down). An ARPACK failure raises :class:`theory.NumericalError`.
+    ``M`` symmetric; dense ``eigh`` for n < 3 and for the zero matrix (where Lanczos breaks down).
+    Standard numerics (ARPACK, Lehoucq et al. 1998), no paper formula. An ARPACK failure raises
+    :class:`theory.NumericalError`.
     """
     M = _check_square_symmetric(M, "M")
     gen = as_generator(rng)

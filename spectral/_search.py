@@ -46,7 +46,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Family:
-    """A parametrised σ family: numpy constructor, JAX gap s₊ - σ(t), JAX breaks, bounds."""
+    """A parametrised σ family: numpy constructor, JAX gap s₊ - σ(t), JAX breaks, bounds.
+
+    The families searched by Ma & Kunisky 2025, Sec. 4 (see :func:`family`).
+    """
 
     name: str
     make: object  # params (np.ndarray) -> Sigma
@@ -113,7 +116,8 @@ FAMILIES = {
 
 def family(name: str) -> Family:
     """``"tanh"`` (a, b), ``"zshape"`` (a, b, c) or ``"stepK"`` (a_0..a_{K-1}, b_0..b_{K-1}):
-    breaks cumsum(a), levels (0, cumsum(b)) as in the official ``beta_to_sigma`` (K = 16 there)."""
+    breaks cumsum(a), levels (0, cumsum(b)) as in the official ``beta_to_sigma`` (K = 16 there).
+    The families of Ma & Kunisky 2025, Sec. 4."""
     if not isinstance(name, str):
         raise TypeError(
             f"`name` must be a family name ('tanh', 'zshape', 'stepK'); got {type(name).__name__}."
@@ -209,7 +213,7 @@ def _grad_fns(fam: Family, eta):
 
 
 def threshold_and_gradient(fam, params, prior="planted_submatrix"):
-    """β*(σ_p) and dβ*/dp by implicit differentiation (see the module docstring).
+    """β*(σ_p) and dβ*/dp by implicit differentiation (derived here; see the module docstring).
 
     Returns ``(beta_star, gradient, result)`` with the :class:`ThresholdResult`.
     """
@@ -237,7 +241,10 @@ def threshold_and_gradient(fam, params, prior="planted_submatrix"):
 
 @dataclass(frozen=True)
 class GridResult:
-    """β* on a parameter grid: ``values[i, j]`` at (``x[i]``, ``y[j]``) with the rest ``fixed``."""
+    """β* on a parameter grid: ``values[i, j]`` at (``x[i]``, ``y[j]``) with the rest ``fixed``.
+
+    The Z-shape heatmaps of Ma & Kunisky 2025, Sec. 4.
+    """
 
     family: str
     axes: tuple[str, str]
@@ -262,7 +269,7 @@ class GridResult:
 
 
 def threshold_grid(fam: str, axes: dict, fixed: dict, prior="planted_submatrix") -> GridResult:
-    """β* over the product of two parameter grids (the paper's exhaustive search; Z-shape heatmaps).
+    """β* over the product of two parameter grids (Ma & Kunisky 2025, Sec. 4: exhaustive search).
 
     ``axes`` maps two parameter names to 1-D grids, ``fixed`` the others to values; names are
     ``a, b`` (tanh) or ``a, b, c`` (zshape). Each cell is an exact β* (no bracket capping).
@@ -291,7 +298,10 @@ def threshold_grid(fam: str, axes: dict, fixed: dict, prior="planted_submatrix")
 
 @dataclass(frozen=True)
 class OptimizationResult:
-    """Optimised parameters, β* there, and the number of β* evaluations spent."""
+    """Optimised parameters, β* there, and the number of β* evaluations spent.
+
+    Ma & Kunisky 2025, Sec. 4 (black-box search), see :func:`optimize_threshold`.
+    """
 
     family: str
     method: str
@@ -329,7 +339,7 @@ def optimize_threshold(
     tol: float = 1e-12,
     initial_simplex=None,
 ) -> OptimizationResult:
-    """Minimise β*(σ_p) over the parameters of a family.
+    """Minimise β*(σ_p) over the parameters of a family (Ma & Kunisky 2025, Sec. 4).
 
     ``method="nelder-mead"``: the paper's black-box search (scipy Nelder–Mead on the exact β*).
     ``method="gradient"``: L-BFGS-B (bounds of the family) with the implicit-differentiation

@@ -16,7 +16,9 @@ __all__ = ["Sigma", "tanh", "zshape", "step", "constant", "zero", "monotone_mlp"
 
 
 class Sigma:
-    """Base class: a bounded non-decreasing σ: ℝ → ℝ with declared breaks and bounds."""
+    """Base class: a bounded non-decreasing σ: ℝ → ℝ with declared breaks and bounds.
+
+    The hypotheses on σ of Ma & Kunisky 2025, Sec. 3."""
 
     upper: float
     lower: float
@@ -170,12 +172,12 @@ class _Constant(Sigma):
 
 
 def constant(c: float) -> Sigma:
-    """σ ≡ c (then L = Ŷ + cI: plain PCA shifted by c)."""
+    """σ ≡ c (then L = Ŷ + cI: plain PCA shifted by c; Ma & Kunisky 2025, Sec. 2)."""
     return _Constant(check_scalar(c, "c"))
 
 
 def zero() -> Sigma:
-    """σ ≡ 0 (plain PCA; BBP threshold β* = 1)."""
+    """σ ≡ 0 (plain PCA; BBP threshold β* = 1, Baik, Ben Arous & Péché 2005)."""
     return _Constant(0.0)
 
 
@@ -212,7 +214,8 @@ def monotone_mlp(v, w, b, c0: float = 0.0) -> Sigma:
     """σ(t) = c0 + Σ_k softplus(v_k) tanh(softplus(w_k) t + b_k): a one-hidden-layer MLP.
 
     Positive output and input weights make it non-decreasing and bounded by construction
-    (|σ - c0| < Σ softplus(v_k)), instead of the official code's cumulative-maximum repair.
+    (|σ - c0| < Σ softplus(v_k)), instead of the official code's cumulative-maximum repair
+    (Ma & Kunisky 2025, Sec. 4 learn σ by an MLP; this parametrisation is chosen here).
     """
     v = as_array(v, "v", ndim=1)
     w = as_array(w, "w", shape=v.shape)
@@ -236,6 +239,8 @@ class _Custom(Sigma):
 
 def custom(fn, *, upper: float, lower: float, breaks=(), name: str = "custom") -> Sigma:
     """Wrap a vectorised callable with its bounds and kinks; checked on a grid of [-40, 40].
+
+    Any σ meeting the hypotheses of Ma & Kunisky 2025, Sec. 3 (bounded, non-decreasing).
 
     Raises ``ValueError`` naming ``fn`` when it leaves [lower, upper] or decreases on the grid.
     Gaps are computed as differences, so an ``fn`` approaching ``upper`` only asymptotically

@@ -34,7 +34,7 @@ def _builtin(name: str) -> EtaLaw:
 def as_prior(prior) -> EtaLaw:
     """``"planted_submatrix"`` (η = δ1), ``"sparse_nnpca"`` (η = |N(0,1)|), an
     :class:`~theory.nonlinear_laplacian.EtaLaw`, or a frozen continuous scipy.stats law on
-    [0, ∞)."""
+    [0, ∞). The priors of Ma & Kunisky 2025, Sec. 2 (planted submatrix, Gaussian sparse NNPCA)."""
     if isinstance(prior, str):
         if prior not in PRIORS:
             raise ValueError(f"`prior` must be one of {PRIORS} or a law for eta; got {prior!r}.")
@@ -50,7 +50,11 @@ def as_prior(prior) -> EtaLaw:
 
 
 def threshold(sigma, prior="planted_submatrix") -> _nl.ThresholdResult:
-    """β*(σ) with z*, the regime and the edge (a :class:`ThresholdResult`)."""
+    """β*(σ) with z*, the regime and the edge (a :class:`ThresholdResult`).
+
+    Ma & Kunisky 2025, Sec. 3 (β*) and Biane 1997, Cor. 2 (z*, the edge); the single-root form
+    is derived here (see :mod:`theory.nonlinear_laplacian`).
+    """
     return _nl.critical_threshold(as_sigma(sigma), as_prior(prior))
 
 
@@ -70,7 +74,10 @@ def critical_threshold(sigma, prior="planted_submatrix") -> float:
 
 
 def outlier_limits(sigma, beta, prior="planted_submatrix") -> _nl.OutlierResult:
-    """Full :class:`OutlierResult` (θ, H'(θ), edge, whether an outlier exists) at ``beta``."""
+    """Full :class:`OutlierResult` (θ, H'(θ), edge, whether an outlier exists) at ``beta``.
+
+    Ma & Kunisky 2025, main theorem of Sec. 3 (official code's ``outlier_eval``).
+    """
     beta = check_scalar(beta, "beta", lower=0.0)
     return _nl.outlier(as_sigma(sigma), beta, as_prior(prior))
 
@@ -86,10 +93,16 @@ def outlier(sigma, beta, prior="planted_submatrix") -> tuple[float, float]:
 
 
 def bulk_edge(sigma) -> float:
-    """Right edge of the bulk μ_SC ⊞ Law(σ(g)) of L_σ: the null limit of λ1(L)."""
+    """Right edge of the bulk μ_SC ⊞ Law(σ(g)) of L_σ: the null limit of λ1(L).
+
+    Ma & Kunisky 2025, Sec. 3.1; the edge by Biane 1997, Cor. 2.
+    """
     return _nl.bulk_edge(as_sigma(sigma))
 
 
 def bulk_density(sigma, *, points: int = 2001):
-    """Density of μ_SC ⊞ Law(σ(g)) (a callable :class:`FreeConvolutionDensity`)."""
+    """Density of μ_SC ⊞ Law(σ(g)) (a callable :class:`FreeConvolutionDensity`).
+
+    The bulk law of Ma & Kunisky 2025, Sec. 3.1, by Biane 1997, Prop. 2.
+    """
     return free_convolution_density(null_law(as_sigma(sigma)), points=points)

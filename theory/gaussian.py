@@ -70,7 +70,8 @@ def gaussian_expectation(
     .. math:: \mathbb E f(s + g) = \int f(s + u)\,\varphi(u)\,du
        = \sum_{\text{pieces } [a, b]} \int_a^b f(s + u) \varphi(u)\, du
 
-    Each piece by the Gauss–Legendre rule of :func:`gaussian_nodes` (standard numerics).
+    Each piece by the Gauss–Legendre rule of :func:`gaussian_nodes` (standard numerics, Golub &
+    Welsch 1969; no paper formula).
 
     Parameters
     ----------

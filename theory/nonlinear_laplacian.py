@@ -65,7 +65,8 @@ class EtaLaw:
     """Law of a nonzero entry η >= 0 of the spike, as a quadrature rule (nodes, probabilities).
 
     Use :meth:`point` (planted submatrix, η = δ1), :meth:`half_normal` (Gaussian sparse NNPCA,
-    η = |N(0,1)|), :meth:`discrete` or :meth:`from_scipy`.
+    η = |N(0,1)|), :meth:`discrete` or :meth:`from_scipy`. The sparse biased prior of Ma & Kunisky
+    2025, Sec. 2 (note ``nonlinear_laplacian.md`` §1.3).
     """
 
     nodes: np.ndarray
@@ -162,7 +163,10 @@ def _check_eta(eta):
 
 
 def null_law(sigma) -> AtomicLaw:
-    """ν = Law(σ(g)) as atoms on the split Gauss–Legendre rule (kinks/jumps of σ as cuts)."""
+    """ν = Law(σ(g)) as atoms on the split Gauss–Legendre rule (kinks/jumps of σ as cuts).
+
+    The null law whose free convolution with μ_SC is the bulk (Ma & Kunisky 2025, Sec. 3.1).
+    """
     _check_sigma(sigma)
     x, w = gaussian_nodes(0.0, sigma.breaks)
     x, w = x[w > 0], w[w > 0]
@@ -188,7 +192,10 @@ class _Signal:
 
 
 def signal_expectations(sigma, beta: float, eta: EtaLaw) -> _Signal:
-    """The rule for E_{η,g}[(η²/m2) f(σ(βηm1/m2 + g))] at this β (a :class:`_Signal`)."""
+    """The rule for E_{η,g}[(η²/m2) f(σ(βηm1/m2 + g))] at this β (a :class:`_Signal`).
+
+    The expectations of S_β (Ma & Kunisky 2025, Sec. 3.1; official code's ``theta`` integrals).
+    """
     _check_sigma(sigma)
     _check_eta(eta)
     beta = check_scalar(beta, "beta", lower=0.0, upper=1e12)
@@ -235,7 +242,9 @@ def theta(sigma, beta: float, eta: EtaLaw) -> float | None:
 
 @dataclass(frozen=True)
 class ThresholdResult:
-    """β*(σ), the edge point z* = s₊ + u*, the regime and the bulk edge E₊ = H(z*)."""
+    """β*(σ), the edge point z* = s₊ + u*, the regime and the bulk edge E₊ = H(z*).
+
+    Ma & Kunisky 2025, Sec. 3 (β*) and Biane 1997, Cor. 2 (the edge)."""
 
     beta_star: float
     z_star: float
@@ -285,6 +294,8 @@ def critical_threshold_nested(
 ):
     """β* as the root in β of H'(θ(β)) = 0, the two-level form of the official code.
 
+    Ma & Kunisky 2025, Sec. 3 (β* = inf{β : H'(θ(β)) > 0}), solved as their code does.
+
     Returns a :class:`theory.roots.RootResult` (``found`` False when H'(θ(·)) has no sign change
     in [lo, hi]: never the bracket end). H'(θ) := -1 where θ(β) does not exist.
     """
@@ -304,7 +315,9 @@ def critical_threshold_nested(
 
 @dataclass(frozen=True)
 class OutlierResult:
-    """Limits of λ1(L) and ⟨v1(L), x⟩² at one β; ``exists`` False below β* (then λ1 → edge)."""
+    """Limits of λ1(L) and ⟨v1(L), x⟩² at one β; ``exists`` False below β* (then λ1 → edge).
+
+    The quantities of Ma & Kunisky 2025's main theorem (Sec. 3), see :func:`outlier`."""
 
     beta: float
     eigenvalue: float

@@ -63,6 +63,8 @@ def find_root(
 ) -> RootResult:
     """Root of a continuous f in [lo, hi] by Brent's method, honest about a missing sign change.
 
+    Brent 1973, ch. 4 (scipy's ``brentq``); standard numerics, no paper formula.
+
     Parameters
     ----------
     f : callable

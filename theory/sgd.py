@@ -230,7 +230,8 @@ def optimal_stepsize(T, beta, dist2, sigma2_star, *, c_bias=1.0, c_noise=1.0) ->
     Minimised numerically in :math:`x = \beta\eta \in (0, 2)` (the bound tends to :math:`+\infty`
     at both ends when ``dist2 > 0``), by a bounded scalar search on a log scale refined from the
     best point of a grid. With ``sigma2_star = 0`` the minimiser is interior and does not depend
-    on ``dist2``. Returns ``eta``.
+    on ``dist2``. Returns ``eta``. The bound is Attia et al. 2025, Thm 1; its minimiser is computed
+    here (no closed form in the paper).
     """
     T = check_scalar(T, "T", lower=1.0)
     beta = _beta(beta)

@@ -353,7 +353,10 @@ def key_query_closed_form(F, W_Q0, W_K0, t):
 
 
 def top_multiplicity(F, *, rtol=1e-9) -> int:
-    """Multiplicity of the top singular value of ``F`` (singular values within ``rtol`` of it)."""
+    """Multiplicity of the top singular value of ``F`` (singular values within ``rtol`` of it).
+
+    The ``k`` of Chen & Luo 2025, Thm 3 (the rank of the key-query limit).
+    """
     rtol = check_scalar(rtol, "rtol", lower=0.0, upper=1.0, closed="left")
     F = _check_matrices(as_array(F, "F", ndim=2), "F")
     sig = np.linalg.svd(F, compute_uv=False)
@@ -392,7 +395,10 @@ def _check_matrices(W, name="W"):
 
 
 def normalised_singular_values(W) -> np.ndarray:
-    """Singular values of ``W`` (or of each matrix of a stack) divided by the largest."""
+    """Singular values of ``W`` (or of each matrix of a stack) divided by the largest.
+
+    A definition, no paper formula: ``σ_i/σ_1`` tracks the rank collapse of Chen & Luo 2025, Thm 3.
+    """
     W = _check_matrices(W)
     sig = np.linalg.svd(W, compute_uv=False)
     top = sig[..., :1]
@@ -400,7 +406,10 @@ def normalised_singular_values(W) -> np.ndarray:
 
 
 def stable_rank(W):
-    """Stable rank ``||W||_F^2 / ||W||_2^2`` (1 for rank one; a stack gives an array)."""
+    """Stable rank ``||W||_F^2 / ||W||_2^2`` (1 for rank one; a stack gives an array).
+
+    The standard definition (Rudelson & Vershynin 2007); no paper formula.
+    """
     W = _check_matrices(W)
     sig = np.linalg.svd(W, compute_uv=False)
     top = np.maximum(sig[..., :1], np.finfo(float).tiny)  # scale first: sig**2 may overflow
