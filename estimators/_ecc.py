@@ -418,6 +418,14 @@ def plugin_moments(y, a, X, *, center=True) -> dict:
     Values are clipped to their feasible ranges. With ``center=True`` the data are centred and
     ``n - 1`` is used (exact for Gaussian rows). Checked in
     ``tests/estimators/test_ecc.py::test_plugin_moments``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> n, p = 2000, 250
+    >>> X = rng.standard_normal((n, p)); al = np.full(p, p**-0.5)  # |alpha| = 1
+    >>> e = rng.multivariate_normal([0, 0], [[1, .5], [.5, 1]], n)
+    >>> m = plugin_moments(X @ al + e[:, 0], X @ al + e[:, 1], X)
+    >>> all(abs(m[k] - 1) < 0.15 for k in ("a2", "b2", "theta"))  # all three are 1 here
+    True
     """
     y, a, X = _check_data(y, a, X)
     if center:
@@ -971,6 +979,10 @@ def paper_lambda_grid() -> np.ndarray:
     """The authors' 100-point grid ``c(seq(0.05, 2, length=50)[-50], seq(2, 10, length=51))``.
 
     McGrath et al. 2025, the penalty grid of their simulations (``run_all.R``; note §5).
+
+    >>> g = paper_lambda_grid()
+    >>> len(g), float(g[0]), float(g[-1])
+    (100, 0.05, 10.0)
     """
     return np.concatenate([np.linspace(0.05, 2, 50)[:-1], np.linspace(2, 10, 51)])
 
@@ -984,6 +996,13 @@ def ecc_test(y, a, X, *, split=2, lam="auto", cov=None, rng=None, center=True) -
     in-sample ridge residuals at the same penalties; its null mean is
     ``lam_a lam_y alpha^T Sigma_hat (Sigma_hat + lam)^{-2} beta != 0`` when p ~ n, so it
     over-rejects.
+
+    >>> rng = np.random.default_rng(0)
+    >>> n, p = 2000, 250
+    >>> X = rng.standard_normal((n, p)); al = np.full(p, p**-0.5)
+    >>> e = rng.multivariate_normal([0, 0], [[1, .5], [.5, 1]], n)  # psi = 0.5: H0 false
+    >>> ecc_test(X @ al + e[:, 0], X @ al + e[:, 1], X, rng=1).pvalue < 1e-6
+    True
     """
     res = ecc(y, a, X, estimator="dr", split=split, lam=lam, cov=cov, rng=rng, center=center)
     y, a, X = _check_data(y, a, X)

@@ -293,6 +293,9 @@ def prediction_optimal_lambda(gamma, signal2, noise_var):
 
     McGrath et al. 2025, Lemma F.2 (``c / u^2`` with unit noise; the derivative of the integrand of
     Lemma F.1 in ``lam`` has the sign of ``lam - gamma sigma^2/u^2``).
+
+    >>> prediction_optimal_lambda(0.5, 1.0, 1.0)  # gamma sigma^2 / u^2
+    0.5
     """
     gamma = check_scalar(gamma, "gamma", lower=0.0, upper=1e8, closed="right")
     signal2 = check_scalar(signal2, "signal2", lower=1e-100, upper=1e100)

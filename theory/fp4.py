@@ -59,6 +59,9 @@ def gradient_noise_ratio(grad_norm, noise_norm):
     """``rho = |g| / (sigma sqrt d) = |g| / sqrt(E |eps|^2)`` (paper Sec. 4, Fig. 5).
 
     ``noise_norm`` is the root mean square noise norm ``sqrt(E |eps|^2) = sigma sqrt d``.
+
+    >>> gradient_noise_ratio(2.0, 1.0)
+    2.0
     """
     g = check_scalar(grad_norm, "grad_norm", lower=0.0, upper=_BIG)
     n = check_scalar(noise_norm, "noise_norm", lower=1.0 / _BIG, upper=_BIG)
@@ -67,7 +70,11 @@ def gradient_noise_ratio(grad_norm, noise_norm):
 
 def critical_sigma(grad_norm, d):
     """``sigma_crit = |g| / sqrt(3 d)`` (paper Sec. 4): the per-coordinate SR noise level at which
-    the sensitivity of the optimal-step descent to the noise peaks."""
+    the sensitivity of the optimal-step descent to the noise peaks.
+
+    >>> critical_sigma(3.0, 3)  # |g| / sqrt(3 d)
+    1.0
+    """
     g = check_scalar(grad_norm, "grad_norm", lower=0.0, upper=_BIG)
     d = check_int(d, "d", lower=1)
     return g / math.sqrt(3.0 * d)
@@ -87,14 +94,22 @@ def _quad(G, sigma, d, lam):
 
 
 def optimal_step(G, sigma, d, lam):
-    """``eta* = G / (lam (G + d sigma^2))`` for ``H = lam I`` (paper Sec. 4, step-size optimum)."""
+    """``eta* = G / (lam (G + d sigma^2))`` for ``H = lam I`` (paper Sec. 4, step-size optimum).
+
+    >>> optimal_step(1.0, 0.0, 1, 2.0)  # without noise: 1/lam
+    0.5
+    """
     G, sigma, d, lam = _quad(G, sigma, d, lam)
     return G / (lam * (G + d * sigma**2))
 
 
 def expected_loss_change(G, sigma, d, lam, eta=None):
     """``E dL = -eta G + eta^2 lam (G + d sigma^2) / 2`` on ``L = lam |x|^2 / 2`` (paper Sec. 4);
-    ``eta=None`` uses :func:`optimal_step`, giving ``-G^2 / (2 lam (G + d sigma^2))``."""
+    ``eta=None`` uses :func:`optimal_step`, giving ``-G^2 / (2 lam (G + d sigma^2))``.
+
+    >>> expected_loss_change(1.0, 0.0, 1, 2.0)  # -G / (2 lam) at the optimal step
+    -0.25
+    """
     G, sigma, d, lam = _quad(G, sigma, d, lam)
     eta = (
         optimal_step(G, sigma, d, lam)
@@ -105,20 +120,32 @@ def expected_loss_change(G, sigma, d, lam, eta=None):
 
 
 def optimal_efficiency(rho):
-    """Optimal-step descent relative to noise-free: ``rho^2 / (1 + rho^2)`` (derived here)."""
+    """Optimal-step descent relative to noise-free: ``rho^2 / (1 + rho^2)`` (derived here).
+
+    >>> round(float(optimal_efficiency(3**0.5)), 12)  # 3/4 at the threshold
+    0.75
+    """
     rho = as_array(rho, "rho", lower=0.0, upper=_BIG)
     return rho**2 / (1.0 + rho**2)
 
 
 def fixed_step_efficiency(rho):
     """Descent with the noise-free optimal step ``eta = 1/lam``, relative: ``1 - 1/rho^2``
-    (derived here)."""
+    (derived here).
+
+    >>> round(float(fixed_step_efficiency(3**0.5)), 12)  # 2/3 at the threshold
+    0.666666666667
+    """
     rho = as_array(rho, "rho", lower=1.0 / _BIG, upper=_BIG)
     return 1.0 - 1.0 / rho**2
 
 
 def two_point_variance(y, lo, hi):
-    """Variance ``(y - lo)(hi - y)`` of SR of ``y`` onto ``{lo, hi}`` (paper Sec. 3)."""
+    """Variance ``(y - lo)(hi - y)`` of SR of ``y`` onto ``{lo, hi}`` (paper Sec. 3).
+
+    >>> float(two_point_variance(0.25, 0.0, 1.0))  # (y - lo)(hi - y)
+    0.1875
+    """
     y, lo, hi = as_array(y, "y"), as_array(lo, "lo"), as_array(hi, "hi")
     if np.any(lo > y) or np.any(y > hi):
         raise ValueError("y must satisfy lo <= y <= hi")

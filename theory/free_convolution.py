@@ -120,12 +120,20 @@ def edge_point(law: AtomicLaw) -> EdgePoint:
 
 
 def right_edge(law: AtomicLaw) -> float:
-    """Right end of the support of μ_SC ⊞ ν (Biane 1997, Cor. 2; see :func:`edge_point`)."""
+    """Right end of the support of μ_SC ⊞ ν (Biane 1997, Cor. 2; see :func:`edge_point`).
+
+    >>> right_edge(AtomicLaw.from_values([0.0], [1.0]))  # ν = δ0: the semicircle
+    2.0
+    """
     return edge_point(law).edge
 
 
 def left_edge(law: AtomicLaw) -> float:
-    """Left end of the support of μ_SC ⊞ ν (Biane 1997, Cor. 2; mirror of :func:`right_edge`)."""
+    """Left end of the support of μ_SC ⊞ ν (Biane 1997, Cor. 2; mirror of :func:`right_edge`).
+
+    >>> left_edge(AtomicLaw.from_values([0.0], [1.0]))
+    -2.0
+    """
     check_instance(law, "law", AtomicLaw, "an AtomicLaw (e.g. AtomicLaw.from_values)")
     return -edge_point(law.mirrored()).edge
 

@@ -105,13 +105,22 @@ ZEBRA = {
 
 
 def gqa_cache_per_token(cfg: LlamaConfig) -> int:
-    """``2 L n_kv d_h``: keys and values of every layer (GQA, Ainslie et al. 2023)."""
+    """``2 L n_kv d_h``: keys and values of every layer (GQA, Ainslie et al. 2023).
+
+    >>> gqa_cache_per_token(LlamaConfig(16, 32, 8, 64, 2048))  # 2 L n_kv d_h
+    16384
+    """
     return 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim
 
 
 def mla_cache_per_token(cfg: HybridConfig) -> int:
     """``N_MLA (r_kv + d_rope)``: the joint KV latent and the shared RoPE key (DeepSeek-V2, Sec.
-    2.1.3; Zebra-Llama cache layout)."""
+    2.1.3; Zebra-Llama cache layout).
+
+    >>> base = LlamaConfig(16, 32, 8, 64, 2048)
+    >>> mla_cache_per_token(HybridConfig(base, 8, 128, 32, 64))  # N_MLA (r_kv + d_rope)
+    1280
+    """
     return cfg.num_mla * (cfg.kv_rank + cfg.rope_dim)
 
 
@@ -126,7 +135,12 @@ def mamba2_state(cfg: HybridConfig) -> int:
 
 
 def kv_fraction(cfg: HybridConfig) -> float:
-    """The headline KV ratio ``N_MLA (r_kv + d_rope) / (2 L n_kv d_h)`` (Zebra-Llama Table 1)."""
+    """The headline KV ratio ``N_MLA (r_kv + d_rope) / (2 L n_kv d_h)`` (Zebra-Llama Table 1).
+
+    >>> base = LlamaConfig(16, 32, 8, 64, 2048)
+    >>> kv_fraction(HybridConfig(base, 8, 128, 32, 64))  # 1280 / 16384
+    0.078125
+    """
     return mla_cache_per_token(cfg) / gqa_cache_per_token(cfg.base)
 
 

@@ -55,6 +55,9 @@ def edges(gamma) -> tuple[float, float]:
     """Edges ``((1 - sqrt(gamma))^2, (1 + sqrt(gamma))^2)`` of the continuous part of F_gamma.
 
     Marchenko & Pastur 1967; Bai & Silverstein 2010, §3.1.
+
+    >>> tuple(float(e) for e in edges(0.25))  # ((1 - 1/2)^2, (1 + 1/2)^2)
+    (0.25, 2.25)
     """
     g = _gamma(gamma)
     return (1.0 - np.sqrt(g)) ** 2, (1.0 + np.sqrt(g)) ** 2
@@ -64,6 +67,9 @@ def atom(gamma) -> float:
     """Mass ``max(0, 1 - 1/gamma)`` of F_gamma at 0 (the ``p - m`` zero eigenvalues when p > m).
 
     Marchenko & Pastur 1967; Bai & Silverstein 2010, §3.1.
+
+    >>> atom(2.0)  # half the eigenvalues are 0 when p = 2m
+    0.5
     """
     g = _gamma(gamma)
     return max(0.0, 1.0 - 1.0 / g)
@@ -72,7 +78,11 @@ def atom(gamma) -> float:
 def density(x, gamma):
     """Density of the continuous part of F_gamma, ``sqrt((b - x)(x - a)) / (2 pi gamma x)``.
 
-    Marchenko & Pastur 1967; Bai & Silverstein 2010, §3.1."""
+    Marchenko & Pastur 1967; Bai & Silverstein 2010, §3.1.
+
+    >>> round(float(density(1.0, 1.0)), 12)  # sqrt(3) / (2 pi)
+    0.275664447711
+    """
     g = _gamma(gamma)
     x = as_array(x, "x")
     a, b = edges(g)
@@ -86,6 +96,9 @@ def moment(k, gamma) -> float:
 
     Bai & Silverstein 2010, Lemma 3.1 (moments of the Marchenko–Pastur law). ``moment(0) = 1``
     (the atom included), ``moment(1) = 1``, ``moment(2) = 1 + gamma``.
+
+    >>> moment(2, 0.5)  # 1 + gamma
+    1.5
     """
     k = check_int(k, "k", lower=0, upper=1000)
     g = _gamma(gamma)
@@ -185,6 +198,9 @@ def resolvent_moment(gamma, lams, power: int = 0):
     quadrature in ``tests/theory/test_marchenko_pastur.py::test_resolvent_moment_quadrature``.
     For ``power = len(lams)`` and very large ``lam`` (``> 1e3``) the recursion cancels and
     loses relative accuracy (the integrand is then ``~ lam^-k``).
+
+    >>> round(float(resolvent_moment(0.5, [1.0])), 12)  # m(-1) = 2 / (sqrt(17/4) + 3/2)
+    0.561552812809
     """
     g = _gamma(gamma)
     j = check_int(power, "power", lower=0, upper=64)
@@ -252,6 +268,9 @@ def ridge_df(lam, gamma):
 
     Derived here from :func:`stieltjes` with ``x / (x + lam) = 1 - lam / (x + lam)``.
     ``s -> min(1, 1/gamma)`` as ``lam -> 0`` and decreases to 0 as ``lam -> inf``.
+
+    >>> round(float(ridge_df(1.0, 1.0)), 12)  # (3 - sqrt(5)) / 2
+    0.38196601125
     """
     return resolvent_moment(gamma, [_lams(lam, "lam")], power=1)
 
@@ -262,6 +281,9 @@ def empirical_resolvent_moment(eigenvalues, lams, power: int = 0):
     A definition, no formula to source: the empirical spectral distribution in place of F_gamma.
     ``eigenvalues`` are the ``p`` eigenvalues of ``X^T X / m`` (zeros included when p > m). Used by
     the ECC estimators for their exact-in-expectation corrections; vectorised over ``lams``.
+
+    >>> float(empirical_resolvent_moment([1.0, 3.0], [1.0]))  # (1/2 + 1/4) / 2
+    0.375
     """
     x = as_array(eigenvalues, "eigenvalues", ndim=1, min_size=1, lower=0.0, upper=1e50)
     power = check_int(power, "power", lower=0, upper=64)
@@ -283,6 +305,9 @@ def integrate(f, gamma, *, epsabs: float = 1e-13, epsrel: float = 1e-12) -> floa
     The square-root edge behaviour is absorbed into QUADPACK's algebraic weight (``weight='alg'``),
     so the rule converges fast for smooth ``f`` (QUADPACK's QAWS, Piessens et al. 1983). For testing
     the closed forms, not for speed.
+
+    >>> round(integrate(lambda x: x, 0.5), 12)  # the mean of F_gamma
+    1.0
     """
     f = check_callable(f, "f")
     g = _gamma(gamma)

@@ -266,6 +266,10 @@ def critical_threshold(sigma, eta: EtaLaw, *, xtol: float = 1e-13) -> ThresholdR
 
     Needs σ bounded and non-decreasing and η >= 0 with m1 > 0 (then the root exists and is
     unique). ``evaluations`` counts S-evaluations.
+
+    >>> from spectral import sigmas
+    >>> round(critical_threshold(sigmas.zero(), EtaLaw.point()).beta_star, 9)  # σ = 0: BBP
+    1.0
     """
     _check_eta(eta)
     xtol = check_scalar(xtol, "xtol", lower=0.0, upper=0.1, closed="right")
@@ -368,7 +372,12 @@ def outlier(sigma, beta: float, eta: EtaLaw, *, law: AtomicLaw | None = None) ->
 
 
 def bulk_edge(sigma) -> float:
-    """Right edge E₊ of μ_SC ⊞ Law(σ(g)) (Biane 1997, Cor. 2; regular and irregular cases)."""
+    """Right edge E₊ of μ_SC ⊞ Law(σ(g)) (Biane 1997, Cor. 2; regular and irregular cases).
+
+    >>> from spectral import sigmas
+    >>> round(bulk_edge(sigmas.zero()), 9)  # σ = 0: the semicircle edge
+    2.0
+    """
     return edge_point(null_law(sigma)).edge
 
 

@@ -80,6 +80,11 @@ def find_root(
     -------
     RootResult
         ``found`` False (and ``root`` None) when no sign change was found.
+
+    >>> round(find_root(lambda x: x * x - 2.0, 0.0, 2.0).value(), 12)
+    1.414213562373
+    >>> find_root(lambda x: x * x + 1.0, -1.0, 1.0).found
+    False
     """
     f = check_callable(f, "f")
     lo = check_scalar(lo, "lo")

@@ -21,12 +21,20 @@ __all__ = ["semicircle_pdf", "semicircle_cdf", "semicircle_stieltjes", "semicirc
 
 
 def semicircle_edge(scale: float = 1.0) -> float:
-    """Right edge 2·scale of the support (AGZ 2010, Thm 2.1.1)."""
+    """Right edge 2·scale of the support (AGZ 2010, Thm 2.1.1).
+
+    >>> semicircle_edge(2.0)
+    4.0
+    """
     return 2.0 * check_scalar(scale, "scale", lower=0.0, upper=1e300, closed="right")
 
 
 def semicircle_pdf(x, scale: float = 1.0):
-    """Density sqrt(4 s² - x²) / (2π s²) on [-2s, 2s], zero outside (AGZ 2010, Thm 2.1.1)."""
+    """Density sqrt(4 s² - x²) / (2π s²) on [-2s, 2s], zero outside (AGZ 2010, Thm 2.1.1).
+
+    >>> round(semicircle_pdf(0.0), 12)  # 1/pi
+    0.318309886184
+    """
     s = check_scalar(scale, "scale", lower=0.0, closed="neither")
     u = np.clip(as_array(x, "x", finite="nan") / s, -2.0, 2.0)
     out = np.sqrt(4 - u * u) / (2 * np.pi * s)
@@ -38,6 +46,9 @@ def semicircle_cdf(x, scale: float = 1.0):
 
     The integral of :func:`semicircle_pdf` (AGZ 2010, Thm 2.1.1; derived here, checked by
     quadrature in ``tests/theory/test_semicircle.py``).
+
+    >>> semicircle_cdf(0.0), semicircle_cdf(2.0)
+    (0.5, 1.0)
     """
     s = check_scalar(scale, "scale", lower=0.0, closed="neither")
     u = np.clip(as_array(x, "x", finite="nan") / s, -2.0, 2.0)
@@ -52,6 +63,9 @@ def semicircle_stieltjes(z, scale: float = 1.0):
 
     Uses sqrt(z - 2s)·sqrt(z + 2s) with principal roots, which is the branch analytic off
     [-2s, 2s] and ~ z at infinity.
+
+    >>> round(semicircle_stieltjes(3.0), 12)  # (sqrt(5) - 3) / 2
+    -0.38196601125
     """
     s = check_scalar(scale, "scale", lower=0.0, closed="neither")
     z = np.asarray(z)

@@ -172,6 +172,9 @@ def last_iterate_rate_exponent(eta, beta) -> float:
     r"""Exponent :math:`1 - \beta\eta/2` of the bias term's decay :math:`T^{-(1-\beta\eta/2)}`.
 
     Source: Attia et al. 2025, Thm 1. In (0, 1) for :math:`0 < \eta < 2/\beta`.
+
+    >>> last_iterate_rate_exponent(1.0, 1.0)  # 1 - beta eta / 2
+    0.5
     """
     eta, beta = check_stepsize(eta, beta)
     return 1.0 - beta * eta / 2.0
@@ -355,6 +358,9 @@ def quadratic_gd_loss_ratio(T, eta, beta):
     :math:`\eta > 2/\beta` it grows geometrically, :math:`|1-\beta\eta|^{2T} \to \infty`.
     Derived here (one line); every sample of this instance has curvature exactly :math:`\beta`, so
     SGD equals GD. Checked against simulation in ``tests/dynamics/test_sgd.py``.
+
+    >>> float(quadratic_gd_loss_ratio(10, 0.5, 1.0)) == 0.5**20  # |1 - beta eta|^(2T)
+    True
     """
     beta = _beta(beta)
     eta = check_scalar(eta, "eta", lower=0.0, closed="neither")
@@ -430,6 +436,9 @@ def ar1_floor(eta, beta, sigma2_star) -> float:
     r"""Stationary excess risk of the AR(1) instance: :math:`\eta\sigma_\star^2 / (2(2-\beta\eta))`.
 
     Derived here (``T -> inf`` in :func:`ar1_risk`). Any valid noise term must dominate it.
+
+    >>> ar1_floor(1.0, 1.0, 1.0)  # eta sigma^2 / (2 (2 - beta eta))
+    0.5
     """
     eta, beta = check_stepsize(eta, beta)
     sigma2_star = _nonneg(sigma2_star, "sigma2_star")

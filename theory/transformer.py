@@ -150,7 +150,11 @@ def effective_vector_field(W_V, W1, W2, v):
 
 
 def cubic_energy(u, W1, W2) -> float:
-    """``E = u W1 W2`` (Chen & Luo 2025, Eq. 7): the energy the effective flow ascends."""
+    """``E = u W1 W2`` (Chen & Luo 2025, Eq. 7): the energy the effective flow ascends.
+
+    >>> cubic_energy([1.0, 0.0], np.eye(2), [2.0, 0.0])  # u W1 W2
+    2.0
+    """
     u, W1, W2 = _check_u(u, W1, W2)
     return float(u @ W1 @ W2)
 
@@ -210,6 +214,9 @@ def blowup_time_bound(E0) -> float:
 
     Applied from any time ``tbar`` with ``E(tbar) > 0`` it gives ``T* <= tbar + E(tbar)^{-1/3}``:
     ``tbar + E^{-1/3}`` never increases along the flow.
+
+    >>> blowup_time_bound(8.0)  # E(0)^(-1/3)
+    0.5
     """
     E0 = check_scalar(E0, "E0", lower=0.0, closed="neither")
     return E0 ** (-1.0 / 3.0)
@@ -356,6 +363,9 @@ def top_multiplicity(F, *, rtol=1e-9) -> int:
     """Multiplicity of the top singular value of ``F`` (singular values within ``rtol`` of it).
 
     The ``k`` of Chen & Luo 2025, Thm 3 (the rank of the key-query limit).
+
+    >>> top_multiplicity(np.diag([1.0, 1.0, 0.5]))
+    2
     """
     rtol = check_scalar(rtol, "rtol", lower=0.0, upper=1.0, closed="left")
     F = _check_matrices(as_array(F, "F", ndim=2), "F")
@@ -398,6 +408,9 @@ def normalised_singular_values(W) -> np.ndarray:
     """Singular values of ``W`` (or of each matrix of a stack) divided by the largest.
 
     A definition, no paper formula: ``σ_i/σ_1`` tracks the rank collapse of Chen & Luo 2025, Thm 3.
+
+    >>> normalised_singular_values(np.diag([2.0, 1.0])).tolist()
+    [1.0, 0.5]
     """
     W = _check_matrices(W)
     sig = np.linalg.svd(W, compute_uv=False)
@@ -409,6 +422,9 @@ def stable_rank(W):
     """Stable rank ``||W||_F^2 / ||W||_2^2`` (1 for rank one; a stack gives an array).
 
     The standard definition (Rudelson & Vershynin 2007); no paper formula.
+
+    >>> stable_rank(np.eye(3))
+    3.0
     """
     W = _check_matrices(W)
     sig = np.linalg.svd(W, compute_uv=False)
@@ -421,6 +437,9 @@ def effective_rank(W):
     """Entropy effective rank ``exp(-sum p_i log p_i)``, ``p = sig/sum(sig)`` (Roy & Vetterli 2007).
 
     The paper's figures plot an "effective rank" without a formula; this is the standard one.
+
+    >>> round(float(effective_rank(np.eye(3))), 12)
+    3.0
     """
     W = _check_matrices(W)
     sig = np.linalg.svd(W, compute_uv=False)
