@@ -241,7 +241,7 @@ def _collapse(size, seed) -> Measurement:
 
 # ------------------------------------------------------------------------- skip-free ViT (digits)
 VIT_SIZES = sizes(
-    smoke=dict(seeds=2, steps=20, depths=(2, 4)),
+    smoke=dict(seeds=2, steps=2, depths=(1, 2)),
     quick=dict(seeds=4, steps=400, depths=(2, 4)),
     full=dict(seeds=10, steps=1500, depths=(2, 4, 6, 8)),
 )
@@ -366,7 +366,6 @@ def _vit(size, seed) -> Measurement:
         extra={f"{n} acc L={L}": float(r[(n, L)][0].mean()) for (n, L) in r}
         | {f"{n} log10 res L={L}": float(r[(n, L)][1].mean()) for (n, L) in r},
         detail=f"load_digits, 2x2 patches, d=32, 4 heads, skip-free (alpha=0, no MLP residual), "
-        f"Adam 1e-3, batch 128, {size.steps} steps, {size.seeds} paired seeds (seed "
-        f"{seed}); "
-        f"MHA alpha'={VIT['alpha_mha']}",
+        f"Adam {VIT['lr']:g}, batch {VIT['batch']}, {size.steps} steps, {size.seeds} paired "
+        f"seeds (seed {seed}); MHA alpha'={VIT['alpha_mha']}",
     )
