@@ -29,7 +29,15 @@ from ._core import (
     target_paths,
     unload,
 )
-from ._curvature import CTActivation, CTLinear, ct_gap_bound, ct_steer, ct_trainable, ctu
+from ._curvature import (
+    CTActivation,
+    CTLinear,
+    CTTrainable,
+    ct_gap_bound,
+    ct_steer,
+    ct_trainable,
+    ctu,
+)
 from ._io import load_adapter, read_header, save_adapter
 from ._lora import LoRALinear, lora_scale
 from ._moore import MoORELinear, householder_apply, householder_matrix
@@ -114,6 +122,7 @@ __all__ = [
     "tfb_search_sigma",
     "CTActivation",
     "CTLinear",
+    "CTTrainable",
     "ct_gap_bound",
     "ct_steer",
     "ct_trainable",

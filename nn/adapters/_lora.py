@@ -14,7 +14,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from theory._validation import check_choice, check_scalar
+from theory._validation import check_choice, check_int, check_scalar
 
 from ._core import AdapterLayer, _check_rank, register_method
 
@@ -23,6 +23,10 @@ __all__ = ["LoRALinear", "lora_scale"]
 
 def lora_scale(r: int, alpha: float, rslora: bool = False) -> float:
     """``alpha / r`` (LoRA, Hu et al. 2022, Sec. 4.1) or ``alpha / sqrt(r)`` (rsLoRA, Thm 3.2)."""
+    r = check_int(r, "r", lower=1)
+    alpha = check_scalar(alpha, "alpha", lower=0, closed="neither")
+    if not isinstance(rslora, bool):
+        raise TypeError(f"`rslora` must be a bool; got {rslora!r}.")
     return alpha / math.sqrt(r) if rslora else alpha / r
 
 

@@ -41,6 +41,7 @@ import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import nn as _nn
 from nn import riemannian as _rm
@@ -108,32 +109,44 @@ class RavanLinear(AdapterLayer):
 
 
 def _check_clients(clients, weights):
+    """The client weights as a ``(C,)`` array; values are checked where they are concrete (under
+    ``jit`` a traced ``weights`` is checked for its shape only)."""
     if not clients:
         raise ValueError("`clients` must hold at least one Adapted model.")
-    if weights is None:
-        weights = [1.0 / len(clients)] * len(clients)
-    if len(weights) != len(clients) or min(weights) < 0 or abs(sum(weights) - 1) > 1e-12:
-        raise ValueError(
-            f"`weights` must be {len(clients)} nonnegative numbers summing to 1; got {weights}."
-        )
-    specs = {(c.specs, c.active) for c in clients}
-    if len(specs) != 1:
+    if len({(c.specs, c.active) for c in clients}) != 1:
         raise ValueError("`clients` must share one adapter spec (same method, targets, seed).")
-    return jnp.asarray(weights)
+    n = len(clients)
+    if weights is None:
+        return jnp.full((n,), 1.0 / n)
+    w = weights
+    if isinstance(w, list | tuple):
+        w = jnp.stack([jnp.asarray(x) for x in w])
+    if getattr(w, "shape", None) != (n,):
+        raise ValueError(
+            f"`weights` must be {n} nonnegative numbers summing to 1; got shape "
+            f"{getattr(w, 'shape', None)} ({weights!r})."
+        )
+    if isinstance(w, jax.core.Tracer):
+        return w
+    v = np.asarray(w, dtype=float)
+    if np.any(~np.isfinite(v)) or np.any(v < 0) or abs(v.sum() - 1) > 1e-12:
+        raise ValueError(f"`weights` must be {n} nonnegative numbers summing to 1; got {weights}.")
+    return jnp.asarray(w)
+
+
+def _average(clients, w):
+    halves = [_nn.split(c) for c in clients]
+    avg = jax.tree.map(lambda *xs: sum(w[i] * x for i, x in enumerate(xs)), *[t for t, _ in halves])
+    return _nn.combine(avg, halves[0][1])
 
 
 def fedavg(clients: list[Adapted], weights=None) -> Adapted:
     """FedAvg of the trainable leaves: ``sum_c p_c theta^c`` leaf by leaf (McMahan et al. 2017).
 
     For LoRA this averages ``A`` and ``B`` separately, so the update is ``avg(B) avg(A)``, not
-    ``avg(BA)``.
+    ``avg(BA)``. Works under ``jit`` (``weights`` may be traced).
     """
-    w = _check_clients(clients, weights)
-    halves = [_nn.split(c) for c in clients]
-    avg = jax.tree.map(
-        lambda *xs: sum(wi * x for wi, x in zip(w, xs, strict=True)), *[t for t, _ in halves]
-    )
-    return _nn.combine(avg, halves[0][1])
+    return _average(clients, _check_clients(clients, weights))
 
 
 def _check_ravan(model, who):
@@ -180,7 +193,7 @@ def ravan_aggregate(clients: list[Adapted], weights=None, masks=None) -> Adapted
                 f"each mask must be a boolean array of shape ({h},) per layer; got "
                 f"shape {m.shape[2:]}."
             )
-    out = fedavg(clients, list(map(float, w)))
+    out = _average(clients, w)
     new = []
     for j, p in enumerate(paths):
         sh = jnp.stack([c.layers()[p].s[:, None, None] * c.layers()[p].H for c in clients])

@@ -162,6 +162,10 @@ def test_bad_input():
         ad.stable_rank(jnp.ones(3))
     with pytest.raises(TypeError, match="adapted"):
         ad.merge(base)
+    with pytest.raises(ValueError, match="`r`.*got 0"):
+        ad.lora_scale(0, 1.0)
+    with pytest.raises(ValueError, match="`alpha`"):
+        ad.lora_scale(2, -1.0, rslora=True)
 
 
 def test_load_errors_name_the_path(tmp_path):

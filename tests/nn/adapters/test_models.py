@@ -2,7 +2,11 @@
 attention model (eqx.nn.Embedding + eqx.nn.MultiheadAttention + eqx.nn.Linear), side by side with
 the package's nn.Embedding and nn.Linear: inject, train a few AdamW steps with weight decay
 (frozen arrays bit-identical), merge (== unmerged to 1e-12 in float64; per layer in the slow
-test), save, load (same outputs)."""
+test), save, load (same outputs). Three methods run in the default set (LoRA, a shared-vector
+method and a non-mergeable routed one), the others in the slow set: each method costs its own
+compilation of the whole model. Curvature Tuning (trainable) on the CNN and an ``eqx.nn.MLP``."""
+
+import functools
 
 import equinox as eqx
 import jax
@@ -90,10 +94,18 @@ KINDS = {
 }
 
 
+@functools.cache
+def _zoo():
+    """The base model, built once (one compilation of its initialisers)."""
+    return eqx.filter_jit(Zoo)(jax.random.key(0))
+
+
+@functools.cache
 def _data(n=6):
-    image = jax.random.normal(jax.random.key(1), (n, 2, 8, 8))
-    ids = jax.random.randint(jax.random.key(2), (n, 5), 0, 12)
-    return (image, ids), jax.random.randint(jax.random.key(3), (n,), 0, 4)
+    rng = np.random.default_rng(1)
+    image = jnp.asarray(rng.standard_normal((n, 2, 8, 8)))
+    ids = jnp.asarray(rng.integers(0, 12, (n, 5)))
+    return (image, ids), jnp.asarray(rng.integers(0, 4, n))
 
 
 CONFIGS = {
@@ -146,7 +158,7 @@ def _kind(path):
 
 
 def _adapt_and_train(method, steps=3, dropout=0.0):
-    base = Zoo(jax.random.key(0))
+    base = _zoo()
     x, y = _data()
     a = ad.inject(
         base,
@@ -179,7 +191,13 @@ def _adapt_and_train(method, steps=3, dropout=0.0):
 fwd = eqx.filter_jit(lambda m, x: jax.vmap(m)(x))
 
 
-@pytest.mark.parametrize("method", list(CONFIGS))
+DEFAULT_SET = ("lora", "unilora", "moore")
+
+
+@pytest.mark.parametrize(
+    "method",
+    [m if m in DEFAULT_SET else pytest.param(m, marks=pytest.mark.slow) for m in CONFIGS],
+)
 def test_every_method_on_equinox_models(method, tmp_path):
     base, x, a, tr0, fr, trained = _adapt_and_train(method)
     assert sorted(a.layers()) == sorted(ad.target_paths(a))
@@ -222,3 +240,29 @@ def test_merge_error_per_target_kind(method):
     merged = ad.merge(trained)
     for p, (kind, err) in layer_merge_errors(trained, merged, jax.random.key(5)).items():
         assert err < 1e-12, (p, kind, err)
+
+
+def test_trainable_ct_on_equinox_models():
+    """``ct_trainable`` on the CNN (an ``eqx.nn.Lambda(relu)``: one (beta, c) per site) and on an
+    ``eqx.nn.MLP`` (per neuron, ``(depth, width)``): at beta -> 1 the model is the ReLU model, the
+    mask holds exactly the CT parameters and the probe, and the loss moves every one of them."""
+    cnn = _zoo().cnn
+    mlp = eqx.nn.MLP(3, 2, 5, 2, key=jax.random.key(7))
+    (image, _), y = _data()
+    xm = jnp.asarray(np.random.default_rng(2).standard_normal((6, 3)))
+    for model, x, probe, count in ((cnn, image, "fc", 2 + 8 * 4 + 4), (mlp, xm, (), 2 * 2 * 5)):
+        ct, mask = ad.ct_trainable(model, train=probe)
+        assert nn.count_params(ct, mask) == count
+        near_relu, _ = ad.ct_trainable(model, beta0=1 - 1e-12)
+        np.testing.assert_allclose(fwd(near_relu, x), fwd(model, x), atol=1e-9)
+        tr, fr = nn.split(ct, mask)
+
+        @eqx.filter_jit
+        def grad(t, fr, x):
+            logits = jax.vmap(nn.combine(t, fr))(x)
+            return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y % 2))
+
+        g = eqx.filter_grad(grad)(tr, fr, x)
+        assert all(float(jnp.min(jnp.abs(v))) > 0 for v in jax.tree.leaves(g))
+    with pytest.raises(ValueError, match="no jax.nn.relu"):
+        ad.ct_trainable(_zoo().attention)

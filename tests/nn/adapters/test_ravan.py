@@ -37,6 +37,12 @@ def test_ravan_server_average_equals_average_of_client_updates(seed, randomise):
     for p, dw in ad.delta_weights(server).items():
         target = sum(wi * ad.delta_weights(c)[p] for wi, c in zip(w, clients, strict=True))
         np.testing.assert_allclose(dw, target, atol=1e-12 * float(jnp.max(jnp.abs(target))))
+    # the same server step under jit with traced weights (a federated round in one program)
+    jitted = eqx.filter_jit(lambda cs, w: ad.ravan_aggregate(cs, w))(clients, jnp.asarray(w))
+    for u, v in zip(
+        jax.tree.leaves(nn.split(jitted)[0]), jax.tree.leaves(nn.split(server)[0]), strict=True
+    ):
+        np.testing.assert_allclose(u, v, rtol=1e-13, atol=1e-15)
 
 
 def test_lora_fedavg_is_not_the_average_update(randomise):
