@@ -15,7 +15,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from theory._validation import as_array, as_generator, check_choice, check_int, check_scalar
+from theory._validation import (
+    NumericalError,
+    as_array,
+    as_generator,
+    check_choice,
+    check_int,
+    check_memory,
+    check_scalar,
+)
+
+_BIG = 1e50  # data and parameters beyond this overflow the squared gradients of the instance
+_SEP = 1e8  # the separability program is solved to a fixed tolerance: data within this range
 
 __all__ = [
     "QuadraticSum",
@@ -35,13 +46,13 @@ __all__ = [
 ]
 
 
-def _probs(probs, n):
+def _probs(probs, n, name="probs"):
     if probs is None:
         return np.full(n, 1.0 / n)
-    p = as_array(probs, "probs", shape=(n,))
+    p = as_array(probs, name, shape=(n,), min_size=1)
     if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-9:
         raise ValueError(
-            f"`probs` must be >= 0 and sum to 1; got sum {p.sum():g}, min {p.min():g}."
+            f"`{name}` must be >= 0 and sum to 1; got sum {p.sum():g}, min {p.min():g}."
         )
     return p / p.sum()
 
@@ -78,14 +89,14 @@ class QuadraticSum:
     _cache: dict = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self):
-        B = as_array(self.B, "B", ndim=3)
+        B = as_array(self.B, "B", ndim=3, lower=-_BIG, upper=_BIG)
         n, k, d = B.shape
         if n < 1 or k < 1 or d < 1:
             raise ValueError(f"`B` must have shape (n, k, d) with all >= 1; got {B.shape}.")
-        c = as_array(self.c, "c", shape=(n, k))
+        c = as_array(self.c, "c", shape=(n, k), lower=-_BIG, upper=_BIG)
         p = _probs(self.probs, n)
-        w0 = as_array(self.w0, "w0", shape=(d,))
-        s2 = check_scalar(self.noise_var, "noise_var", lower=0.0)
+        w0 = as_array(self.w0, "w0", shape=(d,), lower=-_BIG, upper=_BIG)
+        s2 = check_scalar(self.noise_var, "noise_var", lower=0.0, upper=_BIG)
         Q = np.einsum("nki,nkj->nij", B, B)
         H = np.einsum("n,nij->ij", p, Q)
         b = np.einsum("n,nki,nk->i", p, B, c)
@@ -168,13 +179,15 @@ def least_squares(
     (realizable labels :math:`b = A w_\star`). ``noise_var`` adds fresh Gaussian label noise at
     each step. ``w0`` defaults to 0.
     """
-    A = as_array(A, "A", ndim=2)
+    A = as_array(A, "A", ndim=2, min_size=1, lower=-_BIG, upper=_BIG)
     n, d = A.shape
+    if not A.any():
+        raise ValueError("`A` must not be all zero (the smoothness beta would be 0).")
     if (b is None) == (w_star is None):
         raise ValueError("give exactly one of `b` (labels) and `w_star` (realizable labels).")
     if w_star is not None:
-        b = A @ as_array(w_star, "w_star", shape=(d,))
-    b = as_array(b, "b", shape=(n,))
+        b = A @ as_array(w_star, "w_star", shape=(d,), lower=-_BIG, upper=_BIG)
+    b = as_array(b, "b", shape=(n,), lower=-_BIG, upper=_BIG)
     w0 = np.zeros(d) if w0 is None else w0
     return QuadraticSum(A[:, None, :], b[:, None], _probs(probs, n), w0, noise_var, name)
 
@@ -190,12 +203,13 @@ def gaussian_design(
     ``w0 = 0``; ``beta = max_i ||a_i||^2``.
     """
     n = check_int(n, "n", lower=1)
-    spec = as_array(spectrum, "spectrum", ndim=1)
-    if np.any(spec < 0):
-        raise ValueError("`spectrum` must be >= 0.")
-    label_noise = check_scalar(label_noise, "label_noise", lower=0.0)
+    spec = as_array(spectrum, "spectrum", ndim=1, min_size=1, lower=0.0, upper=_BIG)
+    if not spec.any():
+        raise ValueError("`spectrum` must not be all zero (the design would be zero).")
+    label_noise = check_scalar(label_noise, "label_noise", lower=0.0, upper=_BIG)
     gen = as_generator(rng)
     d = spec.size
+    check_memory(4 * n * d, "`n`, `spectrum`", what="the design and its products")
     A = gen.standard_normal((n, d)) * np.sqrt(spec)
     ws = gen.standard_normal(d) if w_star is None else as_array(w_star, "w_star", shape=(d,))
     b = A @ ws + np.sqrt(label_noise) * gen.standard_normal(n)
@@ -211,9 +225,9 @@ def kaczmarz(A, b, *, sampling="norm", w0=None) -> QuadraticSum:
     :math:`F(x) = \|Ax-b\|^2/(2\|A\|_F^2)`), ``"uniform"`` uniformly. Source: the reduction in
     the paper note (Sec. 5.2) of Attia et al. 2025.
     """
-    A = as_array(A, "A", ndim=2)
+    A = as_array(A, "A", ndim=2, min_size=1, lower=-_BIG, upper=_BIG)
     n, d = A.shape
-    b = as_array(b, "b", shape=(n,))
+    b = as_array(b, "b", shape=(n,), lower=-_BIG, upper=_BIG)
     check_choice(sampling, "sampling", ("norm", "uniform"))
     norms = np.linalg.norm(A, axis=1)
     if np.any(norms == 0):
@@ -227,14 +241,14 @@ def rare_curvature(beta, p, w0=1.0) -> QuadraticSum:
 
     Exact risk: :func:`theory.sgd.rare_curvature_risk`.
     """
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
+    beta = check_scalar(beta, "beta", lower=0.0, upper=_BIG, closed="right")
     p = check_scalar(p, "p", lower=0.0, upper=1.0, closed="right")
     B = np.array([[[np.sqrt(beta)]], [[0.0]]])
     return QuadraticSum(
         B,
         np.zeros((2, 1)),
         np.array([p, 1.0 - p]),
-        np.array([check_scalar(w0, "w0")]),
+        np.array([check_scalar(w0, "w0", lower=-_BIG, upper=_BIG)]),
         0.0,
         "rare_curvature",
     )
@@ -245,13 +259,13 @@ def ar1(beta, s2, w0=1.0) -> QuadraticSum:
 
     :math:`\sigma_\star^2 = \beta^2 s^2`; exact risk: :func:`theory.sgd.ar1_risk`.
     """
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
-    s2 = check_scalar(s2, "s2", lower=0.0)
+    beta = check_scalar(beta, "beta", lower=0.0, upper=1e25, closed="right")
+    s2 = check_scalar(s2, "s2", lower=0.0, upper=_BIG)
     return QuadraticSum(
         np.array([[[np.sqrt(beta)]]]),
         np.zeros((1, 1)),
         np.ones(1),
-        np.array([check_scalar(w0, "w0")]),
+        np.array([check_scalar(w0, "w0", lower=-_BIG, upper=_BIG)]),
         beta * s2,
         "ar1",
     )
@@ -262,9 +276,9 @@ def commuting(beta, p, w0) -> QuadraticSum:
 
     Exact risk: :func:`theory.sgd.commuting_risk`.
     """
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
-    p = _probs(as_array(p, "p", ndim=1), np.size(p))
-    w0 = as_array(w0, "w0", shape=(p.size,))
+    beta = check_scalar(beta, "beta", lower=0.0, upper=_BIG, closed="right")
+    p = _probs(as_array(p, "p", ndim=1, min_size=1), np.size(p), "p")
+    w0 = as_array(w0, "w0", shape=(p.size,), lower=-_BIG, upper=_BIG)
     return least_squares(
         np.sqrt(beta) * np.eye(p.size), w_star=np.zeros(p.size), probs=p, w0=w0, name="commuting"
     )
@@ -369,6 +383,11 @@ class ContinualTasks:
 
 def continual_tasks(X: Sequence, y: Sequence) -> ContinualTasks:
     """Build :class:`ContinualTasks` from task matrices ``X[m]`` and targets ``y[m]``."""
+    for name, v in (("X", X), ("y", y)):
+        if isinstance(v, str | bytes) or not isinstance(v, Sequence | np.ndarray):
+            raise TypeError(
+                f"`{name}` must be a sequence (one entry per task); got {type(v).__name__}."
+            )
     return ContinualTasks(tuple(X), tuple(y))
 
 
@@ -380,6 +399,7 @@ def random_continual_tasks(n_tasks, dim, rank, *, rng=None) -> ContinualTasks:
     n_tasks = check_int(n_tasks, "n_tasks", lower=1)
     dim = check_int(dim, "dim", lower=1)
     rank = check_int(rank, "rank", lower=1, upper=dim)
+    check_memory(n_tasks * (rank + 1) * dim + 4 * dim * dim, "`n_tasks`, `dim`", what="the tasks")
     gen = as_generator(rng)
     ws = gen.standard_normal(dim) / np.sqrt(dim)
     X = [gen.standard_normal((rank, dim)) for _ in range(n_tasks)]
@@ -473,6 +493,7 @@ def separable_data(n, dim, *, margin=0.1, rng=None):
     n = check_int(n, "n", lower=1)
     dim = check_int(dim, "dim", lower=2)
     margin = check_scalar(margin, "margin", lower=0.0, upper=0.9, closed="left")
+    check_memory(8 * n * dim, "`n`, `dim`", what="the rejection-sampling draws")
     gen = as_generator(rng)
     u = gen.standard_normal(dim)
     u /= np.linalg.norm(u)
@@ -504,7 +525,7 @@ def logistic_separable(X, y, *, probs=None, w0=None) -> FiniteSum:
     ``dist2 = inf``), so the last-iterate bound with a minimiser is vacuous and only comparator
     versions apply. Raises if the data are not separable (checked by a linear program).
     """
-    X = as_array(X, "X", ndim=2)
+    X = as_array(X, "X", ndim=2, min_size=1, lower=-_SEP, upper=_SEP)
     y = as_array(y, "y", shape=(X.shape[0],))
     if not np.all(np.abs(y) == 1):
         raise ValueError("`y` must hold labels +-1.")
@@ -523,11 +544,15 @@ def squared_hinge(X, y, *, probs=None, w0=None) -> FiniteSum:
     closest to ``w0`` (a QP solved with cvxpy). SGD on it is relaxed random projection onto
     half-spaces (POCS).
     """
-    X = as_array(X, "X", ndim=2)
+    X = as_array(X, "X", ndim=2, min_size=1, lower=-_SEP, upper=_SEP)
     y = as_array(y, "y", shape=(X.shape[0],))
     if not np.all(np.abs(y) == 1):
         raise ValueError("`y` must hold labels +-1.")
-    w0 = np.zeros(X.shape[1]) if w0 is None else as_array(w0, "w0", shape=(X.shape[1],))
+    w0 = (
+        np.zeros(X.shape[1])
+        if w0 is None
+        else as_array(w0, "w0", shape=(X.shape[1],), lower=-_SEP, upper=_SEP)
+    )
     ws = _hard_margin_point(X, y, w0)
     if ws is None:
         raise ValueError("`X`, `y` must be linearly separable for squared_hinge.")
@@ -541,7 +566,10 @@ def _hard_margin_point(X, y, w0):
 
     w = cp.Variable(X.shape[1])
     prob = cp.Problem(cp.Minimize(cp.sum_squares(w - w0)), [cp.multiply(y, X @ w) >= 1])
-    prob.solve(solver=cp.CLARABEL)
+    try:
+        prob.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError as err:
+        raise NumericalError(f"the hard-margin program did not solve: {err}") from err
     if prob.status not in ("optimal", "optimal_inaccurate"):
         return None
     ws = np.asarray(w.value)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from theory._validation import check_int, check_scalar
+from theory._validation import NumericalError, check_choice, check_int, check_scalar
 
 __all__ = ["PEPResult", "pep_worst_case", "pepit_worst_case"]
 
@@ -61,11 +61,13 @@ class PEPResult:
 def _check(T, n, eta, beta, dist2):
     T = check_int(T, "T", lower=1, upper=12)
     n = check_int(n, "n", lower=1, upper=8)
-    beta = check_scalar(beta, "beta", lower=0.0, closed="neither")
+    # the worst case scales as beta * dist2 * w(eta * beta): outside these ranges the SDP's
+    # entries span more decades than an interior-point solver resolves; rescale instead
+    beta = check_scalar(beta, "beta", lower=1e-6, upper=1e6)
     eta = check_scalar(eta, "eta", lower=0.0, closed="neither")
     if not eta * beta < 2.0:
         raise ValueError(f"`eta` must satisfy 0 < eta < 2/beta = {2 / beta:g}; got {eta:g}.")
-    dist2 = check_scalar(dist2, "dist2", lower=0.0, closed="neither")
+    dist2 = check_scalar(dist2, "dist2", lower=1e-6, upper=1e6)
     nodes = sum(n**t for t in range(T + 1))
     if nodes > 400:
         raise ValueError(
@@ -253,7 +255,9 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
         status, value = out["info"]["status"], -out["info"]["pobj"]
         ok, inaccurate = status in ("solved", "solved_inaccurate"), status != "solved"
     if not ok:
-        raise RuntimeError(f"the PEP SDP did not solve: {solver} status {status!r}.")
+        raise NumericalError(
+            f"the PEP SDP did not solve: {solver} status {status!r}.", status=status, T=T, n=n
+        )
     return PEPResult(
         float(value),
         T,
@@ -278,6 +282,7 @@ def pepit_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL") -> fl
             "pepit_worst_case needs the optional package PEPit (pip install pepit)."
         ) from err
     T, n, eta, beta, dist2 = _check(T, n, eta, beta, dist2)
+    check_choice(solver, "solver", ("CLARABEL", "SCS"))
     problem = PEP()
     fs = [problem.declare_function(SmoothConvexFunction, L=beta) for _ in range(n)]
     F = np.mean(fs)
@@ -292,4 +297,7 @@ def pepit_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL") -> fl
     problem.set_performance_metric(metric)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-        return float(problem.solve(wrapper="cvxpy", solver=solver, verbose=0))
+        value = problem.solve(wrapper="cvxpy", solver=solver, verbose=0)
+    if value is None or not np.isfinite(value):
+        raise NumericalError(f"PEPit's SDP did not solve ({solver}); got {value!r}.", T=T, n=n)
+    return float(value)

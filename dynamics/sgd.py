@@ -42,7 +42,16 @@ from dynamics._sgd_instances import (
 )
 from dynamics._sgd_mc import simulate_recorded
 from dynamics._sgd_pep import PEPResult, pep_worst_case, pepit_worst_case
-from theory._validation import as_array, check_choice, check_int, check_scalar
+from theory._validation import (
+    as_array,
+    check_bool,
+    check_choice,
+    check_finite_result,
+    check_int,
+    check_key,
+    check_memory,
+    check_scalar,
+)
 from theory.sgd import check_stepsize
 
 __all__ = [
@@ -176,15 +185,31 @@ def _horizons(T, name="T"):
         raise ValueError(
             f"`{name}` must be an integer or a 1-D grid of integers; got shape {np.shape(T)}."
         )
-    if np.any(arr != np.round(arr)) or np.any(arr < 1):
-        raise ValueError(f"`{name}` must hold integers >= 1; got min {arr.min():g}.")
+    if np.any(arr != np.round(arr)) or np.any(arr < 1) or np.any(arr > 2**53):
+        raise ValueError(
+            f"`{name}` must hold integers in [1, 2**53]; got values in "
+            f"[{arr.min():g}, {arr.max():g}]."
+        )
     return np.unique(arr.astype(np.int64))
+
+
+_MAX_STEPS = 10**10  # Monte Carlo work cap (paths x steps): about an hour of CPU
+
+
+def _mc_budget(grid, n_paths, name="T"):
+    """Reject Monte Carlo runs of more than ``_MAX_STEPS`` path-steps before starting them."""
+    steps = int(grid.max()) * n_paths
+    if steps > _MAX_STEPS:
+        raise ValueError(
+            f"`{name}` x `n_paths` = {steps:.3g} SGD path-steps exceeds the cap {_MAX_STEPS:.0e};"
+            f" reduce `{name}` or `n_paths`."
+        )
 
 
 def _key(key):
     if key is None:
         raise ValueError("`key` is required for method='monte_carlo' (a jax.random key).")
-    return key
+    return check_key(key)
 
 
 def _mean_se(x):
@@ -240,6 +265,8 @@ def expected_excess_risk(
         mean = np.maximum(mean, 0.0)  # round-off only: a PSD form
         return RiskCurve(grid, mean, np.zeros_like(mean), "exact", eta, 0, inst.name)
     n_paths = check_int(n_paths, "n_paths", lower=2)
+    chunk = check_int(chunk, "chunk", lower=1)
+    _mc_budget(grid, n_paths)
     W = simulate_recorded(inst, eta, grid, key=_key(key), n_paths=n_paths, chunk=chunk)
     m, s = _mean_se(np.asarray(inst.excess_risk(W)))
     return RiskCurve(grid, m, s, "monte_carlo", eta, n_paths, inst.name)
@@ -283,6 +310,8 @@ def simulate_iterates(instance, eta, T, *, key, n_paths=16, order="iid"):
     T = check_int(T, "T", lower=1)
     n_paths = check_int(n_paths, "n_paths", lower=1)
     check_choice(order, "order", ("iid", "reshuffle"))
+    _mc_budget(np.array([T]), n_paths)
+    check_memory(n_paths * (T + 1) * inst.dim, "`T`, `n_paths`", what="the recorded paths")
     return simulate_recorded(
         inst, eta, np.arange(T + 1), key=_key(key), n_paths=n_paths, order=order
     )
@@ -300,9 +329,12 @@ def simulate_divergence(instance, eta, T, *, key, n_paths=64) -> RiskCurve:
     eta = check_scalar(eta, "eta", lower=0.0, closed="neither")
     grid = _horizons(T)
     n_paths = check_int(n_paths, "n_paths", lower=2)
+    _mc_budget(grid, n_paths)
     with np.errstate(over="ignore", invalid="ignore"):
         W = simulate_recorded(inst, eta, grid, key=_key(key), n_paths=n_paths)
         m, s = _mean_se(np.asarray(inst.excess_risk(W)))
+    check_finite_result(m, "the simulated excess risk (it overflowed float64)", eta=eta)
+    check_finite_result(s, "the standard error of the simulated excess risk", eta=eta)
     return RiskCurve(grid, m, s, "monte_carlo", eta, n_paths, inst.name + " (unchecked eta)")
 
 
@@ -324,6 +356,7 @@ def continual_learning(
         raise TypeError(f"`tasks` must be ContinualTasks; got {type(tasks).__name__}.")
     grid = _horizons(k, "k")
     check_choice(method, "method", ("exact", "monte_carlo"))
+    replacement = check_bool(replacement, "replacement")
     inst = tasks.instance
     if method == "exact":
         if not replacement:
@@ -333,6 +366,7 @@ def continual_learning(
         z = np.zeros(0)
         return ContinualCurve(grid, np.maximum(loss, 0.0), np.zeros_like(loss), z, z, True, 0)
     n_paths = check_int(n_paths, "n_paths", lower=2)
+    _mc_budget(grid, n_paths, "k")
     W, C = simulate_recorded(
         inst,
         1.0,

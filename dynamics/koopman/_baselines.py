@@ -28,6 +28,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
+from theory._validation import check_bool, check_scalar
+
+from ._objective import _check_moments, _check_pair, _finite
+
 __all__ = ["vamp2_loss", "vampe_loss", "dpnet_loss", "vamp2_from_moments", "dpnet_from_moments"]
 
 
@@ -37,6 +41,11 @@ def _moments(f, g, center):
         f = f - jnp.mean(f, 0)
         g = g - jnp.mean(g, 0)
     return f.T @ f / B, g.T @ g / B, f.T @ g / B
+
+
+def _check_eps(eps, gamma=0.0):
+    check_scalar(gamma, "gamma", lower=0.0, upper=1e10)
+    return check_scalar(eps, "eps", lower=0.0, upper=1e10)
 
 
 def _ridge(M, eps):
@@ -52,13 +61,18 @@ def _whitened_frob2(Mf, Mg, T, eps):
 
 def vamp2_from_moments(Mf, Mg, T, *, eps=1e-6):
     """Minus ``tr(Mf^{-1} T Mg^{-1} T^T)`` from (population or minibatch) moments."""
-    return -_whitened_frob2(Mf, Mg, T, eps)
+    Mf, Mg, T = _check_moments(Mf, Mg, T)
+    _check_eps(eps)
+    return _finite(-_whitened_frob2(Mf, Mg, T, eps), "the VAMP-2 loss")
 
 
 def vamp2_loss(f, g, *, center=True, eps=1e-6):
     """Minus the VAMP-2 score of minibatch features (Wu & Noe 2020, eq. 38)."""
+    f, g = _check_pair(f, g)
+    center, eps = check_bool(center, "center"), _check_eps(eps)
     Mf, Mg, T = _moments(f, g, center)
-    return vamp2_from_moments(Mf, Mg, T, eps=eps) - (1.0 if center else 0.0)
+    out = -_whitened_frob2(Mf, Mg, T, eps) - (1.0 if center else 0.0)
+    return _finite(out, "the VAMP-2 loss")
 
 
 def _inv_sqrt(M, eps):
@@ -68,13 +82,15 @@ def _inv_sqrt(M, eps):
 
 def vampe_loss(f, g, *, center=True, eps=1e-6):
     """Minus the VAMP-E score of minibatch features (Wu & Noe 2020, eq. 41)."""
+    f, g = _check_pair(f, g)
+    center, eps = check_bool(center, "center"), _check_eps(eps)
     Mf, Mg, T = _moments(f, g, center)
     Wf, Wg = _inv_sqrt(Mf, eps), _inv_sqrt(Mg, eps)
     U, s, Vt = jnp.linalg.svd(Wf @ T @ Wg)
     Up, Vp = Wf @ U, Wg @ Vt.T
     S = jnp.diag(s)
     score = 2 * jnp.trace(S @ Up.T @ T @ Vp) - jnp.trace(S @ Up.T @ Mf @ Up @ S @ Vp.T @ Mg @ Vp)
-    return -(score + (1.0 if center else 0.0))
+    return _finite(-(score + (1.0 if center else 0.0)), "the VAMP-E loss")
 
 
 def _distortion(C, eps):
@@ -85,16 +101,20 @@ def _distortion(C, eps):
 
 def dpnet_loss(f, g, *, gamma=0.01, relaxed=False, center=False, eps=1e-6):
     """Minus the DPNet score ``P^gamma`` (Kostic et al. 2024, eq. 8), or its relaxed form."""
-    Mf, Mg, T = _moments(f, g, center)
+    f, g = _check_pair(f, g)
+    Mf, Mg, T = _moments(f, g, check_bool(center, "center"))
     return dpnet_from_moments(Mf, Mg, T, gamma=gamma, relaxed=relaxed, eps=eps)
 
 
 def dpnet_from_moments(Mf, Mg, T, *, gamma=0.01, relaxed=False, eps=1e-6):
     """Minus the DPNet score from (population or minibatch) moments."""
-    if relaxed:
+    Mf, Mg, T = _check_moments(Mf, Mg, T)
+    eps = _check_eps(eps, gamma)
+    if check_bool(relaxed, "relaxed"):
         opf = jnp.linalg.eigvalsh(Mf)[-1]
         opg = jnp.linalg.eigvalsh(Mg)[-1]
         score = jnp.sum(T * T) / (opf * opg + 1e-8)
     else:
         score = _whitened_frob2(Mf, Mg, T, eps)
-    return -(score - gamma * (_distortion(Mf, eps) + _distortion(Mg, eps)))
+    out = -(score - gamma * (_distortion(Mf, eps) + _distortion(Mg, eps)))
+    return _finite(out, "the DPNet loss", gamma=gamma, eps=eps)

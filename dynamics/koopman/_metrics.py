@@ -18,6 +18,20 @@ __all__ = [
 ]
 
 
+_BIG = 1e100  # function values beyond this overflow the squares and Gram matrices below
+
+
+def _complex(x, name):
+    """``x`` as a non-empty, finite 1-D complex array (real, integer or complex input)."""
+    arr = None if isinstance(x, str | bytes) else np.asarray(x) if x is not None else None
+    if arr is None or arr.dtype.kind not in "biufc":
+        raise TypeError(f"`{name}` must be an array of real or complex numbers; got {x!r:.60}.")
+    arr = arr.astype(complex).reshape(-1)
+    if arr.size == 0 or not np.isfinite(arr).all() or np.abs(arr).max() > _BIG:
+        raise ValueError(f"`{name}` must be non-empty and finite (|entries| <= 1e100).")
+    return arr
+
+
 def relative_singular_value_errors(estimated, true):
     """``|s^_i - s_i| / s_i`` for the common leading entries (both sorted decreasing)."""
     est = np.sort(as_array(estimated, "estimated", ndim=1))[::-1]
@@ -47,8 +61,8 @@ def principal_angles(features, reference, weights=None):
     both, and ``sin theta`` from the residual (Bjorck & Golub 1973; accurate for small angles);
     returns min(k, m) angles.
     """
-    F = as_array(features, "features", ndim=2)
-    R = as_array(reference, "reference", ndim=2)
+    F = as_array(features, "features", ndim=2, lower=-_BIG, upper=_BIG)
+    R = as_array(reference, "reference", ndim=2, lower=-_BIG, upper=_BIG)
     if R.shape[0] != F.shape[0]:
         raise ValueError(
             f"`reference` must have {F.shape[0]} rows like `features`; got {R.shape[0]}."
@@ -69,19 +83,14 @@ def principal_angles(features, reference, weights=None):
 
 def directed_hausdorff(estimated, true):
     """``max_i min_j |lam^_i - lam_j|`` (estimated -> true), complex eigenvalues allowed."""
-    est = np.asarray(estimated, dtype=complex).reshape(-1)
-    tru = np.asarray(true, dtype=complex).reshape(-1)
-    if est.size == 0 or tru.size == 0:
-        raise ValueError("`estimated` and `true` must be non-empty.")
-    if not (np.isfinite(est).all() and np.isfinite(tru).all()):
-        raise ValueError("`estimated` and `true` must be finite.")
+    est, tru = _complex(estimated, "estimated"), _complex(true, "true")
     return float(np.max(np.min(np.abs(est[:, None] - tru[None, :]), axis=1)))
 
 
 def forecast_rmse(predicted, truth):
     """Root-mean-square error per horizon: ``predicted``/``truth`` (H, n[, d]) -> (H,)."""
-    p = as_array(predicted, "predicted")
-    t = as_array(truth, "truth")
+    p = as_array(predicted, "predicted", lower=-_BIG, upper=_BIG)
+    t = as_array(truth, "truth", lower=-_BIG, upper=_BIG)
     if p.shape != t.shape or p.ndim < 2:
         raise ValueError(
             f"`predicted` and `truth` must have equal shapes (H, n[, d]); got {p.shape}"

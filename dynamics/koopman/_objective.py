@@ -32,15 +32,24 @@ unbiased
   ``(1 - 1/B) tr(M_f M_g) + (1/B) E_joint (f(X)^T g(X'))^2``: biased by O(1/B).
 
 All functions here are pure JAX functions of feature matrices ``f`` (B, k) and ``g`` (B, k); they
-trace under ``jit`` and ``grad`` and do no validation (the public training API validates once).
+trace under ``jit`` and ``grad``. Arguments are validated at the boundary (under ``jit`` only dtype
+and shape are known, so only those are checked); a concrete result that is not finite raises
+``theory.NumericalError``.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from theory._validation import check_array, check_int
+from theory._validation import (
+    _is_tracer,
+    check_array,
+    check_choice,
+    check_finite_result,
+    check_int,
+)
 
 __all__ = [
     "NESTINGS",
@@ -53,6 +62,59 @@ __all__ = [
 
 NESTINGS = (None, "jnt", "seq")
 ESTIMATORS = ("unbiased", "plugin")
+_BIG = 1e50  # feature entries beyond this overflow the fourth-order products of the objectives
+
+
+def _check_pair(f, g, *, min_rows=1):
+    """``f``, ``g`` as real (B, k) feature matrices of equal shape, finite and of moderate size."""
+    f = check_array(f, "f", ndim=2, max_abs=_BIG)
+    g = check_array(g, "g", ndim=2, max_abs=_BIG)
+    if f.shape != g.shape or f.shape[0] < min_rows or f.shape[1] < 1:
+        raise ValueError(
+            f"`f` and `g` must have the same shape (B, k) with B >= {min_rows}, k >= 1; got "
+            f"{tuple(f.shape)} and {tuple(g.shape)}."
+        )
+    return f, g
+
+
+def _check_moments(Mf, Mg, T, *, psd=True):
+    """``Mf``, ``Mg`` (k, k) symmetric positive semidefinite and ``T`` (k, k), all finite."""
+    Mf = check_array(Mf, "Mf", ndim=2, max_abs=_BIG**2)
+    Mg = check_array(Mg, "Mg", ndim=2, max_abs=_BIG**2)
+    k = Mf.shape[0]
+    for name, M in (("Mf", Mf), ("Mg", Mg)):
+        if M.shape != (k, k) or k < 1:
+            raise ValueError(
+                f"`{name}` must be a non-empty square ({k}, {k}) matrix; got {M.shape}."
+            )
+        if psd and not _is_tracer(M):
+            A = np.asarray(M, dtype=float)
+            scale = max(float(np.abs(A).max()), 1e-300)
+            if (
+                np.abs(A - A.T).max() > 1e-8 * scale
+                or np.linalg.eigvalsh((A + A.T) / 2).min() < -1e-8 * scale
+            ):
+                raise ValueError(
+                    f"`{name}` must be a symmetric positive semidefinite second-moment matrix."
+                )
+    T = check_array(T, "T", ndim=2, max_abs=_BIG**2)
+    if T.shape != (k, k):
+        raise ValueError(f"`T` must have shape ({k}, {k}) like `Mf`; got {tuple(T.shape)}.")
+    return Mf, Mg, T
+
+
+def _finite(out, what, **diagnostics):
+    """``out`` after a finiteness check when concrete (under ``jit`` it is returned as is)."""
+    return out if _is_tracer(out) else check_finite_result(out, what, **diagnostics)
+
+
+def _check_nesting(nesting, weights, k, estimator="unbiased"):
+    check_choice(nesting, "nesting", NESTINGS)
+    check_choice(estimator, "estimator", ESTIMATORS)
+    if weights is not None:
+        w = check_array(weights, "weights", ndim=1, max_abs=_BIG)
+        if w.shape != (k,):
+            raise ValueError(f"`weights` must have shape ({k},); got {tuple(w.shape)}.")
 
 
 def nesting_masks(k, weights=None):
@@ -80,10 +142,14 @@ def lora_from_moments(Mf, Mg, T, *, nesting=None, weights=None):
     of
     ``"seq"`` equals the plain one.
     """
+    Mf, Mg, T = _check_moments(Mf, Mg, T)
+    _check_nesting(nesting, weights, Mf.shape[0])
     if nesting == "jnt":
         m, W = nesting_masks(Mf.shape[0], weights)
-        return -2.0 * jnp.sum(m * jnp.diagonal(T)) + jnp.sum(W * Mf * Mg)
-    return -2.0 * jnp.trace(T) + jnp.sum(Mf * Mg)
+        out = -2.0 * jnp.sum(m * jnp.diagonal(T)) + jnp.sum(W * Mf * Mg)
+    else:
+        out = -2.0 * jnp.trace(T) + jnp.sum(Mf * Mg)
+    return _finite(out, "the LoRA objective")
 
 
 def _seq_moment(f):
@@ -108,6 +174,12 @@ def lora_loss(f, g, *, nesting=None, estimator="unbiased", weights=None):
     Scalar whose expectation over i.i.d. batches is the population objective for
     ``estimator="unbiased"`` (for any nesting; derived here, see the module docstring).
     """
+    f, g = _check_pair(f, g, min_rows=2 if estimator == "unbiased" else 1)
+    _check_nesting(nesting, weights, f.shape[1], estimator)
+    return _finite(_lora_loss(f, g, nesting, estimator, weights), "the LoRA loss")
+
+
+def _lora_loss(f, g, nesting, estimator, weights):
     B = f.shape[0]
     h = f * g
     if nesting == "seq":
@@ -141,6 +213,26 @@ def lora_population(F, G, kernel, rho0, *, nesting=None, weights=None):
     Equals ``||K~ - F~ G~^T||_F^2 - ||K~||_F^2`` with ``F~ = D0^{1/2} F``, ``G~ = D1^{1/2} G``
     (derived here; property-tested in ``tests/dynamics/koopman/test_objective.py``).
     """
+    F, G = check_array(F, "F", ndim=2, max_abs=_BIG), check_array(G, "G", ndim=2, max_abs=_BIG)
+    n, k = F.shape
+    if G.shape != (n, k) or n < 1 or k < 1:
+        raise ValueError(f"`F` and `G` must have the same shape (n, k); got {F.shape}, {G.shape}.")
+    kernel = check_array(kernel, "kernel", ndim=2)
+    rho0 = check_array(rho0, "rho0", ndim=1)
+    if kernel.shape != (n, n) or rho0.shape != (n,):
+        raise ValueError(
+            f"`kernel` must be ({n}, {n}) and `rho0` ({n},) for {n} states; got "
+            f"{tuple(kernel.shape)} and {tuple(rho0.shape)}."
+        )
+    for name, a, ax in (("kernel", kernel, 1), ("rho0", rho0, 0)):
+        if not _is_tracer(a):
+            a = np.asarray(a)
+            if a.min() < 0 or np.abs(a.sum(axis=ax) - 1.0).max() > 1e-8:
+                raise ValueError(
+                    f"`{name}` must be non-negative with {'rows' if ax else 'entries'} summing "
+                    f"to 1; got min {a.min():.3g}, sums off by up to "
+                    f"{np.abs(a.sum(axis=ax) - 1.0).max():.3g}."
+                )
     rho0 = jnp.asarray(rho0)
     kernel = jnp.asarray(kernel)
     rho1 = rho0 @ kernel

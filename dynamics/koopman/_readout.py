@@ -27,7 +27,7 @@ __all__ = ["KoopmanReadout", "cca_readout", "EDMDReadout", "edmd_readout"]
 
 
 def _features(x, name, n=None, k=None):
-    a = as_array(x, name, ndim=2)
+    a = as_array(x, name, ndim=2, lower=-1e50, upper=1e50)  # beyond: products overflow
     if n is not None and a.shape[0] != n:
         raise ValueError(f"`{name}` must have {n} rows (one per pair); got {a.shape[0]}.")
     if k is not None and a.shape[1] != k:

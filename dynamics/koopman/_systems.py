@@ -190,8 +190,9 @@ class OrnsteinUhlenbeck:
     """
 
     def __init__(self, theta=1.0, sigma=1.4142135623730951, tau=0.5):
-        self.theta = check_scalar(theta, "theta", lower=0, closed="neither")
-        self.sigma = check_scalar(sigma, "sigma", lower=0, closed="neither")
+        # bounds keep the stationary variance sigma^2 / (2 theta) a finite float
+        self.theta = check_scalar(theta, "theta", lower=1e-100, upper=1e100)
+        self.sigma = check_scalar(sigma, "sigma", lower=0, upper=1e100, closed="right")
         self.tau = check_scalar(tau, "tau", lower=0, closed="neither")
         self.var = self.sigma**2 / (2 * self.theta)
         self.r = math.exp(-self.theta * self.tau)
@@ -260,7 +261,7 @@ class NoisyLogisticMap:
     """
 
     def __init__(self, N=20, r=4.0, *, n_quad=2000):
-        self.N = check_int(N, "N", lower=2)
+        self.N = check_int(N, "N", lower=2, upper=1000)  # comb(N, N/2) overflows beyond ~1020
         if self.N % 2:
             raise ValueError(f"`N` must be even (cos^N must be a density); got {N}.")
         self.r = check_scalar(r, "r", lower=0, upper=4, closed="right")
@@ -411,7 +412,9 @@ class PrinzLangevin:
         self.gamma = check_scalar(gamma, "gamma", lower=0, closed="neither")
         self.beta = check_scalar(beta, "beta", lower=0, closed="neither")
         self.tau = check_scalar(tau, "tau", lower=0, closed="neither")
-        self.dt = check_scalar(dt, "dt", lower=0, upper=self.tau, closed="right")
+        self.dt = check_scalar(dt, "dt", lower=0, closed="neither")
+        if self.dt > self.tau:
+            raise ValueError(f"`dt` must be <= `tau` = {self.tau:g}; got dt = {self.dt:g}.")
         self.n_grid = check_int(n_grid, "n_grid", lower=100)
 
     @staticmethod
