@@ -458,10 +458,10 @@ def _sweep_configs():
     }
 
 
-SWEEP_SIZES = sizes(
-    smoke=dict(steps=2, seeds=2, batch=16, configs=2),  # one ordering: a run, not a verdict
-    quick=dict(steps=300, seeds=6, batch=256, configs=5),
-    full=dict(steps=2000, seeds=10, batch=512, configs=13),
+SWEEP_SIZES = sizes(  # sr_draws: SR draws of the operand check (sweep_sr_operand)
+    smoke=dict(steps=2, seeds=2, batch=16, configs=2, sr_draws=16),  # a run, not a verdict
+    quick=dict(steps=300, seeds=6, batch=256, configs=5, sr_draws=256),
+    full=dict(steps=2000, seeds=10, batch=512, configs=13, sr_draws=1024),
 )
 
 # the paper's statements as paired differences (worse - better > 0 expected), Sec. 3.1-3.3, the
@@ -475,6 +475,29 @@ REPORTED = {
     "block 32 - block 16 (E4M3)": ("32, E4M3", "NVFP4 (16, E4M3)"),
     "RtN everywhere - recipe": ("NVFP4, RtN everywhere", "NVFP4 (16, E4M3)"),
 }
+
+
+@memo
+def sweep_sr_operand(draws, seed):
+    """The stochastic rounding the sweep's configurations use, against the exact SR model: a
+    Gaussian ``(64, 128)`` float32 operand quantised to NVFP4 with SR by
+    :func:`nn.quant.quantize` under ``draws`` keys. Returns the ratio of the mean squared error
+    to the exact SR variance (:func:`theory.fp4.nvfp4_sr_variance`, independent of
+    :mod:`nn.quant`) with its SE over draws, and the mean squared z-score of the per-element mean
+    error (1 for unbiased SR; elements on the grid, variance 0, left out)."""
+    rng = np.random.default_rng([seed, 3])
+    x = rng.standard_normal((64, 128)).astype(np.float32)
+    v = theory_fp4.nvfp4_sr_variance(x.astype(np.float64))
+    xj = jnp.asarray(x)
+    keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), 3), draws)
+    err = np.stack(
+        [np.asarray(nn.quant.quantize(xj, NVFP4, "stochastic", key=k), np.float64) for k in keys]
+    ) - x.astype(np.float64)
+    per_draw = (err**2).mean((1, 2)) / v.mean()
+    ratio, se = mean_se(per_draw)
+    on = v > 0
+    z2 = float(np.mean(err.mean(0)[on] ** 2 / (v[on] / draws)))
+    return {"ratio": ratio, "ratio_se": se, "z2": z2, "z2_se": math.sqrt(2 / on.sum())}
 
 
 def _mse(m, batch, *, key=None):
@@ -550,6 +573,7 @@ def design_sweep(steps, seeds, batch_size, configs, seed):
 )
 def _sweep_claim(size, seed) -> Measurement:
     r = design_sweep(size.steps, size.seeds, size.batch, size.configs, seed)
+    sr = sweep_sr_operand(size.sr_draws, seed)
     runs = r["runs"]
     fin = {n: v["final"] for n, v in runs.items()}
     reported = {
@@ -563,12 +587,26 @@ def _sweep_claim(size, seed) -> Measurement:
             for n, (w, b) in ORDERINGS.items()
             if w in fin and b in fin
         ],
+        within(
+            round(sr["ratio"], 4),
+            1.0,
+            round(4 * sr["ratio_se"] + 0.01, 4),
+            name="SR operand: mean squared error / exact SR variance",
+        ),
+        within(
+            round(sr["z2"], 4),
+            1.0,
+            round(4 * sr["z2_se"], 4),
+            name="SR operand: mean squared z of the per-element mean error",
+        ),
         extra={
             "not judged (paired mean)": reported,
             "mean final loss": {n: round(float(v.mean()), 6) for n, v in fin.items()},
         },
         detail=f"realizable teacher-student MLP (loss floor 0), {r['steps']} Adam steps, "
-        f"{r['seeds']} paired seeds, held-out loss with each configuration's FP4 forward. Not "
+        f"{r['seeds']} paired seeds, held-out loss with each configuration's FP4 forward; the "
+        f"sweep's SR checked on a Gaussian operand over {size.sr_draws} draws against the exact "
+        "SR variance (tolerance 4 SE + 1 %) and for bias (mean z^2 = 1 +- 4 sqrt(2/n)). Not "
         "judged: block size (32 vs 16, modest in the paper) and RtN everywhere vs the recipe (the "
         "paper's gain from SR on gradients shows late in long runs; at this size RtN measures "
         "equal or better)",
