@@ -19,8 +19,10 @@ from .phantoms import (
     SHEPP_LOGAN_3D,
     SHIFTS,
     SOURCE,
+    Cohort,
     Patient,
     apply_contrast,
+    cohort,
     ellipse_kspace,
     j1,
     polynomial_field,
@@ -82,4 +84,6 @@ __all__ = [
     "apply_contrast",
     "simulate",
     "shift_setting",
+    "Cohort",
+    "cohort",
 ]

@@ -23,7 +23,7 @@ import numpy as np
 
 from theory._validation import check_choice, check_int, check_scalar
 
-from .physics import _fft2c, _grid, _rng, _shape, coil_maps
+from .physics import _fft2c, _grid, _ifft2c, _rng, _shape, cartesian_mask, coil_maps
 
 __all__ = [
     "Patient",
@@ -43,6 +43,8 @@ __all__ = [
     "apply_contrast",
     "simulate",
     "shift_setting",
+    "Cohort",
+    "cohort",
 ]
 
 # 3-D modified Shepp-Logan (Shepp & Logan 1974 geometry, Toft 1996 intensities; the 3-D table of
@@ -421,3 +423,54 @@ def shift_setting(shift):
         "mask": {"mask_kind": "equispaced"},
     }[shift]
     return {**SOURCE, **change}
+
+
+class Cohort(NamedTuple):
+    """Patients of one setting: noisy fully sampled k-space ``kspace (P, S, H, W)``, the
+    noiseless band-limited images ``target (P, S, H, W)`` (``ifft2c`` of the noiseless k-space,
+    the fully sampled reference as in fastMRI), one acquisition mask per patient ``mask (P, H, W)``
+    and the injected per-patient gain ``gain (P,)`` (1 without a bias field)."""
+
+    kspace: jax.Array
+    target: jax.Array
+    mask: jax.Array
+    gain: np.ndarray
+
+
+def cohort(shift, n_patients, n_slices, shape, key, *, noise_std=0.01, z_range=0.4):
+    """``n_patients`` random patients of the setting :func:`shift_setting` ``(shift)`` (``"source"``
+    or one of :data:`SHIFTS`), each sliced at ``n_slices`` equispaced heights in
+    ``[-z_range, z_range]``, with a smooth random phase, the setting's bias field (scanner
+    shift), contrast and family, complex Gaussian noise of ``noise_std`` per k-space entry, and a
+    Cartesian mask of the setting's kind, R and centre fraction (one per patient, fixed over its
+    slices as in D2SA's ``data/dataset.py``). Patient ``p`` uses ``fold_in(key, p)`` only, so a
+    patient does not depend on how many others are drawn. Single coil."""
+    setting = shift_setting(shift)
+    n_patients = check_int(n_patients, "n_patients", lower=1, upper=10_000)
+    n_slices = check_int(n_slices, "n_slices", lower=1, upper=1_000)
+    h, w = _shape(shape)
+    noise_std = check_scalar(noise_std, "noise_std", lower=0.0, upper=1.0)
+    z_range = check_scalar(z_range, "z_range", lower=0.0, upper=0.7)
+    key = jax.random.key(0) if key is None else key
+    z = np.linspace(-z_range, z_range, n_slices)
+    ks, ts, ms, gains = [], [], [], []
+    for p in range(n_patients):
+        kp, kphase, kbias, knoise, kmask = jax.random.split(jax.random.fold_in(key, p), 5)
+        patient = apply_contrast(random_patient(kp, family=setting["family"]), setting["contrast"])
+        bias = random_bias(kbias) if setting["bias"] else None
+        clean, _ = simulate(patient, z, (h, w), bias=bias, phase=random_phase(kphase))
+        ks.append(clean + _noise(knoise, clean.shape, noise_std))
+        ts.append(_ifft2c(clean))
+        ms.append(
+            cartesian_mask(
+                (h, w), setting["R"], setting["center_fraction"], kmask, kind=setting["mask_kind"]
+            )
+        )
+        gains.append(1.0 if bias is None else float(bias[0]))
+    return Cohort(jnp.stack(ks), jnp.stack(ts), jnp.stack(ms), np.asarray(gains))
+
+
+def _noise(key, shape, std):
+    rng = _rng(key)
+    z = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    return jnp.asarray(std / np.sqrt(2) * z, dtype=jnp.result_type(complex))

@@ -253,6 +253,9 @@ CASES = {
         dict(patient=PAT, z=np.array([0.0, 0.2]), shape=(8, 12), n_coils=2, oversample=2),
     ),
     "dynamics.mri.shift_setting": Case(MR.shift_setting, dict(shift="contrast")),
+    "dynamics.mri.cohort": Case(
+        MR.cohort, dict(shift="scanner", n_patients=1, n_slices=2, shape=(8, 8), key=KEY)
+    ),
 }
 
 NOT_ENTRY_POINTS = {  # result and record types the library builds
@@ -271,6 +274,7 @@ NOT_ENTRY_POINTS = {  # result and record types the library builds
     "dynamics.transformer.FlowPath": "result",
     "dynamics.transformer.EffectiveFlow": "result",
     "dynamics.mri.Patient": "built by shepp_logan_3d / random_patient",
+    "dynamics.mri.Cohort": "built by cohort",
     "dynamics.transformer.EscapeResult": "result",
     "dynamics.transformer.RankCollapseResult": "result",
 }
