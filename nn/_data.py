@@ -8,6 +8,9 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.special import xlogy
+
+from theory._validation import as_array
 
 __all__ = ["MarkovCorpus"]
 
@@ -25,6 +28,17 @@ class MarkovCorpus:
     """
 
     P: np.ndarray
+
+    def __post_init__(self):
+        P = as_array(self.P, "P", ndim=2, lower=0.0, upper=1.0)
+        if P.shape[0] != P.shape[1] or P.shape[0] < 2:
+            raise ValueError(f"`P` must be a square (V, V) matrix with V >= 2; got {P.shape}.")
+        if np.abs(P.sum(axis=1) - 1.0).max() > 1e-8:
+            raise ValueError(
+                f"`P` must be row-stochastic (rows summing to 1); got row sums off by up to "
+                f"{np.abs(P.sum(axis=1) - 1.0).max():.3g}."
+            )
+        object.__setattr__(self, "P", P)
 
     @classmethod
     def random(cls, key, vocab_size: int, *, concentration: float = 0.2) -> MarkovCorpus:
@@ -46,11 +60,12 @@ class MarkovCorpus:
 
     @property
     def entropy_rate(self) -> float:
-        return float(-np.sum(self.stationary[:, None] * self.P * np.log(self.P)))
+        return float(-np.sum(self.stationary[:, None] * xlogy(self.P, self.P)))
 
     def batch(self, key, batch_size: int, length: int):
         """Integer tokens ``(batch_size, length)``."""
-        logP = jnp.asarray(np.log(self.P), jnp.float32)
+        with np.errstate(divide="ignore"):  # log 0 = -inf: a transition never taken
+            logP = jnp.asarray(np.log(self.P), jnp.float32)
         k0, ks = jax.random.split(key)
         x0 = jax.random.choice(k0, self.P.shape[0], (batch_size,), p=jnp.asarray(self.stationary))
         return _sample(logP, x0, jax.random.split(ks, length - 1))

@@ -17,7 +17,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from theory._validation import check_int
+from theory._validation import (
+    check_array,
+    check_bool,
+    check_callable,
+    check_int,
+    check_key,
+    check_scalar,
+)
 
 __all__ = [
     "default_float",
@@ -43,7 +50,7 @@ def default_float(dtype=None):
 
 def uniform_fan_in(fan_in: int) -> Initializer:
     """U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the PyTorch / equinox ``Linear`` default."""
-    lim = 1.0 / math.sqrt(max(fan_in, 1))
+    lim = 1.0 / math.sqrt(check_int(fan_in, "fan_in", lower=1))
 
     def init(key, shape, dtype):
         return jax.random.uniform(key, shape, dtype, -lim, lim)
@@ -56,7 +63,16 @@ def _keys(key, n):
 
 
 def _check_dim(name, v):
-    check_int(v, name, lower=1, upper=2**31)
+    return check_int(v, name, lower=1, upper=2**31)
+
+
+def _check_options(use_bias=True, key=None, **callables):
+    """The options every layer shares: a bool ``use_bias``, a PRNG ``key``, callables or None."""
+    check_bool(use_bias, "use_bias")
+    check_key(key)
+    for name, f in callables.items():
+        if f is not None:
+            check_callable(f, name)
 
 
 class Linear(eqx.Module):
@@ -98,6 +114,7 @@ class Linear(eqx.Module):
     ):
         _check_dim("in_features", in_features)
         _check_dim("out_features", out_features)
+        _check_options(use_bias, key, init=init, bias_init=bias_init, matmul=matmul)
         dtype = default_float(dtype)
         wkey, bkey = jax.random.split(key)
         init = uniform_fan_in(in_features) if init is None else init
@@ -152,9 +169,13 @@ class MLP(eqx.Module):
         dtype=None,
         key,
     ):
+        _check_dim("in_features", in_features)
+        _check_dim("out_features", out_features)
         _check_dim("width", width)
-        if not isinstance(depth, int) or depth < 0:
-            raise ValueError(f"depth must be a non-negative int, got {depth!r}")
+        check_int(depth, "depth", lower=0, upper=10_000)
+        check_callable(activation, "activation")
+        check_callable(final_activation, "final_activation")
+        _check_options(use_bias, key)
         sizes = [in_features] + [width] * depth + [out_features]
         keys = jax.random.split(key, len(sizes) - 1)
         self.layers = tuple(
@@ -178,6 +199,8 @@ class Embedding(eqx.Module):
     def __init__(self, num_embeddings, dim, *, init_std=0.02, dtype=None, key):
         _check_dim("num_embeddings", num_embeddings)
         _check_dim("dim", dim)
+        init_std = check_scalar(init_std, "init_std", lower=0.0, upper=1e100)
+        check_key(key)
         self.weight = init_std * jax.random.normal(key, (num_embeddings, dim), default_float(dtype))
 
     def __call__(self, ids, *, key=None):
@@ -193,6 +216,8 @@ class RMSNorm(eqx.Module):
     eps: float = eqx.field(static=True)
 
     def __init__(self, dim, *, eps=1e-6, dtype=None):
+        _check_dim("dim", dim)
+        eps = check_scalar(eps, "eps", lower=0.0, upper=1e100, closed="right")
         self.scale = jnp.ones((dim,), default_float(dtype))
         self.eps = eps
 
@@ -209,6 +234,16 @@ def causal_attention(q, k, v, *, return_weights=False):
     diagonal. Returns the output ``(..., heads, T, head_dim)`` (and the weights ``(..., heads, T,
     T)``).
     """
+    check_bool(return_weights, "return_weights")
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        check_array(a, name, min_ndim=2, max_abs=1e100)
+        if a.shape[-1] == 0 or a.shape[-2] == 0:
+            raise ValueError(f"`{name}` must have non-empty last two axes; got shape {a.shape}.")
+    if k.shape != v.shape or q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"`q`, `k`, `v` must have shapes (..., T, d), (..., S, d), (..., S, dv) with `k` and "
+            f"`v` equal; got {q.shape}, {k.shape}, {v.shape}."
+        )
     T = q.shape[-2]
     s = jnp.einsum("...td,...sd->...ts", q, k) / math.sqrt(q.shape[-1])
     mask = jnp.tril(jnp.ones((T, k.shape[-2]), bool))
@@ -236,10 +271,12 @@ class CausalSelfAttention(eqx.Module):
     def __init__(self, d_model, num_heads, *, head_dim=None, use_bias=False, dtype=None, key):
         _check_dim("d_model", d_model)
         _check_dim("num_heads", num_heads)
+        _check_options(use_bias, key)
         if head_dim is None:
             if d_model % num_heads:
-                raise ValueError(f"num_heads must divide d_model={d_model}, got {num_heads}")
+                raise ValueError(f"`num_heads` must divide d_model={d_model}; got {num_heads}.")
             head_dim = d_model // num_heads
+        _check_dim("head_dim", head_dim)
         inner = num_heads * head_dim
         kq, kk, kv, ko = jax.random.split(key, 4)
         self.q_proj = Linear(d_model, inner, use_bias, dtype=dtype, key=kq)
@@ -272,6 +309,9 @@ class TransformerBlock(eqx.Module):
     mlp: MLP
 
     def __init__(self, d_model, num_heads, *, mlp_ratio=4, use_bias=False, dtype=None, key):
+        _check_dim("d_model", d_model)
+        _check_dim("mlp_ratio", mlp_ratio)
+        _check_options(use_bias, key)
         ka, km = jax.random.split(key)
         self.norm1 = RMSNorm(d_model, dtype=dtype)
         self.attn = CausalSelfAttention(d_model, num_heads, use_bias=use_bias, dtype=dtype, key=ka)
@@ -320,9 +360,12 @@ class TransformerLM(eqx.Module):
         key,
     ):
         _check_dim("vocab_size", vocab_size)
+        _check_dim("d_model", d_model)
+        _check_dim("num_heads", num_heads)
         _check_dim("max_len", max_len)
-        if not isinstance(num_layers, int) or num_layers < 0:
-            raise ValueError(f"num_layers must be a non-negative int, got {num_layers!r}")
+        _check_dim("mlp_ratio", mlp_ratio)
+        check_int(num_layers, "num_layers", lower=0, upper=10_000)
+        _check_options(use_bias, key, block=block)
         ke, kp, kh, kb = jax.random.split(key, 4)
         self.embed = Embedding(vocab_size, d_model, dtype=dtype, key=ke)
         self.pos_embed = Embedding(max_len, d_model, dtype=dtype, key=kp)

@@ -15,7 +15,14 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
-from theory._validation import batch_source, check_transform
+from theory._validation import (
+    _is_tracer,
+    as_path,
+    batch_source,
+    check_array,
+    check_finite_result,
+    check_transform,
+)
 
 from ._tree import combine, split
 
@@ -33,7 +40,25 @@ __all__ = [
 
 def cross_entropy(logits, targets):
     """Mean token cross-entropy (nats), ``logits (..., V)``, integer ``targets (...)``."""
-    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, targets))
+    logits = check_array(logits, "logits", min_ndim=1)
+    if isinstance(targets, str | bytes) or not hasattr(targets, "dtype"):
+        targets = check_array(np.asarray(targets) if targets is not None else targets, "targets")
+    if np.dtype(targets.dtype).kind not in "iu":
+        raise TypeError(f"`targets` must be an integer array; got dtype {targets.dtype}.")
+    if tuple(targets.shape) != tuple(logits.shape[:-1]) or logits.shape[-1] < 1:
+        raise ValueError(
+            f"`targets` must have shape {tuple(logits.shape[:-1])} (the leading axes of `logits` "
+            f"{tuple(logits.shape)}); got {tuple(targets.shape)}."
+        )
+    if not _is_tracer(targets) and targets.size:
+        t = np.asarray(targets)
+        if t.min() < 0 or t.max() >= logits.shape[-1]:
+            raise ValueError(
+                f"`targets` must lie in [0, {logits.shape[-1]}); got values in "
+                f"[{t.min()}, {t.max()}]."
+            )
+    out = jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, targets))
+    return out if _is_tracer(out) else check_finite_result(out, "the cross-entropy")
 
 
 def lm_loss(model, batch, *, key=None):
@@ -190,6 +215,7 @@ def evaluate(model, loss_fn: Callable, batches: Iterable, *, key=None) -> float:
 def save(path: str | os.PathLike, tree) -> None:
     """Write the array leaves of ``tree`` (a model, or ``(model, opt_state)``) to ``path``,
     bit-exact."""
+    path = as_path(path, "path", kind="parent")
     with open(path, "wb") as f:
         eqx.tree_serialise_leaves(f, tree)
 
@@ -197,5 +223,12 @@ def save(path: str | os.PathLike, tree) -> None:
 def load(path: str | os.PathLike, like):
     """Read a tree saved by :func:`save`; ``like`` supplies structure, static fields, shapes and
     dtypes."""
+    path = as_path(path, "path", kind="file")
     with open(path, "rb") as f:
-        return eqx.tree_deserialise_leaves(f, like)
+        try:
+            return eqx.tree_deserialise_leaves(f, like)
+        except (ValueError, TypeError, RuntimeError) as err:
+            raise ValueError(
+                f"`like` must have the structure, shapes and dtypes of the tree saved at "
+                f"{path!r}: {err}"
+            ) from err

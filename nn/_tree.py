@@ -46,7 +46,16 @@ def split(model, mask=None):
 
 def combine(trainable, frozen):
     """Inverse of :func:`split`."""
+    if jax.tree.structure(trainable, is_leaf=_none) != jax.tree.structure(frozen, is_leaf=_none):
+        raise ValueError(
+            "`trainable` and `frozen` must be the two halves of one nn.split (the same tree "
+            f"structure); got {type(trainable).__name__} and {type(frozen).__name__}."
+        )
     return eqx.combine(trainable, frozen)
+
+
+def _none(x):
+    return x is None
 
 
 def count_params(model, mask=None) -> int:

@@ -23,8 +23,9 @@ scale formats of the paper's Fig. 1 without an ml_dtypes type, ``"e1m6"``, ``"e2
 
 Documented special values: finite values beyond ``max`` saturate to ``+-max`` (ml_dtypes already
 saturates E2M1; it returns NaN for E4M3 above 464, which we do not copy); ``NaN`` and ``+-inf``
-become
-NaN (never a silent finite value; ml_dtypes maps NaN to -0 in E2M1). E8M0 has no zero or sign:
+raise ``ValueError`` at the public functions and, inside ``jit`` (where values are not known:
+the :class:`QuantMatmul` path), become NaN (never a silent finite value; ml_dtypes maps NaN to -0
+in E2M1). E8M0 has no zero or sign:
 zero/negative inputs give NaN, as in ml_dtypes.
 
 Block formats
@@ -52,7 +53,8 @@ s_b / s_enc``.
 
 All-zero blocks, and blocks whose scale underflows to 0, dequantise to exact zeros. A block
 containing
-NaN or +-inf dequantises to all-NaN (the tensor amax ignores non-finite values, so other blocks are
+NaN or +-inf (inside ``jit``; concrete input raises) dequantises to all-NaN (the tensor amax
+ignores non-finite values, so other blocks are
 unaffected). ``pad=True`` zero-pads the blocked axis to a multiple of ``block_size``; otherwise a
 block
 size that does not divide it is a ``ValueError``.
@@ -89,7 +91,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import as_array, check_choice, check_int, check_key
+from theory._validation import (
+    _is_tracer,
+    as_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_key,
+)
 
 __all__ = [
     "FloatFormat",
@@ -147,11 +156,20 @@ FORMATS = {
 
 
 def _as_float(x, name="x"):
+    """``x`` as a floating JAX array; concrete input must be finite (a tracer inside ``jit`` is
+    not inspected: there NaN and inf propagate as documented in the module docstring)."""
     if not hasattr(x, "dtype"):  # lists, scalars: refuse strings, complex, objects by name
         as_array(x, name, finite=False)
+    if hasattr(x, "dtype") and not jnp.issubdtype(x.dtype, jnp.floating):
+        raise TypeError(f"`{name}` must be a floating array; got dtype {x.dtype}.")
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         raise TypeError(f"`{name}` must be a floating array; got dtype {x.dtype}.")
+    if not _is_tracer(x) and not bool(jnp.all(jnp.isfinite(x))):
+        raise ValueError(
+            f"`{name}` must be finite; got NaN or infinite value(s) (inside jit they propagate "
+            "as NaN, see the module docstring)."
+        )
     if x.dtype.itemsize < 4:
         x = x.astype(jnp.float32)
     return x
@@ -422,13 +440,13 @@ def quantize_blocks(
     bf = _resolve(fmt)
     check_choice(rounding, "rounding", _ROUNDINGS)
     x = _as_float(x)
-    if x.ndim == 0:
-        raise ValueError("x must have at least one axis")
+    if x.ndim == 0 or x.size == 0:
+        raise ValueError(f"`x` must have at least one axis and one entry; got shape {x.shape}.")
     ax = _check_axis(axis, x.ndim)
     n, B = x.shape[ax], bf.block_size
-    if n % B and not pad:
+    if n % B and not check_bool(pad, "pad"):
         raise ValueError(
-            f"block_size={B} must divide the length {n} of axis {axis} (or pass pad=True)"
+            f"`x`: block_size={B} must divide the length {n} of axis {axis} (or pass pad=True)"
         )
     if rounding == "stochastic":
         check_key(key)
@@ -482,7 +500,7 @@ def quantize(x, fmt="nvfp4", rounding="nearest", *, key=None, axis=-1, pad=False
     """
     if isinstance(fmt, str) and fmt in ("e2m1", "e4m3"):
         return round_to(x, fmt, rounding, key=key)
-    if not isinstance(fmt, BlockFormat) and fmt not in _NAMED:
+    if not isinstance(fmt, BlockFormat) and not (isinstance(fmt, str) and fmt in _NAMED):
         raise ValueError(
             f"fmt must be one of ['e2m1', 'e4m3', 'mxfp4', 'nvfp4'] or a BlockFormat, got {fmt!r}"
         )

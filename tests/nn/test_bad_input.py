@@ -124,47 +124,12 @@ PENDING_NAMES = {
     k: PENDING[p] for k in bi.public_callables("nn") for p in PENDING if k.startswith(p)
 }
 
-# validation still incomplete (found by the exhaustive run): the file that must fix each
-_LAYERS = "nn/_layers.py (dims, use_bias, eps, init_std, mlp_ratio via theory._validation)"
-KNOWN_GAPS = {
-    **dict.fromkeys(
-        [
-            "nn.Linear",
-            "nn.MLP",
-            "nn.Embedding",
-            "nn.RMSNorm",
-            "nn.CausalSelfAttention",
-            "nn.TransformerBlock",
-            "nn.TransformerLM",
-            "nn.causal_attention",
-            "nn.uniform_fan_in",
-        ],
-        _LAYERS,
-    ),
-    **dict.fromkeys(
-        ["nn.combine", "nn.cross_entropy", "nn.save", "nn.load"],
-        "nn/_train.py, nn/_tree.py (argument checks)",
-    ),
-    "nn.MarkovCorpus": "nn/_data.py (P must be a finite row-stochastic matrix)",
-    **dict.fromkeys(
-        [
-            "nn.quant.round_to",
-            "nn.quant.quantize",
-            "nn.quant.quantize_blocks",
-            "nn.quant.sr_variance",
-        ],
-        "nn/quant.py (NaN inputs propagate to NaN outputs by design; decide: raise)",
-    ),
-}
-
 (
     test_every_public_callable_has_a_valid_call,
     test_valid_call_is_finite,
     test_bad_input,
     test_bad_input_exhaustive,
-) = make_tests(
-    "nn", CASES, {**NOT_ENTRY_POINTS, **PENDING_NAMES}, max_examples=250, known_gaps=KNOWN_GAPS
-)
+) = make_tests("nn", CASES, {**NOT_ENTRY_POINTS, **PENDING_NAMES}, max_examples=250)
 
 
 def test_pending_modules_are_listed():

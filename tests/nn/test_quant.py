@@ -92,7 +92,10 @@ def test_e2m1_ties_and_specials():
     ties = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5], np.float32)
     np.testing.assert_array_equal(Q.round_to(ties, "e2m1"), [0, 1, 1, 2, 2, 4, 4])
     np.testing.assert_array_equal(Q.round_to(-ties, "e2m1"), -np.array([0, 1, 1, 2, 2, 4, 4]))
-    out = np.asarray(Q.round_to(np.array([7, -100, np.inf, -np.inf, np.nan], np.float32), "e2m1"))
+    specials = np.array([7, -100, np.inf, -np.inf, np.nan], np.float32)
+    with pytest.raises(ValueError, match="`x` must be finite"):
+        Q.round_to(specials, "e2m1")  # concrete non-finite input is refused at the boundary
+    out = np.asarray(jax.jit(lambda v: Q.round_to(v, "e2m1"))(specials))  # inside jit: NaN
     np.testing.assert_array_equal(out[:2], [6, -6])
     assert np.all(np.isnan(out[2:]))  # non-finite never becomes a finite value
     np.testing.assert_array_equal(Q.round_to(np.array([500.0, -1e6]), "e4m3"), [448, -448])
@@ -106,7 +109,8 @@ def test_e8m0_bit_exact_and_specials():
     ref = x.astype(ML["e8m0"]).astype(np.float64)
     np.testing.assert_array_equal(Q.round_to(x, "e8m0"), ref)
     np.testing.assert_array_equal(Q.round_to(np.array([1.4, 1.5, 3.0, 0.75]), "e8m0"), [1, 2, 4, 1])
-    assert np.all(np.isnan(np.asarray(Q.round_to(np.array([0.0, -1.0, np.nan]), "e8m0"))))
+    e8m0 = jax.jit(lambda v: Q.round_to(v, "e8m0"))
+    assert np.all(np.isnan(np.asarray(e8m0(np.array([0.0, -1.0, np.nan])))))
 
 
 def _two_point(x, fmt):
@@ -228,7 +232,9 @@ def test_zero_and_nonfinite_blocks():
     x = np.random.default_rng(4).standard_normal((2, 32))
     x[0, 3] = np.nan
     x[1, 20] = np.inf
-    out = np.asarray(Q.quantize(x, "nvfp4"))
+    with pytest.raises(ValueError, match="`x` must be finite"):
+        Q.quantize(x, "nvfp4")
+    out = np.asarray(jax.jit(lambda v: Q.quantize(v, "nvfp4"))(x))  # inside jit: NaN blocks
     assert np.all(np.isnan(out[0, :16])) and np.all(np.isnan(out[1, 16:]))
     assert np.all(np.isfinite(out[0, 16:])) and np.all(np.isfinite(out[1, :16]))
     # finite blocks are quantised exactly as they would be without the non-finite ones present
