@@ -1,15 +1,18 @@
 """Simulators and learners that produce the quantities the theorems predict.
 
-Public submodules, loaded on first access: ``dynamics.sgd`` (last-iterate SGD: exact recursion,
+Public submodules (every public module or package of this folder), loaded on first access:
+``dynamics.sgd`` (last-iterate SGD: exact recursion,
 JAX Monte Carlo, PEP worst cases), ``dynamics.koopman`` (top-k Koopman singular functions by
 low-rank approximation), ``dynamics.fp4_training`` (gradient-to-noise ratio in FP4 training),
 ``dynamics.transformer`` (small-initialisation Transformer gradient flow), ``dynamics.mri``
-(Cartesian MRI physics and ellipsoid phantoms with the shifts of D2SA's kind).
+(Cartesian MRI physics and ellipsoid phantoms with the shifts of D2SA's kind),
+``dynamics.distill`` (distilling attention into hybrid students).
 """
 
 import importlib
+import pkgutil
 
-_SUBMODULES = ("fp4_training", "koopman", "mri", "sgd", "transformer")
+_SUBMODULES = tuple(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 __all__ = list(_SUBMODULES)
 
 

@@ -23,7 +23,16 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from theory._validation import check_int, check_scalar
+from nn.hybrid import HybridLM
+from theory._validation import (
+    as_array,
+    check_finite_result,
+    check_instance,
+    check_int,
+    check_key,
+    check_memory,
+    check_scalar,
+)
 
 __all__ = ["Order2Markov", "train_lm", "kl_to_teacher", "ild", "distill", "lm_ce"]
 
@@ -34,6 +43,18 @@ class Order2Markov:
     ``(a, b)``. ``sample(key, batch, length)`` starts from the pair chain's stationary law."""
 
     P: np.ndarray
+
+    def __post_init__(self):
+        P = as_array(self.P, "P", ndim=3, lower=0.0)
+        V = P.shape[0]
+        if V < 2 or P.shape != (V, V, V):
+            raise ValueError(f"`P` must have shape (V, V, V) with V >= 2; got shape {P.shape}.")
+        worst = float(np.max(np.abs(P.sum(-1) - 1.0)))
+        if worst > 1e-9:
+            raise ValueError(
+                f"`P`: every row P[a, b] must sum to 1; the worst is off by {worst:.3g}."
+            )
+        object.__setattr__(self, "P", P)
 
     @classmethod
     def random(cls, seed: int, vocab_size: int, *, concentration: float = 0.1) -> Order2Markov:
@@ -62,6 +83,8 @@ class Order2Markov:
 
     def sample(self, key, batch: int, length: int):
         """Integer tokens ``(batch, length)``."""
+        key = check_key(key)
+        batch, length = _check_sizes(batch=batch, length=length)
         V = self.P.shape[0]
         k0, ks = jax.random.split(key)
         pair = jax.random.choice(k0, V * V, (batch,), p=jnp.asarray(self.pair_stationary.ravel()))
@@ -84,14 +107,61 @@ def _sample2(logP, a, b, keys):
     return jnp.concatenate([a[None], b[None], cs], 0).T.astype(jnp.int32)
 
 
+_MAX = dict(steps=1_000_000, batch=100_000, length=100_000)
+
+
+def _check_sizes(**sizes):
+    """``steps``, ``batch``, ``length`` as bounded ints (length >= 3: two start tokens and one
+    drawn), and their product within memory."""
+    out = [
+        check_int(v, k, lower=3 if k == "length" else 1, upper=_MAX[k]) for k, v in sizes.items()
+    ]
+    check_memory(int(np.prod(out)), ", ".join(f"`{k}`" for k in sizes), itemsize=4)
+    return out
+
+
+def _check_lm(model, name):
+    return check_instance(model, name, HybridLM)
+
+
+def _check_tokens(tokens, model, name="tokens", min_len=1):
+    """Integer tokens ``(B, T)`` with ``T >= min_len`` inside the model's vocabulary."""
+    if isinstance(tokens, str | bytes) or tokens is None:
+        raise TypeError(f"`{name}` must be an integer array; got {tokens!r}.")
+    arr = np.asarray(tokens)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"`{name}` must be an integer array; got dtype {arr.dtype}.")
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < min_len:
+        raise ValueError(
+            f"`{name}` must have shape (batch, T) with T >= {min_len}; got shape {arr.shape}."
+        )
+    V = model.embed.weight.shape[0]
+    if arr.min() < 0 or arr.max() >= V:
+        raise ValueError(
+            f"`{name}` must lie in [0, {V}) (the vocabulary); got [{arr.min()}, {arr.max()}]."
+        )
+    return jnp.asarray(arr)
+
+
 def lm_ce(model, tokens):
     """Mean next-token cross-entropy (nats) on ``tokens (B, T + 1)``."""
+    tokens = _check_tokens(tokens, _check_lm(model, "model"), min_len=2)
+    return _lm_ce(model, tokens)
+
+
+def _lm_ce(model, tokens):
     logits = model(tokens[..., :-1])
     return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, tokens[..., 1:]))
 
 
 def kl_to_teacher(teacher, student, tokens):
     """Mean per-token ``KL(p_teacher || p_student)`` (nats) on ``tokens (B, T)``."""
+    tokens = _check_tokens(tokens, _check_lm(teacher, "teacher"))
+    _check_lm(student, "student")
+    return _kl(teacher, student, tokens)
+
+
+def _kl(teacher, student, tokens):
     lt = jax.nn.log_softmax(teacher(tokens), -1)
     ls = jax.nn.log_softmax(student(tokens), -1)
     return jnp.mean(jnp.sum(jnp.exp(lt) * (lt - ls), -1))
@@ -112,13 +182,24 @@ def _fit(model, loss, batches, lr, mask=None):
         return (optax.apply_updates(p, u), s), val
 
     (params, _), losses = jax.lax.scan(step, (params, opt.init(params)), batches)
+    check_finite_result(np.asarray(losses), "the training loss", lr=lr)
     return eqx.combine(params, static), np.asarray(losses)
+
+
+def _check_run(corpus, steps, batch, length, lr, key, **models):
+    for name, m in models.items():
+        _check_lm(m, name)
+    check_instance(corpus, "corpus", Order2Markov)
+    steps, batch, length = _check_sizes(steps=steps, batch=batch, length=length)
+    lr = check_scalar(lr, "lr", lower=0.0, closed="neither")
+    return steps, batch, length, lr, check_key(key)
 
 
 def train_lm(model, corpus: Order2Markov, *, steps, batch, length, lr=3e-3, key):
     """Next-token training (Adam, constant ``lr``); returns ``(model, losses)``."""
+    steps, batch, length, lr, key = _check_run(corpus, steps, batch, length, lr, key, model=model)
     toks = corpus.sample(key, steps * batch, length + 1).reshape(steps, batch, length + 1)
-    return _fit(model, lm_ce, toks, lr)
+    return _fit(model, _lm_ce, toks, lr)
 
 
 def _mixer_mask(student):
@@ -135,6 +216,9 @@ def ild(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3
     """Intermediate-layer distillation (teacher-forced per layer, mixers only):
     loss = sum_l [mean_t ||y^S_l - y^T_l||_2 + mean_t ||a^S_l - a^T_l||_2] with a the mixer output
     and y the layer output, the student's layer l fed the teacher's layer-l input."""
+    steps, batch, length, lr, key = _check_run(
+        corpus, steps, batch, length, lr, key, teacher=teacher, student=student
+    )
     toks = corpus.sample(key, steps * batch, length).reshape(steps, batch, length)
 
     def loss(s, tk):
@@ -151,5 +235,8 @@ def ild(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3
 
 def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3, key):
     """End-to-end KD: Adam on ``KL(p_teacher || p_student)``, all student parameters."""
+    steps, batch, length, lr, key = _check_run(
+        corpus, steps, batch, length, lr, key, teacher=teacher, student=student
+    )
     toks = corpus.sample(key, steps * batch, length).reshape(steps, batch, length)
-    return _fit(student, lambda s, tk: kl_to_teacher(teacher, s, tk), toks, lr)
+    return _fit(student, lambda s, tk: _kl(teacher, s, tk), toks, lr)

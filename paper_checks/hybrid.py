@@ -491,7 +491,7 @@ def _unnormalised_kl(f):
     sizes=DISTILL_SIZES,
     mutants=[
         wrap(
-            "dynamics.distill.kl_to_teacher",
+            "dynamics.distill._kl",
             _unnormalised_kl,
             "KD loss on raw logits (log_softmax forgotten)",
             name="no_log_softmax",

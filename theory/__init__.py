@@ -1,12 +1,13 @@
 """Theorem statements as executable code: closed forms, bounds, thresholds, random-matrix
 laws, Gaussian quadrature exact for kinked functions, and honest root finding.
 
-The foundation helpers are imported here; each paper's topic module is a public submodule loaded
-on first access (``theory.sgd``, ``theory.fp4``, ``theory.marchenko_pastur``, ``theory.ecc``,
-``theory.free_convolution``, ``theory.nonlinear_laplacian``, ``theory.transformer``).
+The foundation helpers are imported here; each paper's topic module (every other public module
+of this folder: ``theory.sgd``, ``theory.fp4``, ``theory.marchenko_pastur``, ...) is a public
+submodule loaded on first access, so a new paper's module needs no edit here.
 """
 
 import importlib
+import pkgutil
 
 from . import bbp, gaussian, roots, semicircle
 from .bbp import bbp_overlap, bbp_top_eigenvalue
@@ -14,14 +15,11 @@ from .gaussian import gauss_hermite_expectation, gaussian_expectation
 from .roots import NoRootError, RootResult, find_root
 from .semicircle import semicircle_cdf, semicircle_edge, semicircle_pdf, semicircle_stieltjes
 
-_TOPICS = (
-    "ecc",
-    "fp4",
-    "free_convolution",
-    "marchenko_pastur",
-    "nonlinear_laplacian",
-    "sgd",
-    "transformer",
+_FOUNDATION = ("bbp", "gaussian", "roots", "semicircle")
+_TOPICS = tuple(
+    m.name
+    for m in pkgutil.iter_modules(__path__)
+    if not m.name.startswith("_") and m.name not in _FOUNDATION
 )
 
 __all__ = [

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ._validation import check_int
+from ._validation import check_instance, check_int
 
 __all__ = [
     "LlamaConfig",
@@ -75,6 +75,7 @@ class HybridConfig:
     d_conv: int = 4
 
     def __post_init__(self):
+        check_instance(self.base, "base", LlamaConfig)
         check_int(self.num_mla, "num_mla", lower=0, upper=self.base.num_layers)
         kv_dim = 2 * self.base.num_kv_heads * self.base.head_dim
         check_int(self.kv_rank, "kv_rank", lower=1, upper=min(kv_dim, self.base.hidden_size))
@@ -110,6 +111,7 @@ def gqa_cache_per_token(cfg: LlamaConfig) -> int:
     >>> gqa_cache_per_token(LlamaConfig(16, 32, 8, 64, 2048))  # 2 L n_kv d_h
     16384
     """
+    check_instance(cfg, "cfg", LlamaConfig)
     return 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim
 
 
@@ -121,6 +123,7 @@ def mla_cache_per_token(cfg: HybridConfig) -> int:
     >>> mla_cache_per_token(HybridConfig(base, 8, 128, 32, 64))  # N_MLA (r_kv + d_rope)
     1280
     """
+    check_instance(cfg, "cfg", HybridConfig)
     return cfg.num_mla * (cfg.kv_rank + cfg.rope_dim)
 
 
@@ -128,7 +131,7 @@ def mamba2_state(cfg: HybridConfig) -> int:
     """``N_M2 [n_h d_h d_state + d_conv (d_inner + 2 d_xb)]``, d_inner = n_h d_h, d_xb = n_kv d_h
     (Zebra-Llama's Mamba2 with headdim = d_h, ngroups = n_h, x and B at KV width; Yang et al.
     2025, Sec. 3, and the Mamba2 state shapes of the authors' inference code)."""
-    b = cfg.base
+    b = check_instance(cfg, "cfg", HybridConfig).base
     ssm = b.num_heads * b.head_dim * cfg.d_state
     conv = cfg.d_conv * (b.num_heads * b.head_dim + 2 * b.num_kv_heads * b.head_dim)
     return cfg.num_mamba * (ssm + conv)
@@ -147,6 +150,7 @@ def kv_fraction(cfg: HybridConfig) -> float:
 def state_fraction(cfg: HybridConfig, context: int) -> float:
     """All decode state of the hybrid at ``context`` tokens (MLA cache + Mamba2 state) over the
     base's GQA cache at the same context (derived here)."""
+    check_instance(cfg, "cfg", HybridConfig)
     T = check_int(context, "context", lower=1)
     return (mla_cache_per_token(cfg) * T + mamba2_state(cfg)) / (gqa_cache_per_token(cfg.base) * T)
 

@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from ._validation import as_array, check_int, check_scalar
+from ._validation import as_array, check_finite_result, check_int, check_scalar
 
 __all__ = [
     "relative_residual",
@@ -43,6 +43,8 @@ __all__ = [
     "hopfield_bound_log10",
     "collapse_recursion_log10",
 ]
+
+_MAX_DEPTH = 500  # 3^L stays a finite float64 up to L = 646
 
 
 def _tokens(X, name="X"):
@@ -62,12 +64,12 @@ def relative_residual(X):
     0.0
     """
     X = _tokens(X)
-    res = X - X.mean(axis=-2, keepdims=True)
-    num = np.sqrt(np.sum(res**2, axis=(-2, -1)))
-    den = np.sqrt(np.sum(X**2, axis=(-2, -1)))
-    if np.any(den == 0):
+    scale = np.max(np.abs(X), axis=(-2, -1), keepdims=True)
+    if np.any(scale == 0):
         raise ValueError("`X` must not be the zero matrix (relative residual undefined).")
-    out = num / den
+    X = X / scale  # the ratio is scale-free; scaling first keeps the squares finite
+    res = X - X.mean(axis=-2, keepdims=True)
+    out = np.sqrt(np.sum(res**2, axis=(-2, -1))) / np.sqrt(np.sum(X**2, axis=(-2, -1)))
     return float(out) if out.ndim == 0 else out
 
 
@@ -79,7 +81,8 @@ def composite_residual(X):
     """
     X = _tokens(X)
     res = np.abs(X - X.mean(axis=-2, keepdims=True))
-    out = np.sqrt(res.sum(axis=-2).max(axis=-1) * res.sum(axis=-1).max(axis=-1))
+    out = np.sqrt(res.sum(axis=-2).max(axis=-1)) * np.sqrt(res.sum(axis=-1).max(axis=-1))
+    check_finite_result(out, "the composite residual norm")
     return float(out) if out.ndim == 0 else out
 
 
@@ -87,9 +90,10 @@ def dong_bound_log10(res0, depth, c):
     """log10 of Dong et al. 2021 Cor. 2.3: ``c^{(3^L - 1)/2} res0^{3^L}`` (pure attention,
     ``c = 4 gamma beta H / sqrt(d_qk)`` in their notation). Computed in log space (no overflow)."""
     res0 = check_scalar(res0, "res0", lower=0.0, closed="neither")
-    L = check_int(depth, "depth", lower=0)
+    L = check_int(depth, "depth", lower=0, upper=_MAX_DEPTH)
     c = check_scalar(c, "c", lower=0.0, closed="neither")
-    return (3.0**L - 1) / 2 * math.log10(c) + 3.0**L * math.log10(res0)
+    out = (3.0**L - 1) / 2 * math.log10(c) + 3.0**L * math.log10(res0)
+    return check_finite_result(out, "the log10 bound", depth=L)
 
 
 def hopfield_bound_log10(res0, depth, alpha_prime, c1, c2):
@@ -102,7 +106,7 @@ def hopfield_bound_log10(res0, depth, alpha_prime, c1, c2):
     doubly exponential :func:`dong_bound_log10`.
     """
     res0 = check_scalar(res0, "res0", lower=0.0, closed="neither")
-    L = check_int(depth, "depth", lower=0)
+    L = check_int(depth, "depth", lower=0, upper=_MAX_DEPTH)
     a = check_scalar(alpha_prime, "alpha_prime", lower=0.0, upper=1.0, closed="neither")
     c1 = check_scalar(c1, "c1", lower=0.0, closed="neither")
     c2 = check_scalar(c2, "c2", lower=0.0, closed="neither")
@@ -112,7 +116,7 @@ def hopfield_bound_log10(res0, depth, alpha_prime, c1, c2):
         + 3.0**m * math.log10(res0)
         for m in range(L + 1)
     ]
-    return max(terms)
+    return check_finite_result(max(terms), "the log10 bound", depth=L)
 
 
 def collapse_recursion_log10(l1, l2, depth, alpha_prime, start=1):
@@ -126,8 +130,8 @@ def collapse_recursion_log10(l1, l2, depth, alpha_prime, start=1):
     """
     l1 = check_scalar(l1, "l1")
     l2 = check_scalar(l2, "l2")
-    start = check_int(start, "start", lower=0)
-    L = check_int(depth, "depth", lower=start + 1)
+    start = check_int(start, "start", lower=0, upper=_MAX_DEPTH - 1)
+    L = check_int(depth, "depth", lower=start + 1, upper=_MAX_DEPTH)
     a = check_scalar(alpha_prime, "alpha_prime", lower=0.0, upper=1.0)
     out = [l1, l2]
     if a == 0.0:
@@ -138,4 +142,4 @@ def collapse_recursion_log10(l1, l2, depth, alpha_prime, start=1):
         logc = l2 - l1
         for k in range(1, L - start):
             out.append(out[-1] + logc + k * math.log10(a))
-    return np.asarray(out)
+    return check_finite_result(np.asarray(out), "the extrapolated log10 residuals", l1=l1, l2=l2)

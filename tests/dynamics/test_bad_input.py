@@ -7,11 +7,13 @@ import optax
 from _bad_input import Case, make_tests  # loaded once by tests/conftest.py
 
 import nn
+from dynamics import distill as D
 from dynamics import fp4_training as F
 from dynamics import koopman as K
 from dynamics import mri as MR
 from dynamics import sgd as S
 from dynamics import transformer as T
+from nn.hybrid import HybridLM, hybrid_from_teacher
 
 _g = np.random.default_rng(0)
 KEY = jax.random.key(0)
@@ -42,6 +44,11 @@ COILS = MR.coil_maps(2, (8, 12))
 KSP2 = MASK * (_g.standard_normal((2, 8, 12)) + 1j * _g.standard_normal((2, 8, 12)))
 PAT = MR.shepp_logan_3d()
 ELL = np.asarray(MR.slice_ellipses(PAT, 0.0))
+CORPUS = D.Order2Markov.random(0, 5)
+TEACHER = HybridLM(5, 8, 2, 1, 4, ("gqa",), mlp_hidden=8, rope_theta=100.0, key=KEY)
+STUDENT = hybrid_from_teacher(TEACHER, ("mla",), kv_rank=4, rope_dim=2, key=KEY)
+TOKS = np.asarray(CORPUS.sample(KEY, 2, 6))
+LM = dict(steps=2, batch=2, length=6, key=KEY)
 
 
 def _loss(m, batch, *, key=None):
@@ -255,6 +262,20 @@ CASES = {
     "dynamics.mri.shift_setting": Case(MR.shift_setting, dict(shift="contrast")),
     "dynamics.mri.cohort": Case(
         MR.cohort, dict(shift="scanner", n_patients=1, n_slices=2, shape=(8, 8), key=KEY)
+    ),
+    "dynamics.distill.Order2Markov": Case(D.Order2Markov, dict(P=CORPUS.P)),
+    "dynamics.distill.lm_ce": Case(D.lm_ce, dict(model=TEACHER, tokens=TOKS)),
+    "dynamics.distill.kl_to_teacher": Case(
+        D.kl_to_teacher, dict(teacher=TEACHER, student=STUDENT, tokens=TOKS)
+    ),
+    "dynamics.distill.train_lm": Case(
+        D.train_lm, dict(model=TEACHER, corpus=CORPUS, **LM), heavy=True
+    ),
+    "dynamics.distill.ild": Case(
+        D.ild, dict(teacher=TEACHER, student=STUDENT, corpus=CORPUS, **LM), heavy=True
+    ),
+    "dynamics.distill.distill": Case(
+        D.distill, dict(teacher=TEACHER, student=STUDENT, corpus=CORPUS, **LM), heavy=True
     ),
 }
 

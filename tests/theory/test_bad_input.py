@@ -7,8 +7,10 @@ import spectral.sigmas as sig
 import theory as T
 from theory import ecc, fp4, sgd
 from theory import free_convolution as fc
+from theory import kv_cache as kv
 from theory import marchenko_pastur as mp
 from theory import nonlinear_laplacian as nl
+from theory import rank_collapse as rc
 from theory import transformer as tr
 
 _g = np.random.default_rng(0)
@@ -23,6 +25,8 @@ CONST = ecc.bias_constants(INTEG)
 ETA = nl.EtaLaw.point(1.0)
 SIGMA = sig.tanh(1.0, 1.0)
 LAW = nl.null_law(SIGMA)
+LLAMA = kv.LlamaConfig(4, 8, 2, 16, 128)
+HYB = kv.HybridConfig(LLAMA, num_mla=2, kv_rank=16, rope_dim=8, d_state=16)
 VC = dict(a2=1.0, b2=1.0, theta=0.5, var_eps=1.0, var_delta=1.0, cov_eps_delta=0.2)
 
 CASES = {
@@ -197,6 +201,34 @@ CASES = {
     "theory.transformer.effective_rank": Case(tr.effective_rank, dict(W=M2)),
     "theory.transformer.normalised_singular_values": Case(
         tr.normalised_singular_values, dict(W=M2)
+    ),
+    "theory.kv_cache.LlamaConfig": Case(
+        kv.LlamaConfig,
+        dict(num_layers=4, num_heads=8, num_kv_heads=2, head_dim=16, hidden_size=128),
+    ),
+    "theory.kv_cache.HybridConfig": Case(
+        kv.HybridConfig, dict(base=LLAMA, num_mla=2, kv_rank=16, rope_dim=8, d_state=16)
+    ),
+    "theory.kv_cache.gqa_cache_per_token": Case(kv.gqa_cache_per_token, dict(cfg=LLAMA)),
+    "theory.kv_cache.mla_cache_per_token": Case(kv.mla_cache_per_token, dict(cfg=HYB)),
+    "theory.kv_cache.mamba2_state": Case(kv.mamba2_state, dict(cfg=HYB)),
+    "theory.kv_cache.kv_fraction": Case(kv.kv_fraction, dict(cfg=HYB)),
+    "theory.kv_cache.state_fraction": Case(kv.state_fraction, dict(cfg=HYB, context=4096)),
+    "theory.kv_cache.break_even_context": Case(
+        kv.break_even_context,
+        dict(cfg=HYB),
+        allow_inf=True,  # inf: no MLA layer
+    ),
+    "theory.rank_collapse.relative_residual": Case(rc.relative_residual, dict(X=M2)),
+    "theory.rank_collapse.composite_residual": Case(rc.composite_residual, dict(X=M2)),
+    "theory.rank_collapse.dong_bound_log10": Case(
+        rc.dong_bound_log10, dict(res0=0.5, depth=3, c=2.0)
+    ),
+    "theory.rank_collapse.hopfield_bound_log10": Case(
+        rc.hopfield_bound_log10, dict(res0=0.5, depth=3, alpha_prime=0.5, c1=1.0, c2=1.0)
+    ),
+    "theory.rank_collapse.collapse_recursion_log10": Case(
+        rc.collapse_recursion_log10, dict(l1=0.5, l2=0.2, depth=3, alpha_prime=0.5)
     ),
 }
 
