@@ -9,7 +9,10 @@ takes under two minutes on two cores). Prints tables of median wall times (compi
 1. One jitted AdamW step (loss, gradient, update) of a 12-layer TransformerLM (d_model 64 quick,
    256 full) with each method on the q/k/v/o projections, against the LoRA r = 8 step and the
    dense fine-tuning step (every weight trainable). The methods are timed in rounds, one step of
-   each per round in turn, so that load from other processes hits them alike.
+   each per round in turn, so that load from other processes hits them alike. Memory beside
+   time: the bytes of the trainable arrays and their optimiser state (the frozen base is the
+   same for all) and XLA's
+   temporary buffers of the compiled step (``memory_analysis``), as ratios to dense fine-tuning.
 2. ``theta_D = P theta`` with Uni-LoRA's one-nonzero-per-row ``P`` (D = 1e5, d = 1e3): gather
    (``theta[index] * value``) against a dense ``D x d`` float32 matmul (what a generic random
    projection costs); also ``P^T g`` as a segment sum against the dense transpose product.
@@ -79,11 +82,14 @@ def bench_steps(repeat, d_model, batch, seq):
             u, st = opt.update(g, st, tr)
             return eqx.apply_updates(tr, u), st, loss
 
-        jax.block_until_ready(step(tr, st))  # compile
-        runs[name] = (step, tr, st, nn.count_params(model))
+        step = step.lower(tr, st).compile()
+        mem = step.compiled.memory_analysis()
+        jax.block_until_ready(step(tr, st))
+        state = sum(a.nbytes for a in jax.tree.leaves((tr, st)) if eqx.is_array(a))
+        runs[name] = (step, tr, st, nn.count_params(model), state, mem.temp_size_in_bytes)
     times = {name: [] for name in runs}
     for _ in range(repeat):
-        for name, (step, tr, st, _) in runs.items():
+        for name, (step, tr, st, *_) in runs.items():
             t = time.perf_counter()
             jax.block_until_ready(step(tr, st))
             times[name].append(time.perf_counter() - t)
@@ -95,6 +101,10 @@ def bench_steps(repeat, d_model, batch, seq):
             ms=1e3 * med[k],
             vs_lora=med[k] / med["lora r=8"],
             vs_dense=med[k] / med["dense fine-tuning"],
+            state_mb=runs[k][4] / 2**20,
+            state_vs_dense=runs[k][4] / runs["dense fine-tuning"][4],
+            temp_mb=runs[k][5] / 2**20,
+            temp_vs_dense=runs[k][5] / runs["dense fine-tuning"][5],
         )
         for k in runs
     ]
@@ -102,11 +112,15 @@ def bench_steps(repeat, d_model, batch, seq):
         f"\n1. One AdamW step, TransformerLM d={d_model} x 12 layers, batch {batch} x {seq} "
         f"tokens (float32), median of {repeat} rounds"
     )
-    print(f"{'method':<22}{'trainable':>12}{'time (ms)':>12}{'vs LoRA':>10}{'vs dense':>10}")
+    print(
+        f"{'method':<22}{'trainable':>12}{'time (ms)':>12}{'vs LoRA':>10}{'vs dense':>10}"
+        f"{'state MB':>10}{'vs dense':>10}{'temp MB':>10}{'vs dense':>10}"
+    )
     for r in rows:
         print(
             f"{r['method']:<22}{r['trainable']:>12d}{r['ms']:>12.3f}{r['vs_lora']:>10.2f}"
-            f"{r['vs_dense']:>10.2f}"
+            f"{r['vs_dense']:>10.2f}{r['state_mb']:>10.2f}{r['state_vs_dense']:>10.2f}"
+            f"{r['temp_mb']:>10.2f}{r['temp_vs_dense']:>10.2f}"
         )
     return dict(d_model=d_model, layers=12, batch=batch, seq=seq, repeat=repeat, rows=rows)
 
