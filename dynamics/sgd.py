@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm as _norm
+from scipy.special import ndtri
 
 from dynamics._sgd_exact import quadratic_spectral
 from dynamics._sgd_instances import (
@@ -88,7 +88,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 def _z(level):
     level = check_scalar(level, "level", lower=0.0, upper=1.0, closed="neither")
-    return float(_norm.ppf(0.5 + level / 2.0))
+    return float(ndtri(0.5 + level / 2.0))
 
 
 @dataclass(frozen=True)

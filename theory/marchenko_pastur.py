@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from math import comb
 
 import numpy as np
-from scipy import integrate as _integrate
 
 from ._validation import as_array, check_callable, check_finite_result, check_int, check_scalar
 
@@ -309,6 +308,8 @@ def integrate(f, gamma, *, epsabs: float = 1e-13, epsrel: float = 1e-12) -> floa
     >>> round(integrate(lambda x: x, 0.5), 12)  # the mean of F_gamma
     1.0
     """
+    from scipy import integrate as _integrate  # on first use: scipy.integrate loads scipy.optimize
+
     f = check_callable(f, "f")
     g = _gamma(gamma)
     epsabs = check_scalar(epsabs, "epsabs", lower=0.0)

@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
 from ._validation import check_callable, check_int, check_scalar
 
@@ -132,6 +131,8 @@ def find_root(
             f"no sign change in the bracket [{lo:g}, {hi:g}]: f = {flo:.3g} and "
             f"{fhi:.3g} at its ends",
         )
+    from scipy.optimize import brentq  # imported on first use: scipy.optimize loads in ~1 s
+
     root, info = brentq(
         f,
         lo,
