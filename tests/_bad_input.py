@@ -318,13 +318,10 @@ def check_outcome(case: Case, name, value, label):
     assert not bad, f"{label}({name}={shown}) returned non-finite {bad}"
 
 
-def make_tests(package, cases, not_entry_points, *, max_examples, known_gaps=None):
+def make_tests(package, cases, not_entry_points, *, max_examples):
     """The three tests of an area: coverage of ``__all__``, each valid call finite, and
     ``max_examples`` generated bad calls (plus, marked slow, every bad value of every argument).
-
-    ``known_gaps`` maps labels whose validation is known incomplete to the file that must fix it:
-    left out of the default draws, still run (and failing) in the slow exhaustive test."""
-    known_gaps = known_gaps or {}
+    The generated calls are derandomised: every run draws the same ``max_examples`` cases."""
     import pytest
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
@@ -332,7 +329,7 @@ def make_tests(package, cases, not_entry_points, *, max_examples, known_gaps=Non
     pairs = [
         (label, arg)
         for label in sorted(cases)
-        if not cases[label].heavy and label not in known_gaps
+        if not cases[label].heavy
         for arg in cases[label].target_names()
     ]
     labels = [
