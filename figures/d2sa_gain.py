@@ -1,0 +1,24 @@
+"""Stage 1 of D2SA on the scanner shift: per-patient mean FiLM scale gamma against the injected
+gain (the identity line gamma = gain is what a pure gain correction would give)."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from paper_checks.d2sa import SIZES, _net_args, run_gain
+
+ID = "d2sa.patient_gain"
+TITLE = "D2SA stage 1: FiLM scale against the injected scanner gain"
+
+
+def make(scale: str = "quick", seed: int = 0):
+    size = SIZES[scale]
+    r = run_gain(*_net_args(size), size.gain_patients, size.slices, size.epochs, seed)
+    fig, ax = plt.subplots(figsize=(4.8, 3.8))
+    g = np.linspace(0.55, 1.65, 2)
+    ax.plot(g, g, "k:", lw=1, label="gamma = gain")
+    ax.plot(r["gain"], r["gamma"], "o", color="C1", label=f"{size.gain_patients} patients")
+    ax.set(xlabel="injected gain", ylabel="mean FiLM scale gamma")
+    ax.legend(frameon=False)
+    ax.set_title(f"{TITLE}\n(seed {seed})", fontsize=9)
+    fig.tight_layout()
+    return fig
