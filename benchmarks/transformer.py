@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 import dynamics.transformer as dt
-from dynamics._transformer_model import PARAMS
+from dynamics.transformer._model import PARAMS
 
 
 def _flat(path):

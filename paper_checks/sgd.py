@@ -21,7 +21,7 @@ import numpy as np
 
 import dynamics.sgd as S
 import theory.sgd as ts
-from dynamics._sgd_instances import QuadraticSum
+from dynamics.sgd._instances import QuadraticSum
 
 from ._registry import Measurement, claim, memo, sizes, wrap
 from ._rules import at_most, measure, slope_within, within
@@ -109,7 +109,7 @@ def _full_batch(inst):
 
 
 SGD_TO_GD = wrap(
-    "dynamics._sgd_exact.quadratic_spectral",
+    "dynamics.sgd._exact.quadratic_spectral",
     lambda f: lambda inst, eta: f(_full_batch(inst), eta),
     "the second-moment recursion uses the full gradient at every step (SGD "
     "replaced by gradient descent)",
@@ -561,7 +561,7 @@ def _kaczmarz(size, seed) -> Measurement:
     sizes=SIZES,
     mutants=[
         wrap(
-            "dynamics._sgd_instances.ContinualTasks.__post_init__",
+            "dynamics.sgd._instances.ContinualTasks.__post_init__",
             lambda f: (
                 lambda self: (
                     f(self),
@@ -572,7 +572,7 @@ def _kaczmarz(size, seed) -> Measurement:
             name="drop_R2",
         ),
         wrap(
-            "dynamics._sgd_instances.ContinualTasks.__post_init__",
+            "dynamics.sgd._instances.ContinualTasks.__post_init__",
             lambda f: lambda self: (f(self), object.__setattr__(self, "norm", float(self.R**2)))[0],
             "loss normalised by R^2 only (||w*||^2 dropped)",
             name="drop_wstar",
@@ -609,7 +609,7 @@ def _continual(size, seed) -> Measurement:
     sizes=SIZES,
     mutants=[
         wrap(
-            "dynamics._sgd_pep._tree_coordinates",
+            "dynamics.sgd._pep._tree_coordinates",
             lambda f: lambda T, n, eta: f(T, n, 0.9 * eta),
             "PEP iterates built with a stepsize 10 % short",
             name="pep_step_10pct",

@@ -271,7 +271,7 @@ def _fit_slope(sw) -> float:
 
 
 VARIANCE_FOR_STD = wrap(
-    "dynamics._transformer_link._model",
+    "dynamics.transformer._link._model",
     lambda f: lambda d, eps, key, act: f(d, math.sqrt(eps), key, act),
     "init draws N(0, eps) (eps used as the variance, std sqrt(eps))",
     name="eps_as_variance",
@@ -295,7 +295,7 @@ def _rhs_mutant(transform):
 
 
 W1_HALF = wrap(
-    "dynamics._transformer_effective._effective_rhs",
+    "dynamics.transformer._effective._effective_rhs",
     _rhs_mutant(lambda out, state, v: (out[0], 0.5 * out[1], out[2], out[3])),
     "effective dW1/dtbar half its value (a dropped factor 2)",
     name="dW1_half",

@@ -46,7 +46,7 @@ def test_pep_solvers_agree(be):
 @pytest.mark.parametrize("be", [0.5, 1.5])
 def test_pep_symmetry_reduction_is_exact(be, monkeypatch):
     # n = 2: the reduced SDP (two Gram blocks, f_1 tied to f_0) equals the unreduced one
-    import dynamics._sgd_pep as pep
+    import dynamics.sgd._pep as pep
 
     reduced = S.pep_worst_case(3, 2, be).value
     N = 1 + 2 * 15

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dynamics._sgd_instances import FiniteSum, QuadraticSum
+from dynamics.sgd._instances import FiniteSum, QuadraticSum
 
 __all__ = ["simulate_recorded"]
 

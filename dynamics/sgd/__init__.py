@@ -13,7 +13,7 @@ r"""Simulators for the last iterate of constant-step SGD (Attia et al. 2025, arX
   happens at and beyond :math:`\eta = 2/\beta`.
 * :func:`pep_worst_case` -- performance-estimation SDP for the worst case over finite sums.
 
-Instances live in :mod:`dynamics._sgd_instances` and are re-exported here.
+Instances live in :mod:`dynamics.sgd._instances` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from dynamics._sgd_exact import quadratic_spectral
-from dynamics._sgd_instances import (
+from dynamics.sgd._exact import quadratic_spectral
+from dynamics.sgd._instances import (
     ContinualTasks,
     FiniteSum,
     QuadraticSum,
@@ -40,8 +40,8 @@ from dynamics._sgd_instances import (
     separable_data,
     squared_hinge,
 )
-from dynamics._sgd_mc import simulate_recorded
-from dynamics._sgd_pep import PEPResult, pep_worst_case, pepit_worst_case
+from dynamics.sgd._mc import simulate_recorded
+from dynamics.sgd._pep import PEPResult, pep_worst_case, pepit_worst_case
 from theory._validation import (
     as_array,
     check_bool,
@@ -276,7 +276,7 @@ def expected_quadratic_form(instance, eta, T, weight=None):
     r"""Exact :math:`E[(w_T - w_\star)^\top W (w_T - w_\star)]` for a quadratic instance.
 
     ``weight`` defaults to the identity (the expected squared distance to ``w_star``). Derived
-    here (module :mod:`dynamics._sgd_exact`); returns an array over the sorted unique ``T``.
+    here (module :mod:`dynamics.sgd._exact`); returns an array over the sorted unique ``T``.
     """
     inst = _check_instance(instance)
     if not isinstance(inst, QuadraticSum):
@@ -292,7 +292,7 @@ def worst_start_excess_risk(instance, eta, T):
     r"""Exact :math:`\max_{w_0} (E[F(w_T)] - F_\star)/\|w_0 - w_\star\|^2` at each horizon ``T``.
 
     The worst start point of a realizable, noiseless quadratic instance (derived here; module
-    :mod:`dynamics._sgd_exact`): the top eigenvalue of the backward-propagated risk form.
+    :mod:`dynamics.sgd._exact`): the top eigenvalue of the backward-propagated risk form.
     Returns an array over the sorted unique ``T``.
     """
     inst = _check_instance(instance)

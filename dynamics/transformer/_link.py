@@ -10,8 +10,8 @@ import numpy as np
 from theory import transformer as th
 from theory._validation import check_scalar
 
-from ._transformer_effective import effective_flow
-from ._transformer_model import SmallInitTransformer, _check_data, gradient_flow
+from ._effective import effective_flow
+from ._model import SmallInitTransformer, _check_data, gradient_flow
 
 __all__ = ["EscapeResult", "escape_time", "RankCollapseResult", "rank_collapse"]
 

@@ -19,9 +19,9 @@ condensation metrics, the stage-2 closed form and ranks) are in :mod:`theory.tra
 >>> path = gradient_flow(model, X, y, t1=2e3)          # doctest: +SKIP
 """
 
-from ._transformer_effective import EffectiveFlow, effective_flow, key_query_flow
-from ._transformer_link import EscapeResult, RankCollapseResult, escape_time, rank_collapse
-from ._transformer_model import (
+from ._effective import EffectiveFlow, effective_flow, key_query_flow
+from ._link import EscapeResult, RankCollapseResult, escape_time, rank_collapse
+from ._model import (
     FlowPath,
     SmallInitTransformer,
     anchor_task,
