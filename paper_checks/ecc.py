@@ -181,7 +181,7 @@ def _gamma_over_all_rows(init):
             name="zeta_10pct",
         ),
         wrap(
-            "estimators._ecc._Prepared.__init__",
+            "estimators._ridge._Prepared.__init__",
             _gamma_over_all_rows,
             "gamma = p/n over all rows instead of p/m over the training fold",
             name="gamma_all_rows",
@@ -314,7 +314,7 @@ def _tuning(size, seed) -> Measurement:
     sizes=SIZES,
     mutants=[
         wrap(
-            "estimators._ecc._Prepared.variance",
+            "estimators._ridge._Prepared.variance",
             scaled(0.64),
             "reported standard error 20 % low (variance x 0.64)",
             name="se_x0.8",

@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from estimators import ecc
-from estimators._ecc import _Prepared
+from estimators._ridge import _Prepared
 
 from ._registry import Measurement, claim, memo, patch, sizes, wrap
 from ._rules import at_least, holds, measure, within
@@ -330,13 +330,13 @@ def simulate_refusal(n: int, reps: int, seed: int = 0) -> dict:
     sizes=REFUSAL_SIZES,
     mutants=[
         patch(
-            "estimators._ecc._check_isotropic",
+            "estimators._ridge._check_isotropic",
             lambda *args: None,
             "sphericity refusal removed",
             name="no_refusal",
         ),
         patch(
-            "estimators._ecc._ISOTROPY_Z",
+            "estimators._ridge._ISOTROPY_Z",
             1e3,
             "sphericity threshold 1000 SD instead of 8",
             name="threshold_1000",

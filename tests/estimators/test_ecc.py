@@ -49,7 +49,7 @@ def test_ecc_matches_path():
 
 def test_ridge_fit_matches_direct_solve():
     # The eigendecomposition path reproduces (X^T X/m + lam I)^{-1} X^T a/m (both p < m, p > m).
-    from estimators._ecc import _RidgePath
+    from estimators._ridge import _RidgePath
 
     rng = np.random.default_rng(2)
     for m, p in [(60, 20), (20, 60)]:
@@ -138,7 +138,7 @@ def test_plugin_moments():
 
 @pytest.mark.parametrize("est,split", [("dr", 2), ("dr", 3), ("nr", 3)])
 def test_auto_lambda_beats_common_grid_and_prediction_optimal(est, split):
-    from estimators._ecc import _Prepared
+    from estimators._ridge import _Prepared
 
     r = ecc(Y, A, X, estimator=est, split=split, lam="auto", rng=1)
     prep = _Prepared(Y, A, X, split, None, True, 1)
@@ -151,7 +151,7 @@ def test_auto_lambda_beats_common_grid_and_prediction_optimal(est, split):
 
 
 def test_auto_lambda_is_the_argmin():
-    from estimators._ecc import _auto_lambda, _Prepared
+    from estimators._ridge import _auto_lambda, _Prepared
 
     prep = _Prepared(Y, A, X, 2, None, True, 1)
     la, ly = _auto_lambda(prep, "dr")
@@ -171,7 +171,7 @@ def test_ci_test_reports_both_statistics():
 
 def test_isotropy_null_law():
     # m W - p ~ N(1, 4) for Gaussian rows with identity covariance (Ledoit & Wolf 2002).
-    from estimators._ecc import _RidgePath
+    from estimators._ridge import _RidgePath
 
     rng = np.random.default_rng(8)
     z = []
