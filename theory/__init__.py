@@ -27,7 +27,7 @@ __all__ = [
     "gaussian",
     "roots",
     "semicircle",
-    *_TOPICS,
+    *_TOPICS,  # pyright: ignore[reportUnsupportedDunderAll]  (topics are discovered at import)
     "bbp_overlap",
     "bbp_top_eigenvalue",
     "gauss_hermite_expectation",
