@@ -38,7 +38,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from theory._validation import check_choice, check_int, check_scalar
+from theory._validation import (
+    _is_tracer,
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_scalar,
+)
 
 from ._layers import MLP, Embedding, Linear, RMSNorm, TransformerLM, _keys, default_float
 
@@ -55,6 +62,23 @@ __all__ = [
 ]
 
 
+_DIM = 2**16  # widths, heads and head sizes beyond this cannot be allocated on one machine
+
+
+def _dims(**dims):
+    """Check each named width as an integer in [1, 2**16] (counts of layers: [0, 10_000])."""
+    for name, v in dims.items():
+        if name == "num_layers":
+            check_int(v, name, lower=0, upper=10_000)
+        else:
+            check_int(v, name, lower=1, upper=2**24 if name == "num_patches" else _DIM)
+
+
+def _arr(x, name, min_ndim):
+    """A real array of at least ``min_ndim`` axes, finite and moderate when concrete."""
+    return check_array(x, name, min_ndim=min_ndim, max_abs=1e100)
+
+
 def _check_alpha(v, name, allow_none=False):
     if v is None and allow_none:
         return None
@@ -67,6 +91,11 @@ def hidden_update(h_prev, s, alpha_prime):
     Masumura & Taki 2025, MHA update (explicit Euler step of the MCHN hidden state with
     alpha' = 1 - dt/tau_h).
     """
+    h_prev, s = _arr(h_prev, "h_prev", 0), _arr(s, "s", 0)
+    if h_prev.shape != s.shape:
+        raise ValueError(f"`h_prev` and `s` must have one shape; got {h_prev.shape}, {s.shape}.")
+    if not _is_tracer(alpha_prime):
+        _check_alpha(alpha_prime, "alpha_prime")
     return alpha_prime * h_prev + (1.0 - alpha_prime) * s
 
 
@@ -98,9 +127,25 @@ def hopfield_attention(
     Returns ``(out (..., H, Tq, dh), h (..., H, Tq, Tk))`` and the weights if asked. ``h`` is never
     masked (Masumura & Taki 2025, MHA; the mask acts in the softmax only).
     """
-    if isinstance(alpha_prime, int | float):
+    if not _is_tracer(alpha_prime):
         _check_alpha(alpha_prime, "alpha_prime")
     check_choice(init, "init", ("first", "zero"))
+    causal, return_weights = (
+        check_bool(causal, "causal"),
+        check_bool(return_weights, "return_weights"),
+    )
+    q, k, v = _arr(q, "q", 2), _arr(k, "k", 2), _arr(v, "v", 2)
+    if k.shape != v.shape or q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"`q`, `k`, `v` must have shapes (..., H, Tq, dh), (..., H, Tk, dh) twice; got "
+            f"{q.shape}, {k.shape}, {v.shape}."
+        )
+    if 0 in q.shape or 0 in k.shape:
+        raise ValueError(f"`q` and `k` must be non-empty; got {q.shape}, {k.shape}.")
+    if scale is not None and not _is_tracer(scale):
+        scale = check_scalar(scale, "scale", lower=0.0, upper=1e50, closed="right")
+    if h_prev is not None:
+        h_prev = _arr(h_prev, "h_prev", 2)
     Tq, Tk = q.shape[-2], k.shape[-2]
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = jnp.einsum("...td,...sd->...ts", q, k) * scale
@@ -149,15 +194,14 @@ class HopfieldAttention(eqx.Module):
         dtype=None,
         key,
     ):
-        d_model = check_int(d_model, "d_model", lower=1)
-        num_heads = check_int(num_heads, "num_heads", lower=1)
+        _dims(d_model=d_model, num_heads=num_heads)
         if d_model % num_heads:
             raise ValueError(f"`num_heads` must divide d_model={d_model}; got {num_heads}.")
         self.alpha_prime = _check_alpha(alpha_prime, "alpha_prime")
         self.init = check_choice(init, "init", ("first", "zero"))
         if scale is not None:
             scale = check_scalar(scale, "scale", lower=0.0, closed="neither")
-        self.scale, self.causal = scale, bool(causal)
+        self.scale, self.causal = scale, check_bool(causal, "causal")
         self.num_heads, self.head_dim = num_heads, d_model // num_heads
         kq, kk, kv, ko = jax.random.split(key, 4)
         self.q_proj = Linear(d_model, d_model, use_bias, dtype=dtype, key=kq)
@@ -244,6 +288,8 @@ class HopfieldBlock(eqx.Module):
         dtype=None,
         key,
     ):
+        _dims(d_model=d_model, num_heads=num_heads, mlp_ratio=mlp_ratio)
+        check_bool(mlp_residual, "mlp_residual")
         ka, km = jax.random.split(key)
         self.norm1 = RMSNorm(d_model, dtype=dtype)
         self.attn = HopfieldAttention(
@@ -352,6 +398,7 @@ def decode(lm, tokens):
 def patchify(images, patch):
     """``(..., H, W)`` images -> ``(..., (H/p)(W/p), p*p)`` non-overlapping patches, row-major."""
     check_int(patch, "patch", lower=1)
+    images = _arr(images, "images", 2)
     H, W = images.shape[-2:]
     if H % patch or W % patch:
         raise ValueError(f"`patch` must divide the image size {(H, W)}; got {patch}.")
@@ -392,7 +439,10 @@ class HopfieldViT(eqx.Module):
         key,
     ):
         num_patches = check_int(num_patches, "num_patches", lower=1)
-        num_layers = check_int(num_layers, "num_layers", lower=0)
+        _dims(patch_dim=patch_dim, num_classes=num_classes, d_model=d_model)
+        _dims(num_heads=num_heads, num_layers=num_layers, mlp_ratio=mlp_ratio)
+        _dims(num_patches=num_patches)
+        check_bool(mlp_residual, "mlp_residual")
         ke, kc, kp, kb, kh = jax.random.split(key, 5)
         dt = default_float(dtype)
         self.embed = Linear(patch_dim, d_model, dtype=dtype, key=ke)

@@ -15,7 +15,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from theory._validation import check_choice, check_int
+from theory._validation import check_choice, check_instance, check_int
 
 from ._layers import Embedding, Linear, RMSNorm
 from .mamba2 import Mamba2, mamba2_from_gqa
@@ -26,6 +26,12 @@ __all__ = ["SwiGLU", "HybridLayer", "HybridLM", "hybrid_from_teacher", "KINDS"]
 KINDS = ("gqa", "mla", "mamba2")
 
 
+def _check_kinds(kinds):
+    if isinstance(kinds, str) or not isinstance(kinds, list | tuple) or not kinds:
+        raise TypeError(f"`kinds` must be a non-empty list or tuple of {KINDS}; got {kinds!r:.60}.")
+    return tuple(check_choice(k, "kinds", KINDS) for k in kinds)
+
+
 class SwiGLU(eqx.Module):
     """``down(silu(gate x) * up x)`` (Shazeer 2020), no biases (Llama)."""
 
@@ -34,6 +40,8 @@ class SwiGLU(eqx.Module):
     down: Linear
 
     def __init__(self, d_model, hidden, *, dtype=None, key):
+        check_int(d_model, "d_model", lower=1, upper=2**16)
+        check_int(hidden, "hidden", lower=1, upper=2**20)
         k1, k2, k3 = jax.random.split(key, 3)
         self.gate = Linear(d_model, hidden, False, dtype=dtype, key=k1)
         self.up = Linear(d_model, hidden, False, dtype=dtype, key=k2)
@@ -109,10 +117,14 @@ class HybridLM(eqx.Module):
         dtype=None,
         key,
     ):
-        kinds = tuple(check_choice(k, "kinds", KINDS) for k in kinds)
+        kinds = _check_kinds(kinds)
         if "mla" in kinds:
             check_int(kv_rank, "kv_rank", lower=1)
-        check_int(mlp_hidden, "mlp_hidden", lower=1)
+        check_int(vocab_size, "vocab_size", lower=1, upper=2**24)
+        check_int(d_model, "d_model", lower=1, upper=2**16)
+        check_int(head_dim, "head_dim", lower=1, upper=2**16)
+        check_int(num_heads, "num_heads", lower=1, upper=2**16)
+        check_int(mlp_hidden, "mlp_hidden", lower=1, upper=2**20)
         ke, kh, kl = jax.random.split(key, 3)
         self.embed = Embedding(vocab_size, d_model, init_std=1.0, dtype=dtype, key=ke)
         layers = []
@@ -167,7 +179,8 @@ def hybrid_from_teacher(
     layer i's attention replaced by ``kinds[i]`` ("gqa" copies it). ``init="structured"``: SVD
     (MLA) / kqvo (Mamba2) from the teacher's weights; ``"random"``: default init of that mixer."""
     check_choice(init, "init", ("structured", "random"))
-    kinds = tuple(check_choice(k, "kinds", KINDS) for k in kinds)
+    check_instance(teacher, "teacher", HybridLM)
+    kinds = _check_kinds(kinds)
     if len(kinds) != len(teacher.layers):
         raise ValueError(
             f"`kinds` must have one entry per teacher layer ({len(teacher.layers)}); "

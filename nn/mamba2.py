@@ -29,12 +29,36 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import check_int
+from theory._validation import _is_tracer, check_array, check_instance, check_int
 
 from ._layers import Linear
 from .mla import GQAttention
 
 __all__ = ["ssd_scan", "ssd_chunked", "Mamba2", "mamba2_from_gqa"]
+
+
+def _check_ssd(x, dt, A, B, C):
+    """Check ``x (..., T, H, P)``, ``dt (..., T, H)`` >= 0, ``A (H,)`` <= 0 and ``B``, ``C``
+    ``(..., T, H, N)``."""
+    x = check_array(x, "x", min_ndim=3, max_abs=1e100)
+    *lead, T, H, _ = x.shape
+    dt = check_array(dt, "dt", max_abs=1e100)
+    A = check_array(A, "A", ndim=1, max_abs=1e100)
+    B = check_array(B, "B", min_ndim=3, max_abs=1e100)
+    C = check_array(C, "C", min_ndim=3, max_abs=1e100)
+    for name, a, want in (("dt", dt, (*lead, T, H)), ("A", A, (H,))):
+        if tuple(a.shape) != want:
+            raise ValueError(f"`{name}` must have shape {want}; got {tuple(a.shape)}.")
+    for name, a in (("B", B), ("C", C)):
+        if tuple(a.shape[:-1]) != (*lead, T, H) or a.shape[-1] < 1:
+            raise ValueError(f"`{name}` must have shape {(*lead, T, H)} + (N,); got {a.shape}.")
+    if 0 in x.shape:
+        raise ValueError(f"`x` must be non-empty; got shape {x.shape}.")
+    if not _is_tracer(dt) and np.asarray(dt).min() < 0:
+        raise ValueError("`dt` must be >= 0 (step sizes).")
+    if not _is_tracer(A) and np.asarray(A).max() > 0:
+        raise ValueError("`A` must be <= 0 (a decaying state).")
+    return x, dt, A, B, C
 
 
 def ssd_scan(x, dt, A, B, C, state=None):
@@ -43,6 +67,11 @@ def ssd_scan(x, dt, A, B, C, state=None):
     ``x (..., T, H, P)``, ``dt (..., T, H)`` (> 0), ``A (H,)`` (<= 0), ``B, C (..., T, H, N)``;
     ``state (..., H, P, N)`` or None (zeros). Returns ``(y (..., T, H, P), final state)``.
     """
+    x, dt, A, B, C = _check_ssd(x, dt, A, B, C)
+    if state is not None:
+        state = check_array(state, "state", max_abs=1e100)
+        if state.shape != (*x.shape[:-3], x.shape[-2], x.shape[-1], B.shape[-1]):
+            raise ValueError(f"`state` must have shape (..., H, P, N); got {state.shape}.")
     if state is None:
         state = jnp.zeros((*x.shape[:-3], x.shape[-2], x.shape[-1], B.shape[-1]), x.dtype)
 
@@ -62,7 +91,8 @@ def ssd_scan(x, dt, A, B, C, state=None):
 def ssd_chunked(x, dt, A, B, C, chunk=16):
     """Chunked (state-space dual) evaluation of :func:`ssd_scan`; same arguments and output
     (without an initial state). Exact for any length (padding with dt = 0)."""
-    chunk = check_int(chunk, "chunk", lower=1)
+    chunk = check_int(chunk, "chunk", lower=1, upper=2**16)
+    x, dt, A, B, C = _check_ssd(x, dt, A, B, C)
     T = x.shape[-3]
     pad = (-T) % chunk
     if pad:
@@ -131,9 +161,10 @@ class Mamba2(eqx.Module):
         from .mla import _check_heads
 
         self.num_heads, self.num_kv_heads = _check_heads(num_heads, num_kv_heads)
-        self.head_dim = check_int(head_dim, "head_dim", lower=1)
-        d_conv = check_int(d_conv, "d_conv", lower=1)
-        self.chunk = check_int(chunk, "chunk", lower=1)
+        check_int(d_model, "d_model", lower=1, upper=2**16)
+        self.head_dim = check_int(head_dim, "head_dim", lower=1, upper=2**16)
+        d_conv = check_int(d_conv, "d_conv", lower=1, upper=2**10)
+        self.chunk = check_int(chunk, "chunk", lower=1, upper=2**16)
         inner, xb = num_heads * head_dim, num_kv_heads * head_dim
         k1, k2, k3, k4 = jax.random.split(key, 4)
         self.in_proj = Linear(d_model, 2 * inner + 2 * xb + num_heads, False, dtype=dtype, key=k1)
@@ -187,6 +218,7 @@ def mamba2_from_gqa(gqa: GQAttention, *, chunk=16, key):
     """Mamba2 initialised from a teacher GQA layer (MambaInLlama ``init_with_kqvo``): the x, B, C
     rows of ``in_proj`` take W^V, W^K, W^Q and ``out_proj`` takes W^O; z and dt rows, conv, A, D and
     dt_bias keep their default init."""
+    check_instance(gqa, "gqa", GQAttention)
     d = gqa.q_proj.in_features
     m = Mamba2(
         d,

@@ -33,9 +33,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import check_int, check_scalar
+from theory._validation import (
+    _is_tracer,
+    as_array,
+    check_array,
+    check_instance,
+    check_int,
+    check_scalar,
+)
 
 from ._layers import Linear
+
+_DIM = 2**16  # widths, heads and head sizes beyond this cannot be allocated on one machine
 
 __all__ = ["rope", "GQAttention", "MLA", "mla_decode", "mla_from_gqa", "svd_factor"]
 
@@ -43,6 +52,15 @@ __all__ = ["rope", "GQAttention", "MLA", "mla_decode", "mla_from_gqa", "svd_fact
 def rope(x, positions, theta=10000.0):
     """Rotary embedding of ``x (..., T, D)`` at integer ``positions (T,)``, D even, half-split
     layout (dim k rotates with dim k + D/2 at frequency theta^{-2k/D}; Su et al. 2021, eq. 34)."""
+    x = check_array(x, "x", min_ndim=2, max_abs=1e100)
+    positions = check_array(positions, "positions", ndim=1)
+    if positions.shape[0] != x.shape[-2] or np.dtype(positions.dtype).kind not in "iu":
+        raise ValueError(
+            f"`positions` must be {x.shape[-2]} integers (one per row of `x`); got dtype "
+            f"{positions.dtype}, shape {tuple(positions.shape)}."
+        )
+    if not _is_tracer(theta):
+        check_scalar(theta, "theta", lower=1.0, upper=1e100)
     D = x.shape[-1]
     if D == 0:
         return x
@@ -69,8 +87,8 @@ def _merge(o):
 
 
 def _check_heads(num_heads, num_kv_heads):
-    num_heads = check_int(num_heads, "num_heads", lower=1)
-    num_kv_heads = check_int(num_kv_heads, "num_kv_heads", lower=1)
+    num_heads = check_int(num_heads, "num_heads", lower=1, upper=_DIM)
+    num_kv_heads = check_int(num_kv_heads, "num_kv_heads", lower=1, upper=_DIM)
     if num_heads % num_kv_heads:
         raise ValueError(f"`num_kv_heads` must divide num_heads={num_heads}; got {num_kv_heads}.")
     return num_heads, num_kv_heads
@@ -92,9 +110,9 @@ class GQAttention(eqx.Module):
     def __init__(
         self, d_model, num_heads, num_kv_heads, head_dim, *, rope_theta=None, dtype=None, key
     ):
-        d_model = check_int(d_model, "d_model", lower=1)
+        d_model = check_int(d_model, "d_model", lower=1, upper=_DIM)
         self.num_heads, self.num_kv_heads = _check_heads(num_heads, num_kv_heads)
-        self.head_dim = check_int(head_dim, "head_dim", lower=1)
+        self.head_dim = check_int(head_dim, "head_dim", lower=1, upper=_DIM)
         if rope_theta is not None and head_dim % 2:
             raise ValueError(f"`head_dim` must be even with RoPE; got {head_dim}.")
         self.rope_theta = rope_theta
@@ -154,11 +172,11 @@ class MLA(eqx.Module):
         dtype=None,
         key,
     ):
-        d_model = check_int(d_model, "d_model", lower=1)
+        d_model = check_int(d_model, "d_model", lower=1, upper=_DIM)
         self.num_heads, self.num_kv_heads = _check_heads(num_heads, num_kv_heads)
-        self.nope_dim = check_int(nope_dim, "nope_dim", lower=0)
-        self.v_dim = check_int(v_dim, "v_dim", lower=1)
-        self.rope_dim = check_int(rope_dim, "rope_dim", lower=0)
+        self.nope_dim = check_int(nope_dim, "nope_dim", lower=0, upper=_DIM)
+        self.v_dim = check_int(v_dim, "v_dim", lower=1, upper=_DIM)
+        self.rope_dim = check_int(rope_dim, "rope_dim", lower=0, upper=_DIM)
         if rope_dim % 2:
             raise ValueError(f"`rope_dim` must be even; got {rope_dim}.")
         if nope_dim + rope_dim < 1:
@@ -260,7 +278,7 @@ def mla_decode(layer: MLA, x):
 def svd_factor(W, rank):
     """Truncated SVD ``W ~ U_r (S_r V_r^T)``: returns ``(up (m, r), down (r, n), tail)`` with
     ``tail = sqrt(sum_{i>r} s_i^2)``, the Frobenius error (Eckart & Young 1936)."""
-    W = np.asarray(W, np.float64)
+    W = as_array(W, "W", ndim=2, min_size=1, lower=-1e100, upper=1e100)
     rank = check_int(rank, "rank", lower=1, upper=min(W.shape))
     U, s, Vt = np.linalg.svd(W, full_matrices=False)
     return U[:, :rank], s[:rank, None] * Vt[:rank], float(np.sqrt(np.sum(s[rank:] ** 2)))
@@ -275,6 +293,7 @@ def mla_from_gqa(gqa: GQAttention, kv_rank, *, rope_dim=0, q_rank=None, key=None
     copied (``q_rank=None``) or factorised; W^O copied. ``rope_theta`` is the teacher's (10000 if
     NoPE). Returns ``(mla, info)`` with ``info = {"kv_tail": ..., "kv_norm": ...}``.
     """
+    check_instance(gqa, "gqa", GQAttention)
     H, G, dh = gqa.num_heads, gqa.num_kv_heads, gqa.head_dim
     rope_dim = check_int(rope_dim, "rope_dim", lower=0, upper=dh)
     nope = dh - rope_dim

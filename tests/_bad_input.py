@@ -11,12 +11,14 @@ registered call, replaces one argument by a value from the bad classes of :func:
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import importlib
 import inspect
 import math
 import numbers
 import re
+import shutil
 import signal
 import tempfile
 import time
@@ -33,6 +35,7 @@ SECONDS = 5.0  # "nothing slower than a few seconds": a call over this fails
 HANG = 20  # a call still running after this is interrupted and reported as a hang
 # every call runs in this directory, so a mutated path argument never writes into the checkout
 WORKDIR = tempfile.mkdtemp(prefix="theorylab-bad-input-")
+atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)
 
 
 @dataclasses.dataclass
