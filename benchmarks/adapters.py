@@ -11,8 +11,8 @@ takes under two minutes on two cores). Prints tables of median wall times (compi
    dense fine-tuning step (every weight trainable). The methods are timed in rounds, one step of
    each per round in turn, so that load from other processes hits them alike. Memory beside
    time: the bytes of the trainable arrays and their optimiser state (the frozen base is the
-   same for all) and XLA's
-   temporary buffers of the compiled step (``memory_analysis``), as ratios to dense fine-tuning.
+   same for all) and XLA's temporary buffers of the compiled step (``memory_analysis``), as
+   ratios to dense fine-tuning.
 2. ``theta_D = P theta`` with Uni-LoRA's one-nonzero-per-row ``P`` (D = 1e5, d = 1e3): gather
    (``theta[index] * value``) against a dense ``D x d`` float32 matmul (what a generic random
    projection costs); also ``P^T g`` as a segment sum against the dense transpose product.
