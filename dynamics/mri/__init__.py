@@ -11,7 +11,11 @@ al., NeurIPS 2025, arXiv 2503.20815).
   :func:`slice_ellipses`, :func:`rasterize`, :func:`ellipse_kspace` (analytic, via :func:`j1`),
   :func:`polynomial_field`, :func:`random_bias`, :func:`random_phase`, :func:`apply_contrast`,
   :func:`simulate`, and the five shifts :data:`SHIFTS` / :func:`shift_setting` from
-  :data:`SOURCE`.
+  :data:`SOURCE`; :func:`cohort` draws the patients of a setting.
+
+Submodules (import them by name): :mod:`.metrics` (PSNR and SSIM on a fixed scale, HFEN, the
+official code's normalised PSNR) and :mod:`.tta` (the single-shot test-time-training baseline and
+D2SA on the U-Net of :mod:`nn.unet`).
 """
 
 from .phantoms import (
