@@ -27,6 +27,7 @@ from scipy.optimize import minimize
 from tqdm import tqdm
 
 from theory._validation import as_array, check_choice, check_instance, check_int, check_scalar
+from theory.gaussian import piece_rule
 from theory.nonlinear_laplacian import critical_threshold as _threshold
 
 from . import _sigmas
@@ -131,18 +132,14 @@ def family(name: str) -> Family:
     )
 
 
-_XQ, _WQ = np.polynomial.legendre.leggauss(20)
-_GRID = np.arange(-12.0, 12.5, 1.0)
+_GRID = np.arange(-12.0, 12.5, 1.0)  # theory.gaussian.gaussian_nodes' default cuts
 _SQ2PI = np.sqrt(2 * np.pi)
 
 
 def _jnodes(cuts_g):
-    """Split Gauss–Legendre rule in g (as theory.gaussian.gaussian_nodes): points and weights."""
+    """The split Gauss–Legendre rule of theory.gaussian in JAX: points and weights in g."""
     cuts = jnp.sort(jnp.concatenate([jnp.asarray(_GRID), jnp.clip(cuts_g, -12.0, 12.0)]))
-    lo, hi = cuts[:-1], cuts[1:]
-    half = 0.5 * (hi - lo)
-    g = (0.5 * (hi + lo))[:, None] + half[:, None] * _XQ
-    w = half[:, None] * _WQ * jnp.exp(-0.5 * g * g) / _SQ2PI
+    g, w = piece_rule(cuts, xp=jnp)
     return g.ravel(), w.ravel()
 
 

@@ -36,6 +36,7 @@ CASES = {
     "theory.gaussian_expectation": Case(T.gaussian_expectation, dict(f=np.tanh, s=1.0)),
     "theory.gauss_hermite_expectation": Case(T.gauss_hermite_expectation, dict(f=np.cos, s=0.5)),
     "theory.gaussian.gaussian_nodes": Case(T.gaussian.gaussian_nodes, dict(s=1.0)),
+    "theory.gaussian.piece_rule": Case(T.gaussian.piece_rule, dict(cuts=np.arange(-3.0, 3.5, 1.0))),
     "theory.find_root": Case(T.find_root, dict(f=np.sin, lo=2.0, hi=4.0)),
     "theory.semicircle_pdf": Case(T.semicircle_pdf, dict(x=np.array([0.3, -1.0, 3.0]))),
     "theory.semicircle_cdf": Case(T.semicircle_cdf, dict(x=np.array([0.3, -1.0, 3.0]))),
