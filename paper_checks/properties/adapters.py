@@ -86,3 +86,33 @@ def _outputs(a, key, move):
     a = nn.combine(jax.tree.unflatten(tree, moved), frozen)
     x = jax.random.normal(keys[0], (7, WIDTH), jnp.float64)
     return a(x), ad.merge(a)(x)
+
+
+CT_PAPER = "Hu et al. 2025, Curvature Tuning (arXiv 2502.07783)"
+_X = np.linspace(-30.0, 30.0, 200_001)  # includes 0, where the c = 0 gap is attained
+
+
+@prop(
+    "adapters.ct_gap_bound",
+    paper=CT_PAPER,
+    statement="The CT activation stays within (1 - beta)[c / (beta e) + (1 - c) ln 2] of ReLU "
+    "everywhere (derived here; tight at c = 0, where the gap (1 - beta) ln 2 sits at x = 0).",
+    where="Sec. 3 (phi_{beta,c}); the bound derived in the package's note",
+    strategy=lambda st: st.fixed_dictionaries(
+        {"beta": st.floats(0.5, 0.999), "c": st.floats(0.0, 1.0)}
+    ),
+    mutants=[
+        wrap(
+            "nn.adapters._curvature.ct_gap_bound",
+            scaled(0.9),
+            "the gap bound 10 % low",
+            name="ct_bound_10pct_low",
+        )
+    ],
+)
+def _ct_gap(ex) -> float:
+    with jax.enable_x64(True):
+        phi = np.asarray(ad.ctu(jnp.asarray(_X), ex["beta"], ex["c"]))
+    gap = float(np.max(np.abs(phi - np.maximum(_X, 0.0))))
+    bound = ad.ct_gap_bound(ex["beta"], ex["c"])
+    return float(1.0 - gap / (bound * (1 + 1e-12) + 1e-300))  # 1e-12: float64 round-off of phi
