@@ -1,13 +1,17 @@
 """Rounding statements of the FP4 formats (Chmiel et al. 2025, arXiv 2505.19115)."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.optimize import minimize_scalar
 
+import theory.fp4 as T
 from nn import quant
 
 from .._properties import prop
-from .._registry import wrap
+from .._registry import scaled, wrap
 
 PAPER = "Chmiel, Fishman, Banner & Soudry 2025 (arXiv 2505.19115)"
 E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])  # OCP MX spec, E2M1 magnitudes
@@ -72,3 +76,42 @@ def _sr_unbiased(ex) -> float:
         return 1.0 if np.all(q == x) else -1.0
     z = abs(float(np.mean(q.astype(np.float64))) - float(x)) / np.sqrt(var / _SR_N)
     return float(1.0 - z / _SR_Z)
+
+
+@prop(
+    "fp4.sigma_crit_argmax",
+    paper=PAPER,
+    statement="The expected descent's sensitivity to the noise, |dD/dsigma|, peaks at "
+    "sigma_crit = sqrt(G / (3 d)), where the gradient-to-noise ratio is sqrt(3).",
+    where="Sec. 4 (the sqrt(3) threshold)",
+    strategy=lambda st: st.fixed_dictionaries(
+        {
+            "log10_G": st.floats(-3.0, 3.0),
+            "d": st.integers(1, 10**6),
+            "log10_lam": st.floats(-2.0, 2.0),
+        }
+    ),
+    mutants=[
+        wrap(
+            "theory.fp4.critical_sigma",
+            scaled(1.05),
+            "the critical noise level 5 % high",
+            name="sigma_crit_5pct",
+        )
+    ],
+)
+def _sigma_crit(ex) -> float:
+    G, d, lam = 10.0 ** ex["log10_G"], ex["d"], 10.0 ** ex["log10_lam"]
+
+    def sens(s):  # -|dD/dsigma| by central differences of the optimal-step descent
+        h = 1e-6 * s
+        up = -T.expected_loss_change(G, s + h, d, lam)
+        dn = -T.expected_loss_change(G, s - h, d, lam)
+        return -abs(up - dn) / (2 * h)
+
+    sc = T.critical_sigma(math.sqrt(G), d)
+    res = minimize_scalar(
+        sens, bounds=(sc / 20, sc * 20), method="bounded", options={"xatol": sc * 1e-9}
+    )
+    rho_err = abs(T.gradient_noise_ratio(math.sqrt(G), sc * math.sqrt(d)) - T.SQRT3)
+    return float(min(1.0 - abs(res.x / sc - 1) / 1e-3, 1.0 - rho_err / 1e-12))

@@ -5,9 +5,6 @@ import math
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given
-from hypothesis import strategies as st
-from scipy.optimize import minimize_scalar
 
 import theory.fp4 as T
 
@@ -21,26 +18,6 @@ def test_sympy_derivation_matches_closed_forms():
     assert r.fixed_efficiency_at_crit == sp.Rational(2, 3)
     assert sp.simplify(r.descent - G**2 / (2 * lam * (G + d * sig**2))) == 0
     assert "sigma_crit" in r.summary()
-
-
-@given(st.floats(1e-3, 1e3), st.integers(1, 10**6), st.floats(1e-2, 1e2))
-def test_argmax_sensitivity_is_sigma_crit(G, d, lam):
-    """Numerically maximise |dD/dsigma| with D the optimal-step descent from
-    expected_loss_change."""
-
-    def sens(s):
-        h = 1e-6 * max(s, 1e-12)
-        up = -T.expected_loss_change(G, s + h, d, lam)
-        dn = -T.expected_loss_change(G, s - h, d, lam)
-        return -abs(up - dn) / (2 * h)
-
-    sc = T.critical_sigma(math.sqrt(G), d)
-    res = minimize_scalar(
-        sens, bounds=(sc / 20, sc * 20), method="bounded", options={"xatol": sc * 1e-9}
-    )
-    assert abs(res.x / sc - 1) < 1e-3
-    rho = T.gradient_noise_ratio(math.sqrt(G), sc * math.sqrt(d))
-    assert abs(rho - T.SQRT3) < 1e-12
 
 
 def test_efficiencies():
