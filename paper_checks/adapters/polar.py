@@ -26,7 +26,13 @@ POLAR = "Lion, Zhang, Li & He 2025 (PoLAR, arXiv 2506.03133)"
 
 
 def _flip_attraction(f):
-    return lambda x, g, lam: f(x, g, -lam)
+    """The landing field with its attraction term ``lam X (X^T X - I)`` of the wrong sign."""
+
+    def flipped(x, g, lam):
+        eye = jnp.eye(x.shape[-1], dtype=x.dtype)
+        return f(x, g, lam) - 2.0 * lam * x @ (jnp.swapaxes(x, -1, -2) @ x - eye)
+
+    return flipped
 
 
 # ------------------------------------------------------------------ stable rank at matched fit
