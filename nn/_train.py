@@ -20,7 +20,11 @@ from theory._validation import (
     as_path,
     batch_source,
     check_array,
+    check_bool,
+    check_callable,
     check_finite_result,
+    check_int,
+    check_key,
     check_transform,
 )
 
@@ -63,6 +67,13 @@ def cross_entropy(logits, targets):
 
 def lm_loss(model, batch, *, key=None):
     """Next-token loss of a language model on ``batch`` of tokens ``(B, T + 1)``."""
+    check_callable(model, "model")
+    batch = check_array(batch, "batch", min_ndim=1)
+    if np.dtype(batch.dtype).kind not in "iu" or batch.shape[-1] < 2:
+        raise TypeError(
+            f"`batch` must be integer tokens (..., T + 1) with T >= 1; got dtype {batch.dtype}, "
+            f"shape {tuple(batch.shape)}."
+        )
     logits = model(batch[..., :-1], key=key)
     return cross_entropy(logits, batch[..., 1:])
 
@@ -155,8 +166,14 @@ def train(
     progress : tqdm bar (``disable=None``: off when not a terminal).
     mask : trainable mask (:func:`nn.trainable_mask`); default the model's own.
     """
-    if not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    _check_model(model)
+    check_callable(loss_fn, "loss_fn")
+    steps = check_int(steps, "steps", lower=0, upper=10**9)
+    start_step = check_int(start_step, "start_step", lower=0, upper=2**31 - 1 - steps)
+    progress = check_bool(progress, "progress")
+    check_key(key)
+    if eval_fn is not None:
+        check_callable(eval_fn, "eval_fn")
     if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
         raise ValueError(f"eval_every must be a positive int or None, got {eval_every!r}")
     check_transform(optimizer, "optimizer")
@@ -201,8 +218,21 @@ def _eval_one(model, loss_fn, batch, key):
     return loss_fn(model, batch, key=key)
 
 
+def _check_model(model):
+    if not any(eqx.is_inexact_array(leaf) for leaf in jax.tree.leaves(model)):
+        raise TypeError(
+            f"`model` must be a pytree (an equinox Module) with floating array leaves; got "
+            f"{type(model).__name__}."
+        )
+
+
 def evaluate(model, loss_fn: Callable, batches: Iterable, *, key=None) -> float:
     """Mean of ``loss_fn(model, batch, key=...)`` over ``batches`` (equal weight per batch)."""
+    _check_model(model)
+    check_callable(loss_fn, "loss_fn")
+    check_key(key, optional=True)
+    if isinstance(batches, str | bytes) or not hasattr(batches, "__iter__"):
+        raise TypeError(f"`batches` must be an iterable of batches; got {type(batches).__name__}.")
     vals = []
     for i, b in enumerate(batches):
         k = None if key is None else jax.random.fold_in(key, i)

@@ -37,6 +37,7 @@ import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from theory._validation import (
     _is_tracer,
@@ -364,7 +365,6 @@ def hopfield_lm(
     )
 
 
-@eqx.filter_jit
 def decode(lm, tokens):
     """Logits ``(B, T, V)`` of an MHA :class:`nn.TransformerLM` by cached one-token decoding.
 
@@ -373,10 +373,28 @@ def decode(lm, tokens):
     across time for the hidden state). Equals ``lm(tokens)`` (tests:
     ``test_decode_equals_prefill``).
     """
-    if tokens.ndim != 2:
-        raise ValueError(f"`tokens` must be 2-D (batch, T); got shape {tokens.shape}.")
-    if not all(isinstance(b, HopfieldBlock) for b in lm.blocks):
+    if not isinstance(lm, TransformerLM) or not all(
+        isinstance(b, HopfieldBlock) for b in lm.blocks
+    ):
         raise TypeError("`lm` must be a TransformerLM built with hopfield_block blocks.")
+    tokens = check_array(tokens, "tokens", ndim=2)
+    V = lm.embed.weight.shape[0]
+    if np.dtype(tokens.dtype).kind not in "iu" or 0 in tokens.shape:
+        raise TypeError(
+            f"`tokens` must be a non-empty integer array (batch, T); got dtype {tokens.dtype}, "
+            f"shape {tuple(tokens.shape)}."
+        )
+    if tokens.shape[1] > lm.max_len:
+        raise ValueError(f"`tokens` must have T <= max_len = {lm.max_len}; got {tokens.shape}.")
+    if not _is_tracer(tokens) and not (
+        0 <= np.asarray(tokens).min() <= np.asarray(tokens).max() < V
+    ):
+        raise ValueError(f"`tokens` must lie in [0, {V}).")
+    return _decode(lm, tokens)
+
+
+@eqx.filter_jit
+def _decode(lm, tokens):
     B, T = tokens.shape
     dtype = lm.embed.weight.dtype
     caches = tuple(

@@ -250,12 +250,25 @@ class MLA(eqx.Module):
         return self.o_proj(_merge(jnp.einsum("...htr,hvr->...htv", o_lat, wuv)))
 
 
-@eqx.filter_jit
 def mla_decode(layer: MLA, x):
     """Cached decoding of ``x (B, T, d)`` one token at a time on the latent cache
     ``(B, T, kv_rank + rope_dim)`` with absorbed weights; equals ``layer(x)``."""
-    if x.ndim != 3:
-        raise ValueError(f"`x` must be 3-D (batch, T, d_model); got shape {x.shape}.")
+    check_instance(layer, "layer", MLA)
+    x = check_array(x, "x", ndim=3, max_abs=1e30)
+    if x.shape[-1] != layer.kv_down.in_features:
+        raise ValueError(
+            f"`x` must have last axis d_model = {layer.kv_down.in_features}; got {tuple(x.shape)}."
+        )
+    if np.dtype(x.dtype).kind != "f" or 0 in x.shape:
+        raise TypeError(
+            f"`x` must be a non-empty floating array (batch, T, d_model); got dtype {x.dtype}, "
+            f"shape {tuple(x.shape)}."
+        )
+    return _mla_decode(layer, x)
+
+
+@eqx.filter_jit
+def _mla_decode(layer, x):
     B, T, _ = x.shape
     dt = x.dtype
 
