@@ -67,11 +67,17 @@ from ._vblora import VBLoRALinear, topk_mixture_weights
 
 def num_params(method: str, shapes, **config) -> int:
     """The trainable count of ``method`` on layers of ``(out, in)`` ``shapes`` (its formula)."""
-    if method not in METHODS:
-        from ._core import check_choice
+    from theory._validation import check_choice, check_int
 
-        check_choice(method, "method", METHODS)
-    return int(METHODS[method].num_params([tuple(s) for s in shapes], **config))
+    check_choice(method, "method", METHODS)
+    if not isinstance(shapes, list | tuple) or not shapes:
+        raise TypeError(f"`shapes` must be a non-empty list of (out, in) pairs; got {shapes!r}.")
+    for s in shapes:
+        if not isinstance(s, list | tuple) or len(s) != 2:
+            raise ValueError(f"`shapes` must hold (out, in) pairs; got {s!r} in {shapes!r}.")
+    shapes = [tuple(check_int(d, "shapes", lower=1) for d in s) for s in shapes]
+    config = METHODS[method].check_config(config, shapes)
+    return int(METHODS[method].num_params(shapes, **config))
 
 
 __all__ = [

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import check_choice, check_int, check_scalar
+from theory._validation import as_array, check_choice, check_int, check_scalar
 
 from ._targets import Target, target_of
 
@@ -615,13 +615,21 @@ def stable_rank(m) -> jax.Array:
 
     ``1 <= sr(M) <= rank(M)``; the zero matrix gets 0 (never NaN).
     """
-    m = jnp.asarray(m)
-    if m.ndim < 2:
-        raise ValueError(f"`m` must be a matrix (ndim >= 2); got shape {m.shape}.")
+    m = jnp.asarray(as_array(m, "m"))
+    if m.ndim < 2 or 0 in m.shape[-2:]:
+        raise ValueError(f"`m` must be a non-empty matrix (ndim >= 2); got shape {m.shape}.")
     s = jnp.linalg.svd(m, compute_uv=False)
-    top = s[..., 0] ** 2
-    fro = jnp.sum(s**2, axis=-1)
-    return jnp.where(top > 0, fro / jnp.where(top > 0, top, 1.0), 0.0)
+    top = s[..., :1]
+    ratio = s / jnp.where(top > 0, top, 1.0)  # scaled by the top value: no overflow at 1e300
+    return jnp.where(top[..., 0] > 0, jnp.sum(ratio**2, axis=-1), 0.0)
+
+
+def _real_array(x, name, **checks) -> jax.Array:
+    """``x`` as a JAX array of its own float dtype (ints become float), validated by
+    :func:`as_array` (``checks``): fully when concrete, dtype and shape only when traced."""
+    as_array(x, name, **checks)
+    x = jnp.asarray(x)
+    return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(float)
 
 
 def _check_rank(r, shapes, name="r"):

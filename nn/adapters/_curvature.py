@@ -30,6 +30,8 @@ import jax.numpy as jnp
 import nn as _nn
 from theory._validation import check_scalar
 
+from ._core import _real_array
+
 __all__ = [
     "ctu",
     "ct_gap_bound",
@@ -43,8 +45,10 @@ __all__ = [
 
 def ctu(x, beta, c=0.5):
     """``phi_{beta,c}(x)``; exact ReLU where ``beta == 1``. ``beta, c`` broadcast against ``x``."""
-    beta = jnp.asarray(beta, x.dtype)
-    c = jnp.asarray(c, x.dtype)
+    x = _real_array(x, "x")
+    beta = _real_array(beta, "beta", lower=0, upper=1, closed="right")
+    c = _real_array(c, "c", lower=0, upper=1)
+    beta, c = beta.astype(x.dtype), c.astype(x.dtype)
     one = beta >= 1
     t = jnp.where(one, 1.0, 1.0 - beta)  # safe denominator on the ReLU branch
     smooth = c * jax.nn.sigmoid(beta * x / t) * x + (1 - c) * t * jax.nn.softplus(x / t)

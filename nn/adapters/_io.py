@@ -34,6 +34,10 @@ _KEYS = ("name", "method", "config", "targets", "kinds", "shapes", "train", "dro
 
 
 def _paths(path) -> tuple[Path, Path]:
+    if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
+        raise TypeError(
+            f"`path` must be a str or path-like; got {path!r} of type {type(path).__name__}."
+        )
     p = Path(path)
     if p.suffix != ".safetensors":
         raise ValueError(f"`path` must name a .safetensors file; got {str(path)!r}.")

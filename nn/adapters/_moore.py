@@ -24,16 +24,26 @@ import math
 import jax
 import jax.numpy as jnp
 
-from theory._validation import check_int
+from theory._validation import _is_tracer, check_int
 
-from ._core import AdapterLayer, register_method
+from ._core import AdapterLayer, _real_array, register_method
 
 __all__ = ["MoORELinear", "householder_apply", "householder_matrix"]
 
 
 def householder_apply(u, x):
     """``R x`` for ``R = H_r ... H_1`` (``H_1`` first); rows ``u (r, n)``, ``x (..., n)``."""
-    un = u / jnp.linalg.norm(u, axis=-1, keepdims=True)
+    u = _real_array(u, "u", ndim=2, min_size=1)
+    x = _real_array(x, "x")
+    if x.ndim < 1 or x.shape[-1] != u.shape[-1]:
+        raise ValueError(
+            f"`x` must end in the length of the rows of `u` ({u.shape[-1]}); got shape {x.shape}."
+        )
+    u = u / jnp.max(jnp.abs(u), axis=-1, keepdims=True)  # scaled first: no overflow in the norm
+    norm = jnp.linalg.norm(u, axis=-1, keepdims=True)
+    if not _is_tracer(norm) and not bool(jnp.all(norm > 0)):
+        raise ValueError(f"`u` must have non-zero rows; got {u}.")
+    un = u / norm
 
     def step(z, v):
         return z - 2.0 * (z @ v)[..., None] * v, None
@@ -44,8 +54,8 @@ def householder_apply(u, x):
 
 def householder_matrix(u):
     """The ``n x n`` orthogonal matrix ``R = H_r ... H_1``."""
-    n = u.shape[-1]
-    return householder_apply(u, jnp.eye(n, dtype=u.dtype)).T
+    u = _real_array(u, "u", ndim=2, min_size=1)
+    return householder_apply(u, jnp.eye(u.shape[-1], dtype=u.dtype)).T
 
 
 @register_method("moore")

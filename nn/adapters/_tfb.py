@@ -27,9 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import check_int, check_scalar
+from theory._validation import _is_tracer, as_array, check_finite_result, check_int, check_scalar
 
-from ._core import Adapted, AdaptedLayer, AdapterLayer, register_method
+from ._core import Adapted, AdaptedLayer, AdapterLayer, _real_array, register_method
 
 __all__ = [
     "tfb_refactor",
@@ -43,8 +43,14 @@ __all__ = [
 
 def tfb_refactor(b, a):
     """``(B', A', d)``: ``B' = U diag(d)``, ``A' = V^T A``, thin SVD ``B = U diag(d) V^T``."""
+    b = _real_array(b, "b", ndim=2, min_size=1)
+    a = _real_array(a, "a", ndim=2, shape=(b.shape[1], None), min_size=1)
     u, d, vt = jnp.linalg.svd(b, full_matrices=False)
-    return u * d, vt @ a, d
+    out = (u * d, vt @ a, d)
+    if not _is_tracer(d):
+        for part, what in zip(out, ("B'", "A'", "d"), strict=True):
+            check_finite_result(part, f"tfb_refactor's {what}")
+    return out
 
 
 @register_method("tfb")
@@ -202,13 +208,12 @@ def expected_calibration_error(probs, labels, *, bins: int = 15) -> float:
 
     ``probs (N, C)`` predicted probabilities, ``labels (N,)`` integer classes.
     """
-    probs = np.asarray(probs, dtype=float)
+    probs = as_array(probs, "probs", ndim=2, min_size=1, lower=0.0, upper=1.0)
+    as_array(labels, "labels", shape=(probs.shape[0],), dtype=float, lower=0)
     labels = np.asarray(labels)
-    if probs.ndim != 2 or labels.shape != probs.shape[:1]:
-        raise ValueError(
-            f"`probs` must be (N, C) and `labels` (N,); got {probs.shape}, {labels.shape}."
-        )
-    bins = check_int(bins, "bins", lower=1)
+    if labels.dtype.kind not in "iu":
+        raise TypeError(f"`labels` must hold integer classes; got dtype {labels.dtype}.")
+    bins = check_int(bins, "bins", lower=1, upper=10**6)
     conf = probs.max(axis=1)
     correct = probs.argmax(axis=1) == labels
     edges = np.linspace(0, 1, bins + 1)

@@ -29,9 +29,18 @@ import jax.numpy as jnp
 import numpy as np
 
 import nn as _nn
-from theory._validation import check_int, check_scalar
+from theory._validation import (
+    _is_tracer,
+    as_array,
+    as_generator,
+    check_finite_result,
+    check_int,
+    check_key,
+    check_memory,
+    check_scalar,
+)
 
-from ._core import AdapterLayer, _check_rank, register_method
+from ._core import AdapterLayer, _check_rank, _real_array, register_method
 
 __all__ = [
     "isometric_projection",
@@ -55,7 +64,8 @@ def isometric_projection(D: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.
     """
     D = check_int(D, "D", lower=1)
     d = check_int(d, "d", lower=1, upper=D)
-    rng = np.random.default_rng(seed)
+    check_memory(3 * D, ["D"])
+    rng = as_generator(check_int(seed, "seed", lower=0), "seed")
     index = np.repeat(np.arange(d), D // d)
     extra = rng.choice(d, size=D % d, replace=False)
     index = np.concatenate([index, extra])
@@ -66,18 +76,40 @@ def isometric_projection(D: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.
 
 def project(theta, index, value):
     """``P theta`` for a one-nonzero-per-row projection: ``theta[index] * value`` (a gather)."""
-    return jnp.take(theta, index, axis=0) * value
+    theta = _real_array(theta, "theta", ndim=1, min_size=1)
+    index, value = _check_projection(index, value, theta.shape[0])
+    out = jnp.take(theta, index, axis=0) * value
+    return out if _is_tracer(out) else check_finite_result(out, "P theta")
+
+
+def _check_projection(index, value, d):
+    """``(index, value)`` validated: equal shapes, ``0 <= index < d`` when concrete."""
+    as_array(index, "index", dtype=float, lower=0, upper=d - 1)
+    index = jnp.asarray(index)
+    if not jnp.issubdtype(index.dtype, jnp.integer):
+        raise TypeError(f"`index` must hold integers; got dtype {index.dtype}.")
+    value = _real_array(value, "value", shape=index.shape)
+    return index, value
 
 
 def project_transpose(g, index, value, d: int):
     """``P^T g``: group ``j`` receives ``sum_{i: index_i = j} value_i g_i`` (a segment sum)."""
-    return jax.ops.segment_sum(g * value, index, num_segments=d)
+    d = check_int(d, "d", lower=1)
+    check_memory(d, ["d"])
+    index, value = _check_projection(index, value, d)
+    g = _real_array(g, "g", shape=index.shape)
+    out = jax.ops.segment_sum(g * value, index, num_segments=d)
+    return out if _is_tracer(out) else check_finite_result(out, "P^T g")
 
 
 def kaiming_uniform_bases(r: int, m_max: int, n_max: int, *, key, dtype=None):
     """VeRA's shared frozen bases: ``A (r, n_max)``, ``B (m_max, r)``, each Kaiming-uniform
     (a = sqrt(5), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, PEFT ``vera`` ``_kaiming_init``)."""
-    ka, kb = jax.random.split(key)
+    r = check_int(r, "r", lower=1)
+    m_max = check_int(m_max, "m_max", lower=1)
+    n_max = check_int(n_max, "n_max", lower=1)
+    check_memory(r * (m_max + n_max), ["r", "m_max", "n_max"])
+    ka, kb = jax.random.split(check_key(key))
     dt = _nn.default_float(dtype)
     a = jax.random.uniform(ka, (r, n_max), dt, -1 / math.sqrt(n_max), 1 / math.sqrt(n_max))
     b = jax.random.uniform(kb, (m_max, r), dt, -1 / math.sqrt(r), 1 / math.sqrt(r))

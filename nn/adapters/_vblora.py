@@ -17,13 +17,17 @@ import jax.numpy as jnp
 
 from theory._validation import check_int, check_scalar
 
-from ._core import AdapterLayer, _check_rank, register_method
+from ._core import AdapterLayer, _check_rank, _real_array, register_method
 
 __all__ = ["VBLoRALinear", "topk_mixture_weights"]
 
 
 def topk_mixture_weights(logits, k: int):
     """``(weights, index)``: the softmax over the top-``k`` logits (last axis) and their ids."""
+    logits = _real_array(logits, "logits", min_size=1)
+    if logits.ndim < 1:
+        raise ValueError(f"`logits` must have a last axis; got shape {logits.shape}.")
+    k = check_int(k, "k", lower=1, upper=logits.shape[-1])
     vals, idx = jax.lax.top_k(logits, k)
     return jax.nn.softmax(vals, axis=-1), idx
 
