@@ -193,10 +193,13 @@ def check_array(x, name, *, ndim=None, min_ndim=None, finite=True, max_abs=None)
         )
     if finite and not _is_tracer(x) and kind == "f" and not np.all(np.isfinite(np.asarray(x))):
         raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
-    big = max_abs is not None and not _is_tracer(x) and x.size
-    # float64 before comparing: max_abs cast to a narrow dtype (bfloat16, float16) overflows
-    if big and (top := float(np.abs(np.asarray(x, dtype=np.float64)).max())) > max_abs:
-        raise ValueError(f"`{name}` must have entries of magnitude <= {max_abs:g}; got {top:.3g}.")
+    if max_abs is not None and not _is_tracer(x) and x.size:
+        # float64 before comparing: max_abs cast to a narrow dtype (bfloat16, float16) overflows
+        top = float(np.abs(np.asarray(x, dtype=np.float64)).max())
+        if top > max_abs:
+            raise ValueError(
+                f"`{name}` must have entries of magnitude <= {max_abs:g}; got {top:.3g}."
+            )
     return x
 
 
