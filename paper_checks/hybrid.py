@@ -38,6 +38,23 @@ CONTEXTS = (2048, 8192, 32768, 131072)
 NO_SIZES = sizes(smoke={}, quick={}, full={})
 
 
+# one mutant shared by the SVD-init claims: the factorisation keeps the smallest triplets
+SMALLEST_SV = wrap(
+    "nn.mla.svd_factor",
+    lambda f: (
+        lambda W, r: (
+            lambda U, s, Vt: (
+                U[:, -r:],
+                s[-r:, None] * Vt[-r:],
+                float(np.sqrt(np.sum(s[:-r] ** 2))),
+            )
+        )(*np.linalg.svd(np.asarray(W), full_matrices=False))
+    ),
+    "keeps the smallest singular triplets",
+    name="smallest_sv",
+)
+
+
 @claim(
     "hybrid.kv_cache_fraction",
     paper=PAPER,
@@ -176,20 +193,7 @@ def svd_init(seeds: int, seed: int) -> dict:
             "singular values dropped from the down map",
             name="no_sigma",
         ),
-        wrap(
-            "nn.mla.svd_factor",
-            lambda f: (
-                lambda W, r: (
-                    lambda U, s, Vt: (
-                        U[:, -r:],
-                        s[-r:, None] * Vt[-r:],
-                        float(np.sqrt(np.sum(s[:-r] ** 2))),
-                    )
-                )(*np.linalg.svd(np.asarray(W), full_matrices=False))
-            ),
-            "keeps the smallest singular triplets",
-            name="smallest_sv",
-        ),
+        SMALLEST_SV,
     ],
 )
 def _svd(size, seed) -> Measurement:
@@ -387,20 +391,7 @@ def init_kl(teacher_steps: int, students: int, seed: int, kinds: tuple = tuple(S
     where="Sec. 4 ablation (structured init vs random init); Alg. 1",
     sizes=INIT_SIZES,
     mutants=[
-        wrap(
-            "nn.mla.svd_factor",
-            lambda f: (
-                lambda W, r: (
-                    lambda U, s, Vt: (
-                        U[:, -r:],
-                        s[-r:, None] * Vt[-r:],
-                        float(np.sqrt(np.sum(s[:-r] ** 2))),
-                    )
-                )(*np.linalg.svd(np.asarray(W), full_matrices=False))
-            ),
-            "keeps the smallest singular triplets",
-            name="smallest_sv",
-        ),
+        SMALLEST_SV,
         wrap(
             "nn.mla.svd_factor",
             lambda f: (
