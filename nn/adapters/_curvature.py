@@ -46,7 +46,7 @@ __all__ = [
 def ctu(x, beta, c=0.5):
     """``phi_{beta,c}(x)``; exact ReLU where ``beta == 1``. ``beta, c`` broadcast against ``x``."""
     x = _real_array(x, "x")
-    beta = _real_array(beta, "beta", lower=0, upper=1, closed="right")
+    beta = _real_array(beta, "beta", lower=0, upper=1)
     c = _real_array(c, "c", lower=0, upper=1)
     beta, c = beta.astype(x.dtype), c.astype(x.dtype)
     one = beta >= 1

@@ -287,7 +287,8 @@ def method_runs(method: str, size: int, seeds: int, steps: int, seed: int = 0):
         )
         val, test = np.asarray(val), np.asarray(test)
     best = int(val.mean(0).argmax())
-    count = size if method == "unilora" else ad.num_params(method, SHAPES, r=size)
+    head_only_run = size == 0  # r = 0: the head alone trains, no adapter parameters
+    count = size if method == "unilora" or head_only_run else ad.num_params(method, SHAPES, r=size)
     return {
         "count": count,
         "val": val,
