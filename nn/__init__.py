@@ -8,7 +8,9 @@ Training: :func:`train` (jitted step, tqdm progress), :func:`make_step`, :func:`
 :func:`save` / :func:`load` (exact round trip), :func:`lm_loss`, :func:`cross_entropy`.
 Data: :class:`MarkovCorpus` (synthetic tokens with a known loss floor). FP4 formats and
 quantised matmuls: :mod:`nn.quant`. Attention variants: :mod:`nn.hopfield` (modern Hopfield
-attention), :mod:`nn.mla`, :mod:`nn.mamba2`, :mod:`nn.hybrid` (MLA/Mamba2 hybrids).
+attention), :mod:`nn.mla`, :mod:`nn.mamba2`, :mod:`nn.hybrid` (MLA/Mamba2 hybrids);
+:mod:`nn.unet` (MRI reconstruction U-Net). Every public module of this folder is a submodule,
+loaded on first use.
 
 Trainable vs frozen
 -------------------
@@ -33,6 +35,7 @@ nn.quant.QuantMatmul(...))``.
 """
 
 import importlib
+import pkgutil
 
 from ._data import MarkovCorpus
 from ._layers import (
@@ -51,7 +54,8 @@ from ._layers import (
 from ._train import TrainResult, cross_entropy, evaluate, lm_loss, load, make_step, save, train
 from ._tree import combine, count_params, split, trainable_mask
 
-_SUBMODULES = ("adapters", "quant", "riemannian", "hopfield", "mla", "mamba2", "hybrid")
+# every public module or package of this folder, loaded on first use
+_SUBMODULES = tuple(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 __all__ = [
     *_SUBMODULES,

@@ -26,7 +26,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from theory._validation import check_int
+from theory._validation import as_array, check_bool, check_int, check_key, check_scalar
 
 from ._layers import default_float, uniform_fan_in
 
@@ -34,11 +34,24 @@ __all__ = ["Conv2d", "ConvBlock", "TransposeConvBlock", "UNet", "instance_norm"]
 
 _SLOPE = 0.2  # LeakyReLU negative slope of the fastMRI ConvBlock
 _EPS = 1e-5  # torch.nn.InstanceNorm2d default
+_MAX_CHANNELS = 4096
+
+
+def _image(x, c=None):
+    """``x`` validated as a real, finite ``(..., C, H, W)`` array (values checked when concrete)."""
+    as_array(x, "x")
+    x = jnp.asarray(x)
+    if x.ndim < 3 or (c is not None and x.shape[-3] != c):
+        want = f"(..., {c}, H, W)" if c is not None else "(..., C, H, W)"
+        raise ValueError(f"`x` must have shape {want}; got shape {tuple(x.shape)}.")
+    return x
 
 
 def instance_norm(x, eps=_EPS):
     """Per-sample, per-channel normalisation over the last two axes: ``(x - mean)/sqrt(var + eps)``
     with the biased variance (``torch.nn.InstanceNorm2d``, affine off; Ulyanov et al. 2016)."""
+    x = _image(x)
+    eps = check_scalar(eps, "eps", lower=0.0, upper=1.0, closed="right")
     mean = jnp.mean(x, axis=(-2, -1), keepdims=True)
     var = jnp.var(x, axis=(-2, -1), keepdims=True)
     return (x - mean) * jax.lax.rsqrt(var + eps)
@@ -46,8 +59,7 @@ def instance_norm(x, eps=_EPS):
 
 def _flat(x, c):
     """``x (..., C, H, W)`` as ``(N, C, H, W)`` and the leading shape."""
-    if x.ndim < 3 or x.shape[-3] != c:
-        raise ValueError(f"x must have shape (..., {c}, H, W); got shape {tuple(x.shape)}.")
+    x = _image(x, c)
     return x.reshape((-1, *x.shape[-3:])), x.shape[:-3]
 
 
@@ -60,12 +72,14 @@ class Conv2d(eqx.Module):
     bias: jax.Array | None
 
     def __init__(self, in_channels, out_channels, kernel_size=3, use_bias=True, *, dtype=None, key):
-        in_channels = check_int(in_channels, "in_channels", lower=1)
-        out_channels = check_int(out_channels, "out_channels", lower=1)
+        in_channels = check_int(in_channels, "in_channels", lower=1, upper=_MAX_CHANNELS)
+        out_channels = check_int(out_channels, "out_channels", lower=1, upper=_MAX_CHANNELS)
         k = check_int(kernel_size, "kernel_size", lower=1, upper=15)
+        use_bias = check_bool(use_bias, "use_bias")
         if k % 2 == 0:
             raise ValueError(f"`kernel_size` must be odd; got {k}.")
         dtype = default_float(dtype)
+        check_key(key)
         init = uniform_fan_in(in_channels * k * k)
         wk, bk = jax.random.split(key)
         self.weight = init(wk, (out_channels, in_channels, k, k), dtype)
@@ -90,6 +104,9 @@ class ConvBlock(eqx.Module):
     adapter: eqx.Module | None = None
 
     def __init__(self, in_channels, out_channels, *, dtype=None, key):
+        check_int(in_channels, "in_channels", lower=1, upper=_MAX_CHANNELS)
+        check_int(out_channels, "out_channels", lower=1, upper=_MAX_CHANNELS)
+        check_key(key)
         k1, k2 = jax.random.split(key)
         self.conv1 = Conv2d(in_channels, out_channels, 3, False, dtype=dtype, key=k1)
         self.conv2 = Conv2d(out_channels, out_channels, 3, False, dtype=dtype, key=k2)
@@ -113,8 +130,9 @@ class TransposeConvBlock(eqx.Module):
     weight: jax.Array
 
     def __init__(self, in_channels, out_channels, *, dtype=None, key):
-        in_channels = check_int(in_channels, "in_channels", lower=1)
-        out_channels = check_int(out_channels, "out_channels", lower=1)
+        in_channels = check_int(in_channels, "in_channels", lower=1, upper=_MAX_CHANNELS)
+        out_channels = check_int(out_channels, "out_channels", lower=1, upper=_MAX_CHANNELS)
+        check_key(key)
         init = uniform_fan_in(out_channels * 4)  # PyTorch's fan_in of a transposed conv weight
         self.weight = init(key, (in_channels, out_channels, 2, 2), default_float(dtype))
 
@@ -153,6 +171,7 @@ class UNet(eqx.Module):
         out_channels = check_int(out_channels, "out_channels", lower=1, upper=64)
         channels = check_int(channels, "channels", lower=1, upper=256)
         pools = check_int(pools, "pools", lower=1, upper=6)
+        check_key(key)
         keys = iter(jax.random.split(key, 3 * pools + 2))
         ch = [channels * 2**i for i in range(pools + 1)]
         self.down = tuple(
@@ -178,18 +197,17 @@ class UNet(eqx.Module):
         return (*self.down, self.bottleneck, *self.up_c)
 
     def _check(self, x):
-        c = self.down[0].conv1.weight.shape[1]
-        if x.ndim < 3 or x.shape[-3] != c:
-            raise ValueError(f"x must have shape (..., {c}, H, W); got shape {tuple(x.shape)}.")
+        x = _image(x, self.down[0].conv1.weight.shape[1])
         f = 2**self.pools
         if x.shape[-1] % f or x.shape[-2] % f:
             raise ValueError(
-                f"x's last two axes must be divisible by 2**pools = {f}; got {tuple(x.shape)}."
+                f"`x`'s last two axes must be divisible by 2**pools = {f}; got {tuple(x.shape)}."
             )
+        return x
 
     def features(self, x):
         """Output ``(..., channels, H, W)`` of the last decoder block."""
-        self._check(x)
+        x = self._check(x)
         skips = []
         for block in self.down:
             x = block(x)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import math
 import numbers
@@ -24,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import chdir, contextmanager
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -319,6 +321,23 @@ def check_outcome(case: Case, name, value, label):
     if case.allow_inf:
         bad = [p for p in bad if "inf" not in p]
     assert not bad, f"{label}({name}={shown}) returned non-finite {bad}"
+
+
+def case_files(test_file):
+    """``(cases, not_entry_points)`` merged from the ``_cases_*.py`` files beside ``test_file``:
+    a paper's valid calls live in ``tests/<package>/_cases_<paper>.py`` (dicts ``CASES`` and,
+    optionally, ``NOT_ENTRY_POINTS``), so adding a paper touches no shared test module."""
+    cases, not_entry = {}, {}
+    for path in sorted(Path(test_file).parent.glob("_cases_*.py")):
+        spec = importlib.util.spec_from_file_location(f"_bad_input_{path.stem}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        for src, dst in ((mod.CASES, cases), (getattr(mod, "NOT_ENTRY_POINTS", {}), not_entry)):
+            clash = set(src) & set(dst)
+            if clash:
+                raise ValueError(f"{path.name} registers {sorted(clash)} twice")
+            dst.update(src)
+    return cases, not_entry
 
 
 def make_tests(package, cases, not_entry_points, *, max_examples):

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from _bad_input import Case, make_tests  # loaded once by tests/conftest.py
+from _bad_input import Case, case_files, make_tests  # loaded once by tests/conftest.py
 
 import nn
 from dynamics import distill as D
@@ -299,6 +299,12 @@ NOT_ENTRY_POINTS = {  # result and record types the library builds
     "dynamics.transformer.EscapeResult": "result",
     "dynamics.transformer.RankCollapseResult": "result",
 }
+
+
+# each paper's valid calls may live beside this module, in _cases_<paper>.py
+_PAPER_CASES, _PAPER_NOT_ENTRY = case_files(__file__)
+CASES |= _PAPER_CASES
+NOT_ENTRY_POINTS |= _PAPER_NOT_ENTRY
 
 (
     test_every_public_callable_has_a_valid_call,

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from _bad_input import Case, make_tests, nonfinite_leaves
+from _bad_input import Case, case_files, make_tests, nonfinite_leaves
 
 import nn
 from nn import adapters as AD_
@@ -271,6 +271,12 @@ PENDING = {
         AD_.tfb_search_sigma, dict(metric=lambda s: 1.0 - s, sigma_max=1.0, tol=0.1)
     ),
 }
+
+
+# each paper's valid calls may live beside this module, in _cases_<paper>.py
+_PAPER_CASES, _PAPER_NOT_ENTRY = case_files(__file__)
+CASES |= _PAPER_CASES
+NOT_ENTRY_POINTS |= _PAPER_NOT_ENTRY
 
 (
     test_every_public_callable_has_a_valid_call,

@@ -84,7 +84,7 @@ def test_conv_block_adapter_is_residual():
 
 def test_unet_bad_input():
     net = UNet(2, 2, 4, 2, key=KEY)
-    with pytest.raises(ValueError, match="x must have shape"):
+    with pytest.raises(ValueError, match="`x` must have shape"):
         net(jnp.zeros((3, 8, 8)))
     with pytest.raises(ValueError, match="divisible by 2\\*\\*pools"):
         net(jnp.zeros((2, 6, 8)))

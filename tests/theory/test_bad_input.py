@@ -1,7 +1,7 @@
 """Generated bad input over every public callable of ``theory`` (see ``tests/_bad_input.py``)."""
 
 import numpy as np
-from _bad_input import Case, make_tests  # loaded once by tests/conftest.py
+from _bad_input import Case, case_files, make_tests  # loaded once by tests/conftest.py
 
 import spectral.sigmas as sig
 import theory as T
@@ -241,6 +241,12 @@ NOT_ENTRY_POINTS = {  # result types the library builds; users read them, never 
     "theory.nonlinear_laplacian.OutlierResult": "result",
     "theory.free_convolution.FreeConvolutionDensity": "result",
 }
+
+
+# each paper's valid calls may live beside this module, in _cases_<paper>.py
+_PAPER_CASES, _PAPER_NOT_ENTRY = case_files(__file__)
+CASES |= _PAPER_CASES
+NOT_ENTRY_POINTS |= _PAPER_NOT_ENTRY
 
 (
     test_every_public_callable_has_a_valid_call,
