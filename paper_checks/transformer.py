@@ -210,6 +210,12 @@ def effective_ensemble(inits: int, seed: int = 0) -> dict:
     return dict(rows=rows)
 
 
+# The frozen-F closed form (Thm 3 under Assumption 2*) is a first-order prediction: it must
+# account for the alignment gained and the stable rank lost by the full model in the window to
+# within this fraction (measured, seeds 0-2 at quick: at most 1.8 % and 1.6 %).
+REL_TOL = 0.03
+
+
 @memo
 def rank_collapse_runs(eps: float, keys: int, seed: int = 0) -> list:
     """Stage 2 of the full model (tanh) on ``task(seed)`` from ``keys`` initialisations
@@ -227,6 +233,8 @@ def rank_collapse_runs(eps: float, keys: int, seed: int = 0) -> list:
                 result=r,
                 closed_align_Q=float(abs(np.linalg.svd(P)[0][:, 0] @ U[:, 0])),
                 closed_align_K=float(abs(np.linalg.svd(K)[0][:, 0] @ Vt[0])),
+                start_align_Q=float(abs(np.linalg.svd(r.start["W_Q"])[0][:, 0] @ U[:, 0])),
+                start_align_K=float(abs(np.linalg.svd(r.start["W_K"])[0][:, 0] @ Vt[0])),
             )
         )
     return out
@@ -550,7 +558,13 @@ def _kq(size, seed) -> Measurement:
             lambda f: lambda *a: f(*a).T,
             "F transposed",
             name="F_transposed",
-        )
+        ),
+        wrap(
+            "theory.transformer.key_query_closed_form",
+            lambda f: lambda F, Q, K, t: f(F, Q, K, 0.8 * t),
+            "the closed form integrated over 80 % of the window",
+            name="window_80pct",
+        ),
     ],
 )
 def _full_rank(size, seed) -> Measurement:
@@ -559,18 +573,17 @@ def _full_rank(size, seed) -> Measurement:
     sr = np.array([x.stable_rank_Q for x in r])
     sr_cf = np.array([x.stable_rank_closed_form for x in r])
     sr0 = np.array([x.stable_rank_Q_start for x in r])
-    al = np.array([[x.align_Q, x.align_K] for x in r])
-    al_cf = np.array([[x["closed_align_Q"], x["closed_align_K"]] for x in runs])
-    diff = np.concatenate([sr - sr_cf, (al - al_cf).ravel()])
+    al = np.array([[x.align_Q, x.align_K] for x in r]).ravel()
+    al_cf = np.array([[x["closed_align_Q"], x["closed_align_K"]] for x in runs]).ravel()
+    al0 = np.array([[x["start_align_Q"], x["start_align_K"]] for x in runs]).ravel()
     se = lambda v: float(np.std(v, ddof=1) / math.sqrt(len(v)))  # noqa: E731
+    rel = float(np.mean(al - al_cf) / np.mean(al - al0))
+    rel_sr = float(np.mean(sr - sr_cf) / np.mean(sr0 - sr))
     return measure(
         paired_gap(sr0, sr, n_se=2, name="stable rank start - end"),
-        within(
-            float(np.mean(al - al_cf)),
-            0.0,
-            3 * se((al - al_cf).ravel()),
-            name="alignment: full - closed form",
-        ),
+        paired_gap(al, al0, n_se=2, name="alignment end - start"),
+        within(rel, 0.0, REL_TOL, name="alignment: (full - closed form) / (end - start)"),
+        within(rel_sr, 0.0, REL_TOL, name="stable rank: (full - closed form) / (start - end)"),
         holds(
             all(x.multiplicity == 1 for x in r),
             name="sigma_1(F) simple",
@@ -583,15 +596,20 @@ def _full_rank(size, seed) -> Measurement:
                 "mean": float(np.mean(sr - sr_cf)),
                 "se": se(sr - sr_cf),
             },
+            "alignment_full_minus_closed": {
+                "mean": float(np.mean(al - al_cf)),
+                "se": se(al - al_cf),
+            },
+            "alignment_gain": {"mean": float(np.mean(al - al0)), "se": se(al - al0)},
             "outer_drift": [x.outer_rel_change for x in r],
-            "max_abs_diff": np.abs(diff).max(),
         },
         detail=f"eps={size.rank_eps:g}, {len(r)} inits (seed {seed}); window ||W_Q|| x2 -> x30; "
-        "alignment of the top singular vectors with u1(F), v1(F) against the frozen-F "
-        "closed form: 3 SE of the paired differences over inits. The closed form's stable "
-        "rank is reported, not judged: with the outer weights drifting 5-17 % in the "
-        "window (Assumption 2* only approximate) the full model collapses slightly "
-        "faster than frozen F predicts (seed 1: -0.010 +- 0.003)",
+        "alignment of the top singular vectors of W_Q, W_K with u1(F), v1(F), and the stable "
+        "rank of W_Q: the frozen-F closed form must account for the alignment gained and the "
+        f"stable rank lost in the window to within {REL_TOL:.0%}. Not judged within SEs: the "
+        "full model departs from the linearised (frozen-F) flow systematically, by about -5e-4 "
+        "in cosine (seed 2: -5.0e-4 +- 1.1e-4 over 6 inits; the same at eps = 2.5e-4 and 6e-5, "
+        "and not explained by the rotation of F over the window), 1-2 % of the gain",
     )
 
 

@@ -129,7 +129,8 @@ class RankCollapseResult:
     Stage 2 is taken to start at ``t_start``, when ``||W_Q||_F`` has grown by ``start_factor``
     (the outer weights have condensed and stalled), and is followed to ``t_end``, when it has grown
     by ``end_factor``. ``F`` is the predicted matrix at ``t_start``
-    (:func:`theory.transformer.key_query_matrix`), ``multiplicity`` the multiplicity of its top
+    (:func:`theory.transformer.key_query_matrix`) and ``F_end`` the same at ``t_end`` (how far
+    the target moved), ``multiplicity`` the multiplicity of its top
     singular value. At ``t_end``: ``stable_rank_Q/K`` of ``W_Q``, ``W_K``; ``align_Q`` =
     ``|<top left sing. vector of W_Q, u_1(F)>|`` and ``align_K`` the same with ``v_1(F)``;
     ``closed_form_error`` = ``||W_Q/||W_Q|| - P/||P|| ||_F`` with ``P`` the closed form from
@@ -142,6 +143,7 @@ class RankCollapseResult:
     t_start: float
     t_end: float
     F: np.ndarray = field(repr=False)
+    F_end: np.ndarray = field(repr=False)
     F_singular_values: np.ndarray = field(repr=False)
     multiplicity: int
     stable_rank_Q_start: float
@@ -227,6 +229,7 @@ def rank_collapse(
     if b.stop_time is None:
         raise RuntimeError(f"||W_Q|| did not grow by {end_factor:g} before t_max = {t_max:g}.")
     wb = b.model(-1).numpy()
+    F_end = th.key_query_matrix(X, y, wb["W_V"], wb["W1"], wb["W2"])
     U, sig, Vt = np.linalg.svd(F)
     uq = np.linalg.svd(wb["W_Q"])[0][:, 0]
     uk = np.linalg.svd(wb["W_K"])[0][:, 0]
@@ -240,6 +243,7 @@ def rank_collapse(
         t_start=a.stop_time,
         t_end=a.stop_time + b.stop_time,
         F=F,
+        F_end=F_end,
         F_singular_values=sig,
         multiplicity=th.top_multiplicity(F, rtol=1e-6),
         stable_rank_Q_start=th.stable_rank(wa["W_Q"]),
