@@ -1,0 +1,88 @@
+"""Layer rankings compared with RSM at an equal shielded budget of ``k`` adapters
+(``aegisguard.md`` Sec. 8.3; the TSDP baselines of Sec. 4 step 5 as TEESlice implements them).
+
+Scores are "shield the highest first" (:func:`top_k`):
+
+* :func:`magnitude_scores` -- ``||s B_l A_l||_F``, TEESlice's "large magnitude" (``tdsc``) rule
+  on adapters;
+* :func:`depth_scores` -- ``"shallow"`` shields the first layers (Serdab), ``"deep"`` the last
+  (DarkneTZ);
+* :func:`probe_scores` -- the one-shot noise probe without the bandit: mean ``dL_i`` over
+  ``draws`` noise draws per layer, the same noise rule as RSM (isolates the value of the bandit);
+* :func:`random_expected` and :func:`oracle` read a table of attack accuracies over every subset
+  (:func:`dynamics.aegisguard.attack.subset_masks`): the exact mean over all ``C(L, k)`` subsets
+  (the expectation of a uniformly random choice, no Monte Carlo error) and the exhaustive
+  minimum (the best any ranking can do at budget ``k``; chosen on the same attack, so
+  optimistic).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from theory._validation import check_choice, check_int, check_key, check_scalar
+
+from .bandit import _probe
+
+__all__ = [
+    "magnitude_scores",
+    "depth_scores",
+    "probe_scores",
+    "top_k",
+    "random_expected",
+    "oracle",
+]
+
+
+def magnitude_scores(model, As, Bs):
+    """``||scale B_l A_l||_F`` per layer (``scale`` the LoRA ``alpha / r``)."""
+    scale = next(iter(model.layers().values())).scale
+    return jnp.stack([jnp.linalg.norm(scale * (b @ a)) for a, b in zip(As, Bs, strict=True)])
+
+
+def depth_scores(n_layers: int, which: str = "deep"):
+    """Scores that shield the deepest (``"deep"``) or shallowest (``"shallow"``) layers first."""
+    n_layers = check_int(n_layers, "n_layers", lower=1, upper=4096)
+    check_choice(which, "which", ("deep", "shallow"))
+    d = jnp.arange(n_layers, dtype=float)
+    return d if which == "deep" else -d
+
+
+def probe_scores(model, As, Bs, X, y, *, draws: int = 32, rho: float = 0.5, key):
+    """Mean ``dL_i`` over ``draws`` independent one-layer noise probes on ``(X, y)``."""
+    draws = check_int(draws, "draws", lower=1, upper=10**4)
+    rho = check_scalar(rho, "rho", lower=0, upper=100, closed="neither")
+    check_key(key)
+    keys = jax.random.split(key, draws)
+    return jnp.mean(jax.vmap(lambda k: _probe(model, As, Bs, X, y, rho, k))(keys), axis=0)
+
+
+def top_k(scores, k: int):
+    """Bool mask of the ``k`` highest ``scores`` (ties to the lower index); traceable."""
+    scores = jnp.asarray(scores)
+    k = check_int(k, "k", lower=0, upper=scores.shape[-1])
+    order = jnp.argsort(-scores, axis=-1, stable=True)
+    ranks = jnp.argsort(order, axis=-1)
+    return ranks < k
+
+
+def _by_size(acc_table, k):
+    acc = np.asarray(acc_table, np.float64)
+    L = int(round(np.log2(acc.shape[-1])))
+    if acc.ndim < 1 or 2**L != acc.shape[-1]:
+        raise ValueError(f"`acc_table` must have 2^L entries on its last axis; got {acc.shape}.")
+    k = check_int(k, "k", lower=0, upper=L)
+    size = np.array([bin(j).count("1") for j in range(2**L)])
+    return acc[..., size == k]
+
+
+def random_expected(acc_table, k: int):
+    """Exact mean attack accuracy over every shielded set of size ``k`` (last axis)."""
+    return _by_size(acc_table, k).mean(-1)
+
+
+def oracle(acc_table, k: int):
+    """Lowest attack accuracy over every shielded set of size ``k`` (exhaustive search)."""
+    return _by_size(acc_table, k).min(-1)
