@@ -14,6 +14,8 @@ replicates, when larger) plus a stated allowance.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -157,10 +159,13 @@ def _exact_compression_eigenvalues(r: int, n_nodes: int = 400) -> np.ndarray:
             name="koopman_matrix_lag0",
         ),
         wrap(
-            "dynamics.koopman._systems.NoisyLogisticMap.noise",
-            scaled(1.1),
-            "noise sampler 10 % too wide (data no longer from the N = 20 map)",
-            name="noise_10pct",
+            "dynamics.koopman._readout.KoopmanReadout.truncated",
+            lambda f: (
+                lambda self, r: dataclasses.replace(f(self, r), eigenvalues=self.eigenvalues[:r])
+            ),
+            "rank-r eigenvalues taken as the top r of the full-rank Koopman matrix (the "
+            "eigendecomposition before the truncation)",
+            name="eigs_before_truncation",
         ),
     ],
 )
