@@ -1,0 +1,232 @@
+"""Pre-train the frozen source CNN, then adapt it to a target task by visual prompting or by a
+linear probe, every method with the same optimiser, step budget and learning-rate grid.
+
+Mechanism and protocol from ``acavp.md`` Sec. 5.2: only the method's own parameters train
+(:class:`nn.acavp.Prompted` / :class:`nn.acavp.LinearProbe` carry the trainable mask), the label
+map is first-k (target class i = source logit i, the official code's default for non-CLIP
+models), Adam (the note's allowed alternative to EVP's normalised-gradient SGD, ``acavp.md``
+Sec. 6 pitfall 4) with one learning rate per method and task chosen on a validation split from
+the same grid for every method. Replicates (seeds x learning rates) run as one ``jax.vmap`` of a
+``lax.scan`` training loop, compiled once per method.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import nn
+from nn import acavp as P
+from theory._validation import check_bool, check_choice, check_int, check_key, check_scalar
+
+from .augment import trivial_augment
+from .data import SHIFTS, Task, source_task
+
+__all__ = ["METHODS", "LR_GRID", "pretrain", "build", "AdaptResult", "adapt"]
+
+#: ``zs`` frozen model, ``lp`` linear probe, ``pad`` Bahng et al., ``evp`` EVP, ``acavp`` and its
+#: ablations (a stage switched off)
+METHODS = ("zs", "lp", "pad", "evp", "acavp", "acavp_no_affine", "acavp_no_colour",
+           "acavp_no_additive")  # fmt: skip
+LR_GRID = (0.01, 0.03, 0.1)
+
+
+def pretrain(seed: int = 0, *, steps: int = 600, batch: int = 64, lr: float = 1e-2,
+             channels=(8, 16, 32, 32)):  # fmt: skip
+    """The source CNN trained with Adam (:func:`nn.train`) on ``seed``'s source digits; returns
+    ``(model, source test accuracy)``."""
+    seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    steps = check_int(steps, "steps", lower=1, upper=100_000)
+    batch = check_int(batch, "batch", lower=1, upper=4096)
+    lr = check_scalar(lr, "lr", lower=0.0, upper=10.0, closed="right")
+    xtr, ytr, xte, yte = source_task(seed)
+    key = jax.random.key(seed)
+    model = P.SmallCNN(channels, 10, key=jax.random.fold_in(key, 1))
+    rng = np.random.default_rng(seed)
+    order = rng.integers(0, len(ytr), (steps, batch))
+
+    def loss(m, b, *, key=None):
+        return nn.cross_entropy(m(b[0]), b[1])
+
+    res = nn.train(model, loss, lambda t: (xtr[order[t]], ytr[order[t]]), optax.adam(lr), steps,
+                   key=key, progress=False)  # fmt: skip
+    return res.model, float(_accuracy(res.model, xte, yte))
+
+
+@eqx.filter_jit
+def _accuracy(model, x, y):
+    return jnp.mean(jnp.argmax(model(x), -1) == y)
+
+
+def build(method: str, backbone, key, *, shape=(3, 32, 32), width: int = 4, inner: int = 24,
+          center: str = "image", t_range: float = 0.05, scale_init: float = 0.73):  # fmt: skip
+    """The adapted model of ``method`` (one of :data:`METHODS` but ``zs``) on ``backbone`` for
+    images of ``shape``; ``width`` (padding prompt), ``inner`` (EVP), ``center``, ``t_range``,
+    ``scale_init`` (ACAVP) as in :mod:`nn.acavp`."""
+    method = check_choice(method, "method", METHODS[1:])
+    check_key(key)
+    if not isinstance(backbone, P.SmallCNN):
+        raise TypeError(f"`backbone` must be an nn.acavp.SmallCNN; got {type(backbone).__name__}.")
+    n = backbone.head.out_features
+    if method == "lp":
+        return P.LinearProbe(backbone, n, key=key)
+    if method == "pad":
+        prompt = P.PaddingPrompt(shape, width, key=key)
+    elif method == "evp":
+        prompt = P.EVPPrompt(shape, inner)
+    else:
+        off = method.removeprefix("acavp_no_") if method != "acavp" else ""
+        prompt = P.ACAVPPrompt(shape, scale_init=scale_init, t_range=t_range, center=center,
+                               affine=off != "affine", colour=off != "colour",
+                               additive=off != "additive")  # fmt: skip
+    return P.Prompted(prompt, backbone, P.first_k_label_map(n, n))
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptResult:
+    """Accuracies of the chosen learning rate per seed: ``test``, ``val``, ``train`` (on the
+    seed's training subset) and ``shifted[name]`` ``(seeds,)``; ``lr`` the chosen rate,
+    ``val_by_lr`` mean validation accuracy per rate of the grid; ``frozen_identical`` whether
+    the backbone is bit-identical after the run; ``loss`` the mean training loss per step."""
+
+    method: str
+    task: str
+    lr: float
+    test: np.ndarray
+    val: np.ndarray
+    train: np.ndarray
+    shifted: dict
+    val_by_lr: np.ndarray
+    frozen_identical: bool
+    loss: np.ndarray
+
+
+def _subsets(task, seeds, n_per_class, seed):
+    """Per-seed training indices padded to one length, and their counts."""
+    n = len(task.y_train)
+    if n_per_class is None:
+        return np.tile(np.arange(n), (seeds, 1)), np.full(seeds, n)
+    rng = np.random.default_rng(seed + 12345)
+    idx = np.zeros((seeds, n), np.int64)
+    counts = np.zeros(seeds, np.int64)
+    for s in range(seeds):
+        pick = np.concatenate([
+            rng.permutation(np.flatnonzero(task.y_train == c))[:n_per_class] for c in range(10)
+        ])  # fmt: skip
+        idx[s, : pick.size] = pick
+        counts[s] = pick.size
+    return idx, counts
+
+
+def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, steps: int = 150,
+          batch: int = 32, n_per_class: int | None = None, augment: bool = False, seed: int = 0,
+          **prompt_kw) -> AdaptResult:  # fmt: skip
+    """Adapt the frozen ``backbone`` to ``task`` with ``method``: ``seeds`` replicates (prompt
+    init, minibatches, augmentation draws and, with ``n_per_class``, the low-data training
+    subset differ) for each rate of ``lrs``; report the rate with the best mean validation
+    accuracy. ``augment`` applies :func:`~dynamics.acavp.augment.trivial_augment` to every
+    training batch before the prompt. ``prompt_kw`` go to :func:`build`."""
+    method = check_choice(method, "method", METHODS)
+    if not isinstance(task, Task):
+        raise TypeError(f"`task` must be a dynamics.acavp.Task; got {type(task).__name__}.")
+    seeds = check_int(seeds, "seeds", lower=2, upper=64)
+    steps = check_int(steps, "steps", lower=1, upper=100_000)
+    batch = check_int(batch, "batch", lower=1, upper=4096)
+    augment = check_bool(augment, "augment")
+    seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    if n_per_class is not None:
+        n_per_class = check_int(n_per_class, "n_per_class", lower=1, upper=10_000)
+    lrs = np.asarray(lrs, np.float64).ravel()
+    if lrs.size < 1 or not np.all(np.isfinite(lrs)) or np.any(lrs <= 0) or np.any(lrs > 10):
+        raise ValueError(f"`lrs` must be learning rates in (0, 10]; got {lrs}.")
+    before = [np.asarray(v) for v in jax.tree.leaves(backbone)]
+    idx, counts = _subsets(task, seeds, n_per_class, seed)
+    evals = (task.x_val, task.y_val, task.x_test, task.y_test,
+             *(task.shifted[s] for s in SHIFTS))  # fmt: skip
+    if method == "zs":
+        acc = [float(_accuracy(backbone, evals[i], evals[i + 1])) for i in range(0, 4, 2)]
+        acc += [float(_accuracy(backbone, task.shifted[s], task.y_test)) for s in SHIFTS]
+        tr = float(_accuracy(backbone, task.x_train, task.y_train))
+        a = np.repeat(np.asarray([*acc, tr])[:, None], seeds, axis=1)
+        return AdaptResult(method, task.name, float("nan"), a[1], a[0], a[-1],
+                           {s: a[2 + i] for i, s in enumerate(SHIFTS)},
+                           np.full(lrs.size, acc[0]), True, np.zeros(0))  # fmt: skip
+    keys = jax.random.split(jax.random.key(seed * 7919 + 3), seeds)
+    shape = tuple(task.x_train.shape[1:])
+    models = [build(method, backbone, k, shape=shape, **prompt_kw) for k in keys]
+    x_pool = jnp.asarray(task.x_train)
+    evals = tuple(jnp.asarray(e) for e in evals)
+    if method == "lp":  # the probe is linear in frozen features: compute them once
+        if augment:
+            raise ValueError("`augment` applies to visual prompts; the linear probe runs without.")
+        feats = eqx.filter_jit(backbone.features)
+        x_pool = feats(x_pool)
+        evals = tuple(feats(e) if e.ndim == 4 else e for e in evals)
+        models = [m.head for m in models]
+    tr0 = jax.tree.map(lambda *v: jnp.stack(v), *[nn.split(m)[0] for m in models])
+    frozen = nn.split(models[0])[1]
+    rep_tr = jax.tree.map(lambda v: jnp.concatenate([v] * lrs.size), tr0)
+    rep_lr = jnp.repeat(jnp.asarray(lrs, jnp.float32), seeds)
+    rep_keys = jnp.concatenate([keys] * lrs.size)
+    rep_idx = jnp.asarray(np.tile(idx, (lrs.size, 1)))
+    rep_n = jnp.asarray(np.tile(counts, lrs.size))
+    accs, losses, final = _fit(rep_tr, frozen, rep_lr, rep_keys, rep_idx, rep_n, x_pool,
+                               jnp.asarray(task.y_train), evals, steps, batch, augment)  # fmt: skip
+    accs = np.asarray(accs).reshape(3 + len(SHIFTS), lrs.size, seeds)
+    val_by_lr = accs[0].mean(axis=1)
+    best = int(np.argmax(val_by_lr))
+    adapted = nn.combine(jax.tree.map(lambda v: v[0], final), frozen)
+    after = backbone if method == "lp" else adapted.backbone  # the probe never holds it
+    same = all(
+        np.array_equal(a, np.asarray(b), equal_nan=True)
+        for a, b in zip(before, jax.tree.leaves(after), strict=True)
+    )
+    a = accs[:, best]
+    return AdaptResult(method, task.name, float(lrs[best]), a[1], a[0], a[-1],
+                       {s: a[2 + i] for i, s in enumerate(SHIFTS)}, val_by_lr, bool(same),
+                       np.asarray(losses).reshape(lrs.size, seeds, -1)[best].mean(0))  # fmt: skip
+
+
+@eqx.filter_jit
+def _fit(tr0, frozen, lrs, keys, idx, counts, x_pool, y_pool, evals, steps, batch, augment):
+    def one(tr, lr, key, idx_r, n_r):
+        opt = optax.adam(lr)
+
+        def apply(t, x):
+            m = nn.combine(t, frozen)
+            return jax.vmap(m)(x) if isinstance(m, eqx.nn.Linear) else m(x)
+
+        def loss(t, xb, yb):
+            return nn.cross_entropy(apply(t, xb), yb)
+
+        def step(carry, t):
+            tr, st = carry
+            k1, k2 = jax.random.split(jax.random.fold_in(key, t))
+            ids = idx_r[jax.random.randint(k1, (batch,), 0, n_r)]
+            xb, yb = x_pool[ids], y_pool[ids]
+            if augment:
+                xb = trivial_augment(xb, k2)
+            val, g = eqx.filter_value_and_grad(loss)(tr, xb, yb)
+            up, st = opt.update(g, st, tr)
+            return (eqx.apply_updates(tr, up), st), val
+
+        (tr, _), losses = jax.lax.scan(step, (tr, opt.init(tr)), jnp.arange(steps))
+
+        def model(x):
+            return apply(tr, x)
+
+        accs = [jnp.mean(jnp.argmax(model(evals[0]), -1) == evals[1]),
+                jnp.mean(jnp.argmax(model(evals[2]), -1) == evals[3])]  # fmt: skip
+        accs += [jnp.mean(jnp.argmax(model(x), -1) == evals[3]) for x in evals[4:]]
+        w = (jnp.arange(idx_r.size) < n_r).astype(jnp.float32)
+        hit = jnp.argmax(model(x_pool[idx_r]), -1) == y_pool[idx_r]
+        accs.append(jnp.sum(w * hit) / n_r)
+        return jnp.stack(accs), losses, tr
+
+    accs, losses, final = jax.vmap(one)(tr0, lrs, keys, idx, counts)
+    return accs.T, losses, final
