@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from nn.acavp import warp_affine
-from theory._validation import check_array, check_key, check_scalar
+from theory._validation import _is_tracer, as_array, check_array, check_key, check_scalar
 
 __all__ = ["OPS", "LEVELS", "apply_ops", "trivial_augment"]
 
@@ -110,6 +111,18 @@ def _inverse_map(op, m, sign, h, w, max_translate):
     return jnp.concatenate([mat, jnp.array([[0.0, 0.0, 1.0]])])
 
 
+def _indices(v, name, n, upper, lower=0):
+    """An integer vector ``(n,)`` with entries in ``[lower, upper]`` (checked when concrete)."""
+    if _is_tracer(v):
+        if v.shape != (n,):
+            raise ValueError(f"`{name}` must have shape ({n},); got {tuple(v.shape)}.")
+        return v
+    a = as_array(v, name, shape=(n,), lower=lower, upper=upper)
+    if np.any(a != np.round(a)):
+        raise ValueError(f"`{name}` must hold integers; got {a}.")
+    return jnp.asarray(a.astype(np.int32))
+
+
 def apply_ops(images, ops, levels, signs, *, max_translate: float = 10.0):
     """Apply operation ``ops[i]`` (index into :data:`OPS`) at strength ``levels[i]`` (0..30) with
     direction ``signs[i]`` (+1 or -1) to image ``i`` of ``images (N, 3, H, W)`` in [0, 1].
@@ -121,11 +134,12 @@ def apply_ops(images, ops, levels, signs, *, max_translate: float = 10.0):
     if images.shape[1] != 3:
         raise ValueError(f"`images` must be RGB (N, 3, H, W); got {tuple(images.shape)}.")
     n, _, h, w = images.shape
-    max_translate = check_scalar(max_translate, "max_translate", lower=0.0, upper=max(h, w))
-    ops, levels, signs = (jnp.asarray(v) for v in (ops, levels, signs))
-    for v, name in ((ops, "ops"), (levels, "levels"), (signs, "signs")):
-        if v.shape != (n,):
-            raise ValueError(f"`{name}` must have shape ({n},); got {tuple(v.shape)}.")
+    max_translate = check_scalar(max_translate, "max_translate", lower=0.0, upper=1e3)
+    ops = _indices(ops, "ops", n, len(OPS) - 1)
+    levels = _indices(levels, "levels", n, LEVELS - 1)
+    signs = _indices(signs, "signs", n, 1, lower=-1)
+    if not _is_tracer(signs) and np.any(np.asarray(signs) == 0):
+        raise ValueError("`signs` must be +1 or -1.")
     q = jnp.round(jnp.clip(images, 0.0, 1.0) * 255.0)
     m = levels.astype(q.dtype) / (LEVELS - 1)
     sg = signs.astype(q.dtype)

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from scipy.ndimage import affine_transform
 
-from theory._validation import check_choice, check_int, check_scalar
+from theory._validation import as_array, check_choice, check_int, check_scalar
 
 __all__ = [
     "CANVAS",
@@ -74,15 +74,15 @@ def render(images, *, size=20.0, offset=(0.0, 0.0), rotation=0.0, fg=(1.0, 1.0, 
     ``rotation`` degrees, ``fg``/``bg`` RGB in [0, 1]; ``jitter`` optional per-image extra
     offsets ``(N, 2)``.
     """
-    images = np.asarray(images, np.float32)
-    if images.ndim != 3 or images.shape[1:] != (8, 8):
-        raise ValueError(f"`images` must be (N, 8, 8); got {images.shape}.")
+    images = as_array(images, "images", shape=(None, 8, 8), lower=0.0, upper=1.0)
     size = check_scalar(size, "size", lower=1.0, upper=4.0 * CANVAS)
     rotation = check_scalar(rotation, "rotation", lower=-180.0, upper=180.0)
+    offset = as_array(offset, "offset", shape=(2,), lower=-CANVAS, upper=CANVAS)
+    fg = as_array(fg, "fg", shape=(3,), lower=0.0, upper=1.0)
+    bg = as_array(bg, "bg", shape=(3,), lower=0.0, upper=1.0)
     n = images.shape[0]
-    jit = np.zeros((n, 2)) if jitter is None else np.asarray(jitter, np.float64)
-    if jit.shape != (n, 2):
-        raise ValueError(f"`jitter` must be ({n}, 2); got {jit.shape}.")
+    jit = np.zeros((n, 2)) if jitter is None else jitter
+    jit = as_array(jit, "jitter", shape=(n, 2), lower=-CANVAS, upper=CANVAS)
     k, a = size / 8.0, math.radians(rotation)
     c = (CANVAS - 1) / 2.0
     mats = np.zeros((n, 3, 3))

@@ -22,7 +22,14 @@ import optax
 
 import nn
 from nn import acavp as P
-from theory._validation import check_bool, check_choice, check_int, check_key, check_scalar
+from theory._validation import (
+    as_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_key,
+    check_scalar,
+)
 
 from .augment import trivial_augment
 from .data import SHIFTS, Task, source_task
@@ -141,9 +148,7 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
     if n_per_class is not None:
         n_per_class = check_int(n_per_class, "n_per_class", lower=1, upper=10_000)
-    lrs = np.asarray(lrs, np.float64).ravel()
-    if lrs.size < 1 or not np.all(np.isfinite(lrs)) or np.any(lrs <= 0) or np.any(lrs > 10):
-        raise ValueError(f"`lrs` must be learning rates in (0, 10]; got {lrs}.")
+    lrs = as_array(lrs, "lrs", ndim=1, min_size=1, lower=0.0, upper=10.0, closed="right")
     before = [np.asarray(v) for v in jax.tree.leaves(backbone)]
     idx, counts = _subsets(task, seeds, n_per_class, seed)
     evals = (task.x_val, task.y_val, task.x_test, task.y_test,
