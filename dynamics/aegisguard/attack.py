@@ -30,7 +30,17 @@ import optax
 
 from theory._validation import as_array, check_int, check_key, check_scalar
 
-from .victim import _ce, adapter_arrays, init_A, logits, with_adapters
+from .victim import (
+    _ce,
+    adapter_arrays,
+    check_data,
+    check_inputs,
+    check_layer_vector,
+    check_victim,
+    init_A,
+    logits,
+    with_adapters,
+)
 
 __all__ = [
     "ExposedView",
@@ -57,9 +67,8 @@ class ExposedView(eqx.Module):
 def expose(model, As, Bs, shielded) -> ExposedView:
     """The attacker's view of a victim with factors ``As``, ``Bs`` when the layers where
     ``shielded`` (bool, one per layer) is True stay in the enclave."""
-    shielded = jnp.asarray(shielded, bool)
-    if shielded.shape != (len(As),):
-        raise ValueError(f"`shielded` must have shape ({len(As)},); got {shielded.shape}.")
+    As, Bs = check_victim(model, As, Bs)
+    shielded = check_layer_vector(shielded, "shielded", len(As), kind="b")
     zA = tuple(jnp.where(shielded[i], jnp.zeros_like(a), a) for i, a in enumerate(As))
     zB = tuple(jnp.where(shielded[i], jnp.zeros_like(b), b) for i, b in enumerate(Bs))
     # the view's model keeps the backbone only: its own adapter leaves are zeroed too
@@ -74,6 +83,8 @@ def _zero_adapters(model):
 
 def query_labels(model, As, Bs, X):
     """The deployed victim's answer to queries ``X``: top-1 labels only (label-only outputs)."""
+    As, Bs = check_victim(model, As, Bs)
+    X = check_inputs(model, X)
     return jnp.argmax(logits(model, As, Bs, X), -1)
 
 
@@ -95,14 +106,17 @@ def attack(
     """
     if not isinstance(view, ExposedView):
         raise TypeError(f"`view` must be an ExposedView (from expose); got {type(view).__name__}.")
+    X_query, y_query = check_data(view.model, X_query, y_query, ("X_query", "y_query"))
     epochs = check_int(epochs, "epochs", lower=1, upper=10**4)
-    batch = check_int(batch, "batch", lower=1, upper=10**5)
+    batch = check_int(batch, "batch", lower=1, upper=X_query.shape[0])
     lr_shielded = check_scalar(lr_shielded, "lr_shielded", lower=0, upper=10, closed="neither")
     lr_exposed = check_scalar(lr_exposed, "lr_exposed", lower=0, upper=10)
     check_key(key)
-    return _attack(view, X_query, y_query, epochs, batch, lr_shielded, lr_exposed, key)
+    lrs = jnp.asarray(lr_shielded), jnp.asarray(lr_exposed)
+    return _attack(view, X_query, y_query, epochs, batch, *lrs, key)
 
 
+@eqx.filter_jit
 def _attack(view, X, y, epochs, batch, lr_shielded, lr_exposed, key):
     k_init, k_data = jax.random.split(key)
     fresh = init_A(view.As, k_init)
@@ -150,10 +164,14 @@ def subset_index(mask) -> int:
 def leakage(acc, acc_black_box, acc_white_box):
     """Normalised leakage ``(acc - acc_bb) / (acc_wb - acc_bb)`` (``aegisguard.md`` Sec. 8.2):
     0 at black-box level, 1 at white-box level."""
-    acc, bb, wb = (np.asarray(v, np.float64) for v in (acc, acc_black_box, acc_white_box))
-    for name, v in (("acc", acc), ("acc_black_box", bb), ("acc_white_box", wb)):
-        if not np.all(np.isfinite(v)):
-            raise ValueError(f"`{name}` must be finite.")
+    acc, bb, wb = (
+        as_array(v, n, lower=0, upper=1)
+        for v, n in (
+            (acc, "acc"),
+            (acc_black_box, "acc_black_box"),
+            (acc_white_box, "acc_white_box"),
+        )
+    )
     if np.any(wb <= bb):
         raise ValueError("`acc_white_box` must exceed `acc_black_box`.")
     return (acc - bb) / (wb - bb)

@@ -25,13 +25,22 @@ Choices the digests leave open, each an explicit option:
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import optax
 
 from theory._validation import check_choice, check_int, check_key, check_scalar
 
-from .victim import _batch, _ce, adapter_arrays
+from .victim import (
+    _batch,
+    _ce,
+    adapter_arrays,
+    check_data,
+    check_layer_vector,
+    check_model,
+    check_victim,
+)
 
 __all__ = [
     "REWARDS",
@@ -51,7 +60,9 @@ SAMPLERS = ("mixture", "pool")
 def reward(dL, selected, variant: str = "literal"):
     """RSM reward of the probed layers (zero elsewhere); ``dL``, ``selected`` of shape ``(L,)``."""
     check_choice(variant, "variant", REWARDS)
-    return _reward(jnp.asarray(dL), jnp.asarray(selected, bool), variant)
+    dL = check_layer_vector(dL, "dL")
+    selected = check_layer_vector(selected, "selected", dL.shape[0], kind="b")
+    return _reward(dL, selected, variant)
 
 
 def _reward(dL, sel, variant):
@@ -67,7 +78,10 @@ def score_update(s, r, selected, mu: float = 0.5):
     """``s_i + mu r_i sigma(s_i)(1 - sigma(s_i))`` on the selected layers (gradient ascent on
     ``r_i sigma(s_i)``, a gradient-bandit preference step)."""
     mu = check_scalar(mu, "mu", lower=0, upper=1e3)
-    return _score_update(jnp.asarray(s), jnp.asarray(r), jnp.asarray(selected, bool), mu)
+    s = check_layer_vector(s, "s")
+    r = check_layer_vector(r, "r", s.shape[0])
+    selected = check_layer_vector(selected, "selected", s.shape[0], kind="b")
+    return _score_update(s, r, selected, mu)
 
 
 def _score_update(s, r, sel, mu):
@@ -77,7 +91,7 @@ def _score_update(s, r, sel, mu):
 
 def sample_layers(s, n_select: int, *, key, sampler: str = "mixture", eps: float = 0.5):
     """Bool mask of the ``n_select`` layers trained and probed this round (see module doc)."""
-    s = jnp.asarray(s)
+    s = check_layer_vector(s, "s")
     n_select = check_int(n_select, "n_select", lower=1, upper=s.shape[-1])
     check_choice(sampler, "sampler", SAMPLERS)
     eps = check_scalar(eps, "eps", lower=0, upper=1)
@@ -106,11 +120,14 @@ def _noise_sigma(As, rho):
 def probe(model, As, Bs, X, y, *, rho: float = 0.5, key):
     """``dL_i`` for every layer ``i``: the loss change on ``(X, y)`` when ``A_i`` alone gets
     Gaussian noise of std ``rho * RMS(A_i)`` (one draw per layer; ``fold_in(key, i)``)."""
+    As, Bs = check_victim(model, As, Bs)
+    X, y = check_data(model, X, y)
     rho = check_scalar(rho, "rho", lower=0, upper=100, closed="neither")
     check_key(key)
-    return _probe(model, As, Bs, X, y, rho, key)
+    return _probe(model, As, Bs, X, y, jnp.asarray(rho), key)
 
 
+@eqx.filter_jit
 def _probe(model, As, Bs, X, y, rho, key):
     base = _ce(model, As, Bs, X, y)
     sig = _noise_sigma(As, rho)
@@ -145,7 +162,9 @@ def rsm_train(
     adapters only, probe them on a fresh minibatch, reward, score update. Returns
     ``(As, Bs, scores, rounds_trained)``; traceable (``vmap`` over replicates).
     """
-    steps = check_int(steps, "steps", lower=1, upper=10**6)
+    check_model(model)
+    X, y = check_data(model, X, y)
+    steps = check_int(steps, "steps", lower=1, upper=10**5)
     period = check_int(period, "period", lower=1, upper=steps)
     L = len(adapter_arrays(model)[0])
     n_select = check_int(n_select, "n_select", lower=1, upper=L)
@@ -154,15 +173,18 @@ def rsm_train(
     check_choice(variant, "variant", REWARDS)
     check_choice(sampler, "sampler", SAMPLERS)
     eps = check_scalar(eps, "eps", lower=0, upper=1)
-    batch = check_int(batch, "batch", lower=1, upper=10**6)
+    batch = check_int(batch, "batch", lower=1, upper=10**5)
     lr = check_scalar(lr, "lr", lower=0, upper=10, closed="neither")
     check_key(key)
-    cfg = (steps // period, period, n_select, mu, rho, variant, sampler, eps, batch, lr)
-    return _rsm_train(model, X, y, cfg, key)
+    cfg = (steps // period, period, n_select, variant, sampler, batch)
+    hp = tuple(jnp.asarray(v) for v in (mu, rho, eps, lr))
+    return _rsm_train(model, X, y, cfg, hp, key)
 
 
-def _rsm_train(model, X, y, cfg, key):
-    rounds, period, n_sel, mu, rho, variant, sampler, eps, batch, lr = cfg
+@eqx.filter_jit
+def _rsm_train(model, X, y, cfg, hp, key):
+    rounds, period, n_sel, variant, sampler, batch = cfg
+    mu, rho, eps, lr = hp
     opt = optax.adam(lr)
     params = adapter_arrays(model)
     L = len(params[0])
@@ -210,21 +232,26 @@ def rsm_posthoc(
 ):
     """The bandit alone on a trained victim (no training between rounds; the note's G4 control
     that separates measurement from the self-fulfilling selection). Returns the scores."""
-    rounds = check_int(rounds, "rounds", lower=1, upper=10**5)
+    As, Bs = check_victim(model, As, Bs)
+    X, y = check_data(model, X, y)
+    rounds = check_int(rounds, "rounds", lower=1, upper=10**4)
     n_select = check_int(n_select, "n_select", lower=1, upper=len(As))
     mu = check_scalar(mu, "mu", lower=0, upper=1e3)
     rho = check_scalar(rho, "rho", lower=0, upper=100, closed="neither")
     check_choice(variant, "variant", REWARDS)
     check_choice(sampler, "sampler", SAMPLERS)
     eps = check_scalar(eps, "eps", lower=0, upper=1)
-    batch = check_int(batch, "batch", lower=1, upper=10**6)
+    batch = check_int(batch, "batch", lower=1, upper=10**5)
     check_key(key)
-    cfg = (rounds, n_select, mu, rho, variant, sampler, eps, batch)
-    return _rsm_posthoc(model, tuple(As), tuple(Bs), X, y, cfg, key)
+    cfg = (rounds, n_select, variant, sampler, batch)
+    hp = tuple(jnp.asarray(v) for v in (mu, rho, eps))
+    return _rsm_posthoc(model, As, Bs, X, y, cfg, hp, key)
 
 
-def _rsm_posthoc(model, As, Bs, X, y, cfg, key):
-    rounds, n_sel, mu, rho, variant, sampler, eps, batch = cfg
+@eqx.filter_jit
+def _rsm_posthoc(model, As, Bs, X, y, cfg, hp, key):
+    rounds, n_sel, variant, sampler, batch = cfg
+    mu, rho, eps = hp
 
     def one_round(s, t):
         kt = jax.random.fold_in(key, t)

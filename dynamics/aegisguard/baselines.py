@@ -18,13 +18,15 @@ Scores are "shield the highest first" (:func:`top_k`):
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import check_choice, check_int, check_key, check_scalar
+from theory._validation import as_array, check_choice, check_int, check_key, check_scalar
 
 from .bandit import _probe
+from .victim import check_data, check_layer_vector, check_victim
 
 __all__ = [
     "magnitude_scores",
@@ -38,6 +40,7 @@ __all__ = [
 
 def magnitude_scores(model, As, Bs):
     """``||scale B_l A_l||_F`` per layer (``scale`` the LoRA ``alpha / r``)."""
+    As, Bs = check_victim(model, As, Bs)
     scale = next(iter(model.layers().values())).scale
     return jnp.stack([jnp.linalg.norm(scale * (b @ a)) for a, b in zip(As, Bs, strict=True)])
 
@@ -52,16 +55,24 @@ def depth_scores(n_layers: int, which: str = "deep"):
 
 def probe_scores(model, As, Bs, X, y, *, draws: int = 32, rho: float = 0.5, key):
     """Mean ``dL_i`` over ``draws`` independent one-layer noise probes on ``(X, y)``."""
-    draws = check_int(draws, "draws", lower=1, upper=10**4)
+    As, Bs = check_victim(model, As, Bs)
+    X, y = check_data(model, X, y)
+    draws = check_int(draws, "draws", lower=1, upper=10**3)
     rho = check_scalar(rho, "rho", lower=0, upper=100, closed="neither")
     check_key(key)
-    keys = jax.random.split(key, draws)
+    return _probe_mean(model, As, Bs, X, y, jnp.asarray(rho), jax.random.split(key, draws))
+
+
+@eqx.filter_jit
+def _probe_mean(model, As, Bs, X, y, rho, keys):
     return jnp.mean(jax.vmap(lambda k: _probe(model, As, Bs, X, y, rho, k))(keys), axis=0)
 
 
 def top_k(scores, k: int):
     """Bool mask of the ``k`` highest ``scores`` (ties to the lower index); traceable."""
-    scores = jnp.asarray(scores)
+    scores = check_layer_vector(
+        scores, "scores", np.shape(scores)[0] if np.ndim(scores) == 1 else -1
+    )
     k = check_int(k, "k", lower=0, upper=scores.shape[-1])
     order = jnp.argsort(-scores, axis=-1, stable=True)
     ranks = jnp.argsort(order, axis=-1)
@@ -69,9 +80,9 @@ def top_k(scores, k: int):
 
 
 def _by_size(acc_table, k):
-    acc = np.asarray(acc_table, np.float64)
-    L = int(round(np.log2(acc.shape[-1])))
-    if acc.ndim < 1 or 2**L != acc.shape[-1]:
+    acc = as_array(acc_table, "acc_table", lower=0, upper=1)
+    L = int(round(np.log2(max(acc.shape[-1], 1)))) if acc.ndim else 0
+    if acc.ndim < 1 or acc.shape[-1] < 2 or 2**L != acc.shape[-1]:
         raise ValueError(f"`acc_table` must have 2^L entries on its last axis; got {acc.shape}.")
     k = check_int(k, "k", lower=0, upper=L)
     size = np.array([bin(j).count("1") for j in range(2**L)])

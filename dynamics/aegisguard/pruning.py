@@ -16,26 +16,31 @@ structured pruning of the *shielded* adapters' output groups during fine-tuning.
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from theory._validation import check_int, check_key, check_scalar
 
-from .victim import _batch, _ce
+from .victim import _batch, _ce, check_data, check_layer_vector, check_victim
 
 __all__ = ["group_importance", "sac_quota", "sac_prune"]
 
 
 def group_importance(model, As, Bs, X, y, group: int = 4):
     """Per layer, ``sum |B * dL/dB|`` over each output group of ``group`` rows (a list)."""
+    As, Bs = check_victim(model, As, Bs)
+    X, y = check_data(model, X, y)
     group = check_int(group, "group", lower=1, upper=4096)
     for b in Bs:
         if b.shape[0] % group:
             raise ValueError(f"`group` must divide every output width; got {group} for {b.shape}.")
-    return _importance(model, tuple(As), tuple(Bs), X, y, group)
+    return _importance(model, As, Bs, X, y, group)
 
 
+@eqx.filter_jit
 def _importance(model, As, Bs, X, y, group):
     gB = jax.grad(lambda bs: _ce(model, As, bs, X, y))(Bs)
     return [
@@ -46,9 +51,15 @@ def _importance(model, As, Bs, X, y, group):
 
 def sac_quota(remaining, t, T, scores, *, alpha: float = 0.5, delta: float = 1.0):
     """``(R_total - R_t) / ((T - t + delta) sigma(s_i)) * (1 - alpha + alpha t / T)`` per layer."""
+    remaining = check_scalar(remaining, "remaining", lower=0, upper=1e9)
+    T = check_int(T, "T", lower=1, upper=10**6)
+    t = check_int(t, "t", lower=0, upper=T - 1)
+    scores = check_layer_vector(
+        scores, "scores", np.shape(scores)[0] if np.ndim(scores) == 1 else -1
+    )
     alpha = check_scalar(alpha, "alpha", lower=0, upper=1)
     delta = check_scalar(delta, "delta", lower=0, upper=1e6, closed="neither")
-    return _quota(remaining, t, T, jnp.asarray(scores), alpha, delta)
+    return _quota(remaining, t, T, scores, alpha, delta)
 
 
 def _quota(remaining, t, T, s, alpha, delta):
@@ -78,29 +89,35 @@ def sac_prune(
     the ``shielded`` layers on the schedule above. Returns ``(As, Bs, keep)`` with ``keep`` a
     list of bool arrays, one per layer (its surviving groups; all True off the shielded set).
     Traceable (``vmap`` over replicates)."""
+    As, Bs = check_victim(model, As, Bs)
+    X, y = check_data(model, X, y)
+    shielded = check_layer_vector(shielded, "shielded", len(As), kind="b")
+    scores = check_layer_vector(scores, "scores", len(As))
     ratio = check_scalar(ratio, "ratio", lower=0, upper=1, closed="left")
     group = check_int(group, "group", lower=1, upper=4096)
-    steps = check_int(steps, "steps", lower=1, upper=10**6)
+    steps = check_int(steps, "steps", lower=1, upper=10**5)
     period = check_int(period, "period", lower=1, upper=steps)
     alpha = check_scalar(alpha, "alpha", lower=0, upper=1)
     delta = check_scalar(delta, "delta", lower=0, upper=1e6, closed="neither")
-    batch = check_int(batch, "batch", lower=1, upper=10**6)
+    batch = check_int(batch, "batch", lower=1, upper=10**5)
     lr = check_scalar(lr, "lr", lower=0, upper=10, closed="neither")
     check_key(key)
     for b in Bs:
         if b.shape[0] % group:
             raise ValueError(f"`group` must divide every output width; got {group} for {b.shape}.")
-    cfg = (ratio, group, steps // period, period, alpha, delta, batch, lr)
-    return _sac(model, tuple(As), tuple(Bs), X, y, jnp.asarray(shielded, bool),
-                jnp.asarray(scores), cfg, key)  # fmt: skip
+    cfg = (group, steps // period, period, batch)
+    hp = tuple(jnp.asarray(v) for v in (ratio, alpha, delta, lr))
+    return _sac(model, As, Bs, X, y, shielded, scores, cfg, hp, key)
 
 
 def _expand(keep, b, group):
     return jnp.repeat(keep, group)[:, None].astype(b.dtype)
 
 
-def _sac(model, As, Bs, X, y, shielded, s, cfg, key):
-    ratio, group, T, period, alpha, delta, batch, lr = cfg
+@eqx.filter_jit
+def _sac(model, As, Bs, X, y, shielded, s, cfg, hp, key):
+    group, T, period, batch = cfg
+    ratio, alpha, delta, lr = hp
     n_groups = [b.shape[0] // group for b in Bs]
     total = jnp.sum(jnp.asarray(n_groups) * shielded)
     target = jnp.round(ratio * total)

@@ -25,20 +25,10 @@ import optax
 
 import nn
 from nn import adapters as ad
-from theory._validation import check_int, check_key, check_scalar
+from theory._validation import check_array, check_instance, check_int, check_key, check_scalar
 
-__all__ = [
-    "ResMLP",
-    "Task",
-    "planted_task",
-    "adapted_model",
-    "adapter_arrays",
-    "with_adapters",
-    "logits",
-    "accuracy",
-    "train_victim",
-    "init_A",
-]
+# the entry points; adapter_arrays, with_adapters, logits and init_A are helpers (no validation)
+__all__ = ["ResMLP", "Task", "planted_task", "adapted_model", "accuracy", "train_victim"]
 
 
 class ResMLP(eqx.Module):
@@ -110,11 +100,17 @@ def planted_task(
     """
     check_key(key)
     n_layers = check_int(n_blocks, "n_blocks", lower=0, upper=64) + 2
+    check_int(d_in, "d_in", lower=1, upper=4096)
+    check_int(width, "width", lower=1, upper=4096)
+    check_int(n_classes, "n_classes", lower=2, upper=4096)
     check_int(n_train, "n_train", lower=8, upper=10**6)
     check_int(n_test, "n_test", lower=8, upper=10**6)
     check_int(planted_rank, "planted_rank", lower=1, upper=min(width, d_in, n_classes))
     if not isinstance(grades, tuple | list) or not 1 <= len(grades) <= n_layers:
-        raise ValueError(f"`grades` must be a tuple of 1..{n_layers} norms; got {grades!r}.")
+        raise ValueError(
+            f"`grades` must be a tuple of 1..{n_layers} norms (n_blocks + 2 layers); got "
+            f"{grades!r}."
+        )
     grades = [check_scalar(g, "grades", lower=0, upper=100) for g in grades]
     kb, ks, kp, kx = jax.random.split(key, 4)
     backbone = ResMLP(d_in, width, n_blocks, n_classes, key=kb)
@@ -148,7 +144,8 @@ def adapted_model(backbone: ResMLP, r: int = 4, *, key) -> ad.Adapted:
     (``nn.adapters.inject``): ``B = 0`` and ``A_l ~ U(-1/sqrt(n_l), 1/sqrt(n_l))`` drawn from
     ``fold_in(key, l)`` (PEFT's init, as ``inject`` draws it). Traceable: ``vmap`` over keys
     and backbones."""
-    check_int(r, "r", lower=1, upper=64)
+    check_instance(backbone, "backbone", ResMLP)
+    check_int(r, "r", lower=1, upper=min(backbone.head.out_features, backbone.inp.in_features))
     check_key(key)
     model = ad.inject(backbone, "lora", "all-linear", key=_SPEC_KEY, r=r)
     As, Bs = adapter_arrays(model)
@@ -206,7 +203,84 @@ def logits(model: ad.Adapted, As, Bs, X):
 
 def accuracy(model: ad.Adapted, As, Bs, X, y):
     """Top-1 accuracy of the adapted model on ``(X, y)``."""
+    As, Bs = check_victim(model, As, Bs)
+    X, y = check_data(model, X, y)
     return jnp.mean(jnp.argmax(logits(model, As, Bs, X), -1) == y)
+
+
+def check_model(model, name="model"):
+    """Validate an adapted victim model (from :func:`adapted_model`)."""
+    check_instance(model, name, ad.Adapted, "an nn.adapters.Adapted model (adapted_model)")
+    if not isinstance(ad.unload(model), ResMLP):
+        raise TypeError(f"`{name}` must adapt a ResMLP backbone (adapted_model).")
+    return model
+
+
+def check_victim(model, As, Bs):
+    """Validate an adapted model and factors ``As``, ``Bs`` of its adapters' shapes; returns
+    the factors as tuples."""
+    check_model(model)
+    A0, B0 = adapter_arrays(model)
+    for name, got, want in (("As", As, A0), ("Bs", Bs, B0)):
+        if not isinstance(got, tuple | list) or len(got) != len(want):
+            raise TypeError(f"`{name}` must be a tuple of {len(want)} arrays; got {got!r:.60}.")
+        for g, w in zip(got, want, strict=True):
+            check_array(g, name)
+            if tuple(g.shape) != tuple(w.shape):
+                shapes = [tuple(x.shape) for x in want]
+                raise ValueError(f"`{name}` must hold arrays of shapes {shapes}; got {g.shape}.")
+    return tuple(As), tuple(Bs)
+
+
+def check_inputs(model, X, name="X"):
+    """Validate inputs ``X (n, d_in)`` for ``model``; returns a JAX array."""
+    d_in = adapter_arrays(model)[0][0].shape[1]
+    if X is None or isinstance(X, str | bytes):
+        raise TypeError(f"`{name}` must be an array of shape (n, {d_in}); got {X!r}.")
+    X = check_array(X if hasattr(X, "dtype") else np.asarray(X), name, ndim=2, max_abs=1e6)
+    if np.dtype(X.dtype).kind != "f":
+        raise TypeError(f"`{name}` must hold floats; got dtype {X.dtype}.")
+    if X.shape[1] != d_in or X.shape[0] < 1:
+        raise ValueError(f"`{name}` must have shape (n >= 1, {d_in}); got {tuple(X.shape)}.")
+    return jnp.asarray(X)
+
+
+def check_data(model, X, y, names=("X", "y")):
+    """Validate inputs ``X (n, d_in)`` for ``model`` and integer labels ``y (n,)``."""
+    X = check_inputs(model, X, names[0])
+    if y is None or isinstance(y, str | bytes):
+        raise TypeError(f"`{names[1]}` must be an array of integer labels; got {y!r}.")
+    y = check_array(y if hasattr(y, "dtype") else np.asarray(y), names[1], ndim=1)
+    if np.dtype(y.dtype).kind not in "iu":
+        raise TypeError(f"`{names[1]}` must hold integer labels; got dtype {y.dtype}.")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"`{names[1]}` must have {X.shape[0]} labels (the rows of `{names[0]}`); got {y.shape}."
+        )
+    n_classes = adapter_arrays(model)[1][-1].shape[0]
+    if not isinstance(y, jax.core.Tracer) and (np.min(y) < 0 or np.max(y) >= n_classes):
+        raise ValueError(
+            f"`{names[1]}` must lie in [0, {n_classes}); got [{np.min(y)}, {np.max(y)}]."
+        )
+    return X, jnp.asarray(y)
+
+
+def check_layer_vector(v, name, n_layers=None, *, kind="f"):
+    """Validate a per-layer vector: ``kind`` "b" (bool mask) or "f" (finite reals), shape
+    ``(n_layers,)`` (any non-empty 1-D when None); returns it as a JAX array."""
+    if v is None or isinstance(v, str | bytes):
+        raise TypeError(f"`{name}` must be a 1-D array over the layers; got {v!r}.")
+    if not hasattr(v, "dtype"):
+        v = np.asarray(v)
+    if kind == "b":
+        if np.dtype(v.dtype).kind != "b":
+            raise TypeError(f"`{name}` must be a bool mask over the layers; got dtype {v.dtype}.")
+    else:
+        check_array(v, name, max_abs=1e6)
+    if v.ndim != 1 or v.shape[0] < 1 or n_layers not in (None, v.shape[0]):
+        want = "(L,)" if n_layers is None else f"({n_layers},)"
+        raise ValueError(f"`{name}` must have shape {want}; got {tuple(v.shape)}.")
+    return jnp.asarray(v)
 
 
 def _ce(model, As, Bs, X, y):
@@ -233,12 +307,16 @@ def train_victim(
 
     Returns ``(As, Bs)``. Traceable: ``vmap`` over replicates compiles once.
     """
-    steps = check_int(steps, "steps", lower=1, upper=10**6)
-    batch = check_int(batch, "batch", lower=1, upper=10**6)
+    check_model(model)
+    X, y = check_data(model, X, y)
+    steps = check_int(steps, "steps", lower=1, upper=10**5)
+    batch = check_int(batch, "batch", lower=1, upper=10**5)
     lr = check_scalar(lr, "lr", lower=0, upper=10, closed="neither")
-    return _train(model, X, y, steps, batch, lr, key)
+    check_key(key)
+    return _train(model, X, y, steps, batch, jnp.asarray(lr), key)
 
 
+@eqx.filter_jit
 def _train(model, X, y, steps, batch, lr, key):
     opt = optax.adam(lr)
     params = adapter_arrays(model)
