@@ -1,0 +1,38 @@
+"""Depth sensor model and the auxiliary-image encoding (``papers/mixprompt.md`` section 5.1).
+
+:func:`depth_sensor`: Kinect-like measurement of a true depth map: additive Gaussian noise of
+standard deviation ``noise`` and a fraction ``holes`` of pixels dropped to 0 (missing returns).
+:func:`depth_channels`: the official loader's encoding (``semseg/datasets/nyu.py``): the depth map
+replicated to 3 channels and normalised with mean 0.449, std 0.226.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theory._validation import as_array, as_generator, check_scalar
+
+__all__ = ["depth_sensor", "depth_channels", "DEPTH_MEAN", "DEPTH_STD"]
+
+DEPTH_MEAN, DEPTH_STD = 0.449, 0.226
+
+
+def depth_sensor(depth, *, noise=0.02, holes=0.05, rng=None) -> np.ndarray:
+    """Measured depth ``depth + N(0, noise^2)``, with each pixel independently a hole (0) with
+    probability ``holes``; ``depth (..., H, W)`` non-negative."""
+    d = as_array(depth, "depth", lower=0.0, dtype=np.float32)
+    if d.ndim < 2:
+        raise ValueError(f"`depth` must have shape (..., H, W); got shape {d.shape}.")
+    noise = check_scalar(noise, "noise", lower=0.0, upper=1.0)
+    holes = check_scalar(holes, "holes", lower=0.0, upper=1.0)
+    g = as_generator(rng)
+    out = d + np.float32(noise) * g.standard_normal(d.shape, dtype=np.float32)
+    return np.where(g.uniform(size=d.shape) < holes, np.float32(0.0), out)
+
+
+def depth_channels(depth) -> np.ndarray:
+    """``(..., H, W)`` depth as ``(..., H, W, 3)``: replicated, ``(d - 0.449) / 0.226``."""
+    d = as_array(depth, "depth", dtype=np.float32)
+    if d.ndim < 2:
+        raise ValueError(f"`depth` must have shape (..., H, W); got shape {d.shape}.")
+    return np.repeat(((d - DEPTH_MEAN) / DEPTH_STD)[..., None], 3, axis=-1)

@@ -1,0 +1,295 @@
+"""Pretraining, adaptation and evaluation of the MixPrompt study (``papers/mixprompt.md`` section
+5.2-5.3) on the scenes of :mod:`.scenes`.
+
+:func:`pretrain_backbone` trains :class:`nn.mixprompt.Backbone` with a head on the RGB-only source
+task and returns the backbone (then frozen). :func:`adapt` trains one method on the target task for
+several seeds and a learning-rate grid at once: the replicas (seed x learning rate) are stacked on
+a leading axis and trained by one :func:`nn.train` call whose loss is the sum of the replicas'
+losses (``eqx.filter_vmap``); AdamW is elementwise, so each replica follows exactly its own AdamW
+trajectory at its own learning rate. Every method gets the same steps, batch, weight decay and
+learning-rate grid; the rate is chosen per method on a validation split (best mean mIoU over
+seeds) and test mIoU is reported at that rate.
+
+Methods (:data:`METHODS`): ``rgb_frozen`` (M0), ``rgb_finetune`` (M1), ``two_branch`` (M2,
+CMX-style), ``dplnet`` (M3: fresh patch embed on depth, one sub-space, no mixing, no LayerNorm),
+``mixprompt`` (M4), ``mixprompt_nomix`` (M4 with no mixing matrix), ``mixprompt_random``
+(M4 with a randomly initialised extractor).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import nn
+from nn import mixprompt as M
+from theory._validation import check_choice, check_int, check_key, check_scalar
+
+from .metrics import miou
+from .scenes import CLASSES, SOURCE_CLASSES, rgbd_scenes
+from .sensor import depth_channels, depth_sensor
+
+__all__ = [
+    "METHODS",
+    "Split",
+    "target_data",
+    "build",
+    "pretrain_backbone",
+    "AdaptResult",
+    "adapt",
+]
+
+METHODS = (
+    "rgb_frozen",
+    "rgb_finetune",
+    "two_branch",
+    "dplnet",
+    "mixprompt",
+    "mixprompt_nomix",
+    "mixprompt_random",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """Network inputs of one split: ``rgb`` and ``aux`` ``(n, H, W, 3)`` float32, ``labels``
+    ``(n, H, W)`` int32."""
+
+    rgb: np.ndarray
+    aux: np.ndarray
+    labels: np.ndarray
+
+
+def _split(n, size, kind, rng):
+    sc = rgbd_scenes(n, size, kind=kind, rng=rng)
+    aux = depth_channels(depth_sensor(sc.depth, rng=rng))
+    return Split((sc.rgb - 0.5).astype(np.float32), aux, sc.labels)
+
+
+def target_data(n_train, n_val, n_test, size=16, *, seed=0) -> dict[str, Split]:
+    """Train / val / test splits of the target RGB-D task for one ``seed`` (depth through the
+    sensor model with its defaults: noise 0.02, 5 % holes)."""
+    sizes = [
+        check_int(v, k, lower=1, upper=20_000)
+        for k, v in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test))
+    ]
+    size = check_int(size, "size", lower=8, upper=128)
+    seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    g = np.random.default_rng([seed, 17])
+    return {
+        k: _split(n, size, "target", g)
+        for k, n in zip(("train", "val", "test"), sizes, strict=True)
+    }
+
+
+def build(method, backbone, num_classes=4, *, key):
+    """The model of ``method`` (:data:`METHODS`) around the pretrained ``backbone``."""
+    method = check_choice(method, "method", METHODS)
+    check_key(key)
+    if method.startswith("rgb"):
+        return M.RGBSegmenter(backbone, num_classes, method == "rgb_finetune", key=key)
+    if method == "two_branch":
+        return M.two_branch(backbone, num_classes, key=key)
+    if method == "dplnet":
+        kw = dict(subspaces=1, mix="none", norm=False, extractor="embed")
+    else:
+        kw = dict(
+            mix="none" if method == "mixprompt_nomix" else "rgb",
+            extractor="random" if method == "mixprompt_random" else "pretrained",
+        )
+    return M.mixprompt(backbone, num_classes, key=key, **kw)
+
+
+def _stack(models):
+    arrays, static = eqx.partition(models[0], eqx.is_array)
+    parts = [eqx.partition(m, eqx.is_array)[0] for m in models]
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *parts)
+    return eqx.combine(stacked, static)
+
+
+def _replica(model, r):
+    """Replica ``r`` of a stacked model."""
+    arrays, static = eqx.partition(model, eqx.is_array)
+    return eqx.combine(jax.tree.map(lambda a: a[r], arrays), static)
+
+
+def _pixel_ce(model, rgb, aux, labels):
+    logits = model(rgb, aux)
+    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, labels))
+
+
+def _loss(model, batch, *, key=None):
+    """Sum over replicas of each replica's mean pixel cross-entropy."""
+    return jnp.sum(eqx.filter_vmap(_pixel_ce)(model, *batch))
+
+
+def _replica_lr(lr):
+    """``u -> -lr_r u`` on the leading (replica) axis of every update."""
+
+    def scale(updates, params=None):
+        return jax.tree.map(lambda u: -lr.reshape((-1,) + (1,) * (u.ndim - 1)) * u, updates)
+
+    return optax.stateless(scale)
+
+
+@functools.lru_cache(maxsize=16)
+def _adamw(lrs, weight_decay):
+    """AdamW (optax's ``scale_by_adam``, ``add_decayed_weights``, learning rate) with one
+    learning rate per replica."""
+    lr = jnp.asarray(lrs, jnp.float32)
+    return optax.chain(
+        optax.scale_by_adam(), optax.add_decayed_weights(weight_decay), _replica_lr(lr)
+    )
+
+
+def _argmax(model, rgb, aux):
+    return eqx.filter_vmap(lambda m, x, a: jnp.argmax(m(x, a), -1))(model, rgb, aux)
+
+
+_predict = eqx.filter_jit(_argmax)
+
+
+def _fit(models, splits, owner, lrs, steps, batch, weight_decay, seed):
+    """Train stacked ``models`` (replica ``r`` on ``splits[owner[r]]`` at ``lrs[r]``)."""
+    stacked = _stack(models)
+    rgb = np.stack([s.rgb for s in splits])
+    aux = np.stack([s.aux for s in splits])
+    lab = np.stack([s.labels for s in splits])
+    n = rgb.shape[1]
+    own = np.asarray(owner)[:, None]
+
+    def get(t):
+        idx = np.random.default_rng([seed, t, 5]).integers(0, n, (len(owner), batch))
+        return rgb[own, idx], aux[own, idx], lab[own, idx]
+
+    res = nn.train(
+        stacked,
+        _loss,
+        get,
+        _adamw(tuple(lrs), weight_decay),
+        steps,
+        key=jax.random.key(seed),
+        progress=False,
+    )
+    return res.model, res.losses
+
+
+def _scores(model, splits, owner, num_classes, chunk=128):
+    """mIoU of every replica on its owner's split (sets of <= 32 images run eagerly: no
+    compilation for the smallest runs)."""
+    predict = _predict if len(splits[0].rgb) > 32 else _argmax
+    rgb = np.stack([splits[o].rgb for o in owner])
+    aux = np.stack([splits[o].aux for o in owner])
+    pred = np.concatenate(
+        [
+            np.asarray(predict(model, rgb[:, i : i + chunk], aux[:, i : i + chunk]))
+            for i in range(0, rgb.shape[1], chunk)
+        ],
+        1,
+    )
+    return np.array(
+        [miou(p, splits[o].labels, num_classes) for p, o in zip(pred, owner, strict=True)],
+        np.float64,
+    )
+
+
+def pretrain_backbone(
+    *,
+    channels=(16, 32, 64),
+    depths=(1, 1, 4),
+    size=16,
+    n_train=512,
+    steps=300,
+    batch=32,
+    lr=3e-3,
+    seed=0,
+):
+    """Backbone pretrained (with a :class:`nn.mixprompt.SegHead`, AdamW) on the RGB-only source
+    task (:func:`.scenes.rgbd_scenes` with ``kind="source"``); returns ``(backbone, miou)`` with
+    the source-task test mIoU of the pretrained model."""
+    steps = check_int(steps, "steps", lower=0, upper=100_000)
+    batch = check_int(batch, "batch", lower=1, upper=4096)
+    lr = check_scalar(lr, "lr", lower=0.0, upper=1.0, closed="right")
+    n_train = check_int(n_train, "n_train", lower=1, upper=20_000)
+    seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    g = np.random.default_rng([seed, 3])
+    train, test = (_split(n, size, "source", g) for n in (n_train, max(8, n_train // 4)))
+    bb = M.Backbone(channels, 3, depths, key=jax.random.key(seed))
+    model = M.RGBSegmenter(
+        bb, len(SOURCE_CLASSES), True, key=jax.random.fold_in(jax.random.key(seed), 1)
+    )
+    model, _ = _fit([model], [train], [0], [lr], steps, batch, 1e-4, seed)
+    score = _scores(model, [test], [0], len(SOURCE_CLASSES))[0]
+    return _replica(model, 0).backbone, float(score)
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptResult:
+    """One method over seeds x learning rates: ``val``/``test`` mIoU ``(seeds, len(lrs))``,
+    ``lr_index`` chosen on validation, ``test_at_lr`` ``(seeds,)``, parameter counts
+    (``trainable``, ``total``, per model), final ``losses`` ``(steps,)`` (summed over replicas)
+    and the trained stacked ``model`` (replica ``s * len(lrs) + l``)."""
+
+    method: str
+    lrs: tuple
+    val: np.ndarray
+    test: np.ndarray
+    lr_index: int
+    test_at_lr: np.ndarray
+    trainable: int
+    total: int
+    losses: np.ndarray
+    model: object = dataclasses.field(repr=False)
+
+
+def adapt(
+    method, backbone, datasets, *, lrs=(1e-3, 3e-3), steps=200, batch=16, weight_decay=1e-4, seed=0
+) -> AdaptResult:
+    """Train ``method`` on each seed's data of ``datasets`` (a list of :func:`target_data`
+    dicts) at every learning rate of ``lrs``; the frozen parts stay bit-identical."""
+    method = check_choice(method, "method", METHODS)
+    if not isinstance(datasets, list | tuple) or not datasets:
+        raise TypeError("`datasets` must be a non-empty list of target_data dicts.")
+    if not isinstance(lrs, tuple | list) or not lrs:
+        raise TypeError(f"`lrs` must be a non-empty tuple of learning rates; got {lrs!r}.")
+    lrs = tuple(check_scalar(v, "lrs", lower=0.0, upper=1.0, closed="right") for v in lrs)
+    steps = check_int(steps, "steps", lower=0, upper=100_000)
+    batch = check_int(batch, "batch", lower=1, upper=4096)
+    weight_decay = check_scalar(weight_decay, "weight_decay", lower=0.0, upper=1.0)
+    seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    S, L = len(datasets), len(lrs)
+    owner = [s for s in range(S) for _ in range(L)]
+    key = jax.random.key(seed)
+    models = [build(method, backbone, key=jax.random.fold_in(key, s)) for s in owner]
+    model, losses = _fit(
+        models,
+        [d["train"] for d in datasets],
+        owner,
+        [lrs[r % L] for r in range(S * L)],
+        steps,
+        batch,
+        weight_decay,
+        seed,
+    )
+    k = len(CLASSES)
+    val = _scores(model, [d["val"] for d in datasets], owner, k).reshape(S, L)
+    test = _scores(model, [d["test"] for d in datasets], owner, k).reshape(S, L)
+    li = int(np.argmax(val.mean(0)))
+    return AdaptResult(
+        method,
+        lrs,
+        val,
+        test,
+        li,
+        test[:, li],
+        nn.count_params(models[0]),
+        int(sum(a.size for a in jax.tree.leaves(eqx.filter(models[0], eqx.is_inexact_array)))),
+        losses,
+        model,
+    )

@@ -1,0 +1,335 @@
+"""Claims of Hao et al., *MixPrompt: Efficient Mixed Prompting for Multimodal Semantic
+Segmentation* (NeurIPS 2025, OpenReview jt9iMeQQvM), at CPU scale (``papers/mixprompt.md``).
+
+A small hierarchical RGB backbone (:class:`nn.mixprompt.Backbone`, channels (16, 32, 64), depths
+(1, 1, 4)) is pretrained on an RGB-only source task and frozen; every method then trains on the
+synthetic RGB-D target task of :mod:`dynamics.mixprompt` (16 x 16 scenes: near and far boxes
+that look alike, camouflaged boxes, disks; depth through a noisy sensor with holes) with the same
+steps, batch, AdamW weight decay and learning-rate grid (chosen per method on validation):
+
+- ``mixprompt.uses_depth``: MixPrompt is well above RGB-only (frozen and fine-tuned) and closes
+  most of the gap to two-branch fusion;
+- ``mixprompt.vs_two_branch``: MixPrompt is not worse than two-branch fusion (the note's Q2
+  rule) at about half its parameters, with the backbone bit-identical after training;
+- ``mixprompt.ablations``: the paper's gains of the mixing matrix, of the pretrained extractor
+  initialisation and over the DPLNet-style prompt, each paired over seeds;
+- ``mixprompt.mixing_identity``: the sub-space split / merge round trip is exact and the adapter
+  with ``Omega = I`` is DPLNet's down-add-up (+ LayerNorm);
+- ``mixprompt.param_formula``: the closed-form counts of :mod:`theory.mixprompt` equal the
+  counted parameters, and at MiT-B5 scale give the paper's 5.7M / 5.5M / 5.4M.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import nn
+from dynamics import mixprompt as D
+from nn import mixprompt as M
+from theory import mixprompt as TM
+
+from ._registry import Measurement, claim, memo, patch, sizes, wrap
+from ._rules import at_least, at_most, holds, measure, paired_gap, within
+
+PAPER = "Hao et al. 2025, MixPrompt (NeurIPS 2025, OpenReview jt9iMeQQvM)"
+
+SIZES = sizes(
+    smoke=dict(  # no optimiser step and eager evaluation: nothing compiles
+        seeds=2,
+        steps=0,
+        batch=8,
+        n_train=16,
+        n_val=8,
+        n_test=8,
+        pre_n=16,
+        pre_steps=0,
+        lrs=(3e-3,),
+    ),
+    quick=dict(
+        seeds=3,
+        steps=200,
+        batch=16,
+        n_train=400,
+        n_val=100,
+        n_test=200,
+        pre_n=512,
+        pre_steps=200,
+        lrs=(3e-3,),
+    ),
+    full=dict(
+        seeds=5,
+        steps=600,
+        batch=16,
+        n_train=1500,
+        n_val=200,
+        n_test=500,
+        pre_n=1500,
+        pre_steps=600,
+        lrs=(1e-3, 3e-3, 1e-2),
+    ),
+)
+SIZE = 16  # image side
+
+
+@memo
+def pretrained(pre_n: int, pre_steps: int, seed: int):
+    """``(backbone, source mIoU)`` pretrained on the RGB-only source task."""
+    return D.pretrain_backbone(size=SIZE, n_train=pre_n, steps=pre_steps, seed=seed)
+
+
+@memo
+def datasets(seeds: int, n_train: int, n_val: int, n_test: int, seed: int):
+    return [D.target_data(n_train, n_val, n_test, SIZE, seed=1000 * seed + s) for s in range(seeds)]
+
+
+def run(method: str, size, seed: int) -> D.AdaptResult:
+    """:func:`dynamics.mixprompt.adapt` of ``method`` at the claim ``size`` (memoised)."""
+    return _run(method, size.scale, seed)
+
+
+@memo
+def _run(method: str, scale: str, seed: int) -> D.AdaptResult:
+    size = SIZES[scale]
+    bb, _ = pretrained(size.pre_n, size.pre_steps, seed)
+    data = datasets(size.seeds, size.n_train, size.n_val, size.n_test, seed)
+    return D.adapt(
+        method, bb, data, lrs=tuple(size.lrs), steps=size.steps, batch=size.batch, seed=seed
+    )
+
+
+def _setting(size, seed):
+    return (
+        f"{SIZE}x{SIZE} scenes, {size.n_train} train / {size.n_test} test per seed, "
+        f"{size.seeds} seeds (seed {seed}), {size.steps} AdamW steps, batch {size.batch}, "
+        f"lr grid {tuple(size.lrs)}; backbone pretrained {size.pre_steps} steps"
+    )
+
+
+# ----------------------------------------------------------------------------- depth is used
+@claim(
+    "mixprompt.uses_depth",
+    paper=PAPER,
+    statement="Prompting the frozen RGB backbone with depth uses the depth: MixPrompt's mIoU is "
+    "well above RGB-only (frozen and fine-tuned; by > 10 points) and closes >= 70 % of the gap "
+    "between frozen RGB-only and two-branch fusion (depth is where the task's information is).",
+    where="Abstract (multimodal prompting of a frozen RGB model); note Q1",
+    sizes=SIZES,
+    mutants=[
+        patch(
+            "nn.mixprompt.inject",
+            lambda x, p: x,
+            "the prompt is computed but never added to the RGB tokens",
+            name="no_injection",
+        ),
+        wrap(
+            "dynamics.mixprompt.sensor.depth_sensor",
+            lambda f: lambda depth, **kw: f(np.full_like(depth, 0.9), **kw),
+            "the sensor returns a flat plane instead of the scene depth",
+            name="flat_depth",
+        ),
+    ],
+)
+def _uses_depth(size, seed) -> Measurement:
+    r = {m: run(m, size, seed).test_at_lr for m in ("rgb_frozen", "rgb_finetune", "two_branch")}
+    mp = run("mixprompt", size, seed).test_at_lr
+    closure = (mp - r["rgb_frozen"]).mean() / (r["two_branch"] - r["rgb_frozen"]).mean()
+    return measure(
+        paired_gap(mp, r["rgb_frozen"], n_se=3, margin=0.10, name="MixPrompt - RGB frozen"),
+        paired_gap(mp, r["rgb_finetune"], n_se=2, margin=0.10, name="MixPrompt - RGB fine-tuned"),
+        at_least(closure, 0.7, name="share of the RGB-to-two-branch gap closed"),
+        extra={"mIoU": {k: float(v.mean()) for k, v in {**r, "mixprompt": mp}.items()}},
+        detail=_setting(size, seed) + "; test mIoU at the validation-chosen lr",
+    )
+
+
+# --------------------------------------------------------------------------- vs two-branch
+@claim(
+    "mixprompt.vs_two_branch",
+    paper=PAPER,
+    statement="MixPrompt matches or beats two-branch fusion (not worse at 2 paired SE) with about "
+    "half its parameters (total <= 0.6x, trainable <= 0.25x); only the prompting module and the "
+    "head train (the backbone is bit-identical after adaptation).",
+    where="Abstract (+4.3/+1.1/+0.4/+1.1 mIoU with ~half the parameters); Table 1 (87.2M vs "
+    "CMX-B5 181.1M); note Q2, Q5",
+    sizes=SIZES,
+    mutants=[
+        patch(
+            "nn.mixprompt.MixPrompt.trainable_mask",
+            lambda self: jax.tree.map(eqx.is_inexact_array, self),
+            "the backbone is left trainable (mask not applied)",
+            name="backbone_trainable",
+        ),
+    ],
+)
+def _vs_two_branch(size, seed) -> Measurement:
+    mp, tb = run("mixprompt", size, seed), run("two_branch", size, seed)
+    bb, _ = pretrained(size.pre_n, size.pre_steps, seed)
+    d = mp.test_at_lr - tb.test_at_lr
+    se = d.std(ddof=1) / np.sqrt(d.size)
+    ref = jax.tree.leaves(bb)
+    same = all(
+        all(
+            bool(jnp.array_equal(a[r], b))
+            for a, b in zip(jax.tree.leaves(mp.model.backbone), ref, strict=True)
+        )
+        for r in range(len(mp.test) * len(mp.lrs))
+    )
+    return measure(
+        at_least(d.mean() + 2 * se, 0.0, name="mean(MixPrompt - two-branch) + 2 SE"),
+        at_most(mp.total / tb.total, 0.6, name="total parameter ratio"),
+        at_most(mp.trainable / tb.trainable, 0.25, name="trainable parameter ratio"),
+        holds(same, name="backbone bit-identical", rule="every replica's backbone == pretrained"),
+        extra={
+            "mIoU": {
+                "mixprompt": float(mp.test_at_lr.mean()),
+                "two_branch": float(tb.test_at_lr.mean()),
+            },
+            "paired": {"mean": float(d.mean()), "se": float(se)},
+            "params": {
+                "mixprompt": [mp.trainable, mp.total],
+                "two_branch": [tb.trainable, tb.total],
+            },
+            "paper total ratio (NYU, 87.2M / 181.1M)": 87.2 / 181.1,
+        },
+        detail=_setting(size, seed),
+    )
+
+
+# ------------------------------------------------------------------------------- ablations
+@claim(
+    "mixprompt.ablations",
+    paper=PAPER,
+    statement="Each component helps, paired over seeds (> 0 at 2 SE): mixing across sub-spaces "
+    "(paper +0.8 mIoU), the pretrained initialisation of the extractor (paper +1.3), and "
+    "MixPrompt over the DPLNet-style prompt (paper +1.9 on NYU).",
+    where="Table 3 ablations (MFNet: w/o extractor 58.8, mixing none 59.3 vs 60.1); Table 1 "
+    "(NYU: DPLNet 59.3 vs 61.2); note Q3, Q4",
+    sizes=SIZES,
+    mutants=[
+        patch(
+            "nn.mixprompt.mix_subspaces",
+            lambda u, omega: u,
+            "the mixing matrix is never applied",
+            name="mixing_skipped",
+        ),
+    ],
+)
+def _ablations(size, seed) -> Measurement:
+    mp = run("mixprompt", size, seed).test_at_lr
+    other = {
+        "mixing": "mixprompt_nomix",
+        "pretrained extractor": "mixprompt_random",
+        "vs DPLNet-style": "dplnet",
+    }
+    res = {k: run(m, size, seed).test_at_lr for k, m in other.items()}
+    return measure(
+        *(paired_gap(mp, v, n_se=2, name=f"gain of {k}") for k, v in res.items()),
+        extra={
+            "mIoU": {
+                "mixprompt": float(mp.mean()),
+                **{other[k]: float(v.mean()) for k, v in res.items()},
+            }
+        },
+        detail=_setting(size, seed),
+    )
+
+
+# --------------------------------------------------------------------------- exact identity
+@memo
+def identity_errors(seed: int) -> dict:
+    """Round trip and ``Omega = I`` reduction errors (float32) on random inputs."""
+    key = jax.random.key(seed)
+    u = jax.random.normal(key, (5, 7, 16))
+    trip = float(jnp.max(jnp.abs(M.merge_subspaces(M.split_subspaces(u, 4)) - u)))
+    ada = M.MixedPromptAdapter(32, key=jax.random.fold_in(key, 1))
+    ada = eqx.tree_at(lambda a: a.omega, ada, jnp.eye(4))
+    h, e = jax.random.normal(jax.random.fold_in(key, 2), (2, 3, 4, 4, 32))
+    plain = ada.norm(ada.up(ada.down_rgb(h) + ada.down_aux(e)))
+    red = float(jnp.max(jnp.abs(ada(h, e) - plain)))
+    perm = jax.random.normal(jax.random.fold_in(key, 3), (4, 4))
+    one = M.mix_subspaces(u, perm)
+    manual = jnp.concatenate(
+        [sum(perm[k, j] * u[..., 4 * j : 4 * j + 4] for j in range(4)) for k in range(4)], -1
+    )
+    mix = float(jnp.max(jnp.abs(one - manual)))
+    return dict(trip=trip, reduction=red, mix=mix)
+
+
+@claim(
+    "mixprompt.mixing_identity",
+    paper=PAPER,
+    statement="The sub-spaces are contiguous chunks: split then merge is the identity, mixing "
+    "gives chunk k = sum_j Omega_kj chunk j, and with Omega = I the adapter is DPLNet's "
+    "down-add-up followed by the prompt LayerNorm.",
+    where="official code Mixprompt.py (ADA: chunk/stack/transpose/reshape); note Q6, pitfall 9",
+    mutants=[
+        patch(
+            "nn.mixprompt.merge_subspaces",
+            lambda s: s.reshape((*s.shape[:-2], -1)),
+            "merge without the transpose (channels scrambled)",
+            name="merge_no_transpose",
+        ),
+    ],
+)
+def _identity(size, seed) -> Measurement:
+    r = identity_errors(seed)
+    return measure(
+        at_most(r["trip"], 0.0, name="split/merge round trip |diff|"),
+        at_most(r["mix"], 1e-5, name="mixing vs chunk sums |diff|"),
+        at_most(r["reduction"], 1e-5, name="Omega = I vs down-add-up |diff|"),
+        detail="float32, u (5, 7, 16) in 4 sub-spaces; ADA(32, r=4, n=4) on (2, 3, 4, 4, 32)",
+    )
+
+
+# ---------------------------------------------------------------------------- param formula
+def _counts():
+    bb = M.Backbone(key=jax.random.key(0))
+    variants = {
+        "mixprompt": dict(),
+        "random": dict(extractor="random"),
+        "nomix": dict(mix="none"),
+        "dplnet": dict(extractor="embed", subspaces=1, mix="none", norm=False),
+        "n2": dict(subspaces=2),
+    }
+    out = {}
+    for name, kw in variants.items():
+        counted = nn.count_params(M.mixprompt(bb, 4, key=jax.random.key(1), **kw))
+        out[name] = (counted, TM.mixprompt_params((16, 32, 64), 4, **kw)["total"])
+    return out
+
+
+@claim(
+    "mixprompt.param_formula",
+    paper=PAPER,
+    statement="The prompting module's trainable parameters follow the closed form (ADA: 0.75 C^2 "
+    "+ 1.5 C + n^2 per stage, + prompt norms, patch embeds, extractor, head); at MiT-B5 scale it "
+    "gives the paper's 5.7M (full), 5.5M (w/o extractor) and 5.4M (w/o mixed prompting).",
+    where="Table 3 ablation (trainable 5.7M / 5.5M / 5.4M); note section 2, Q7, pitfall 4",
+    mutants=[
+        wrap(
+            "theory.mixprompt.ada_params",
+            lambda f: lambda c, *a, **k: f(c, *a, **k) - c // 4,
+            "one down-projection bias left out of the ADA count",
+            name="ada_bias_missing",
+        ),
+    ],
+)
+def _params(size, seed) -> Measurement:
+    counts = _counts()
+    paper = TM.paper_trainable_params(41)
+    rows = ("full", "without_extractor", "without_mixed_prompting")
+    return measure(
+        holds(
+            all(a == b for a, b in counts.values()),
+            name="closed form == counted",
+            rule="theory.mixprompt.mixprompt_params == nn.count_params for 5 variants",
+            measured={k: list(v) for k, v in counts.items()},
+        ),
+        within([paper[r] / 1e6 for r in rows], [5.7, 5.5, 5.4], 0.05, name="MiT-B5 counts (M)"),
+        extra={"MiT-B5 parts": {k: paper[k] for k in paper if k not in rows}},
+        detail="small model: channels (16, 32, 64), 4 classes; MiT-B5: NYU 41 classes; paper "
+        "values rounded to 0.1M (tol 0.05M)",
+    )

@@ -1,0 +1,52 @@
+"""Adaptation runs (:mod:`dynamics.mixprompt.train`): frozen parts stay bit-identical."""
+
+import jax
+import numpy as np
+import pytest
+
+from dynamics import mixprompt as D
+from nn import mixprompt as M
+
+SMALL = dict(channels=(16, 16, 16), depths=(1, 1, 1), expansion=2)
+
+
+def _backbone_unchanged(res, bb):
+    ref = jax.tree.leaves(bb)
+    model = res.model.rgb if res.method == "two_branch" else res.model.backbone
+    return all(
+        np.array_equal(np.asarray(a)[r], b)
+        for r in range(res.test.size)
+        for a, b in zip(jax.tree.leaves(model), ref, strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        "mixprompt",
+        pytest.param("rgb_frozen", marks=pytest.mark.slow),
+        pytest.param("dplnet", marks=pytest.mark.slow),
+        pytest.param("mixprompt_nomix", marks=pytest.mark.slow),
+        pytest.param("rgb_finetune", marks=pytest.mark.slow),
+    ],
+)
+def test_backbone_bit_identical_after_adaptation_and_finetune_moves_it(method):
+    bb = M.Backbone(key=jax.random.key(0), **SMALL)
+    data = [D.target_data(8, 4, 4, 8, seed=s) for s in range(2)]
+    res = D.adapt(method, bb, data, lrs=(1e-2, 3e-2), steps=2, batch=4)
+    assert res.val.shape == res.test.shape == (2, 2)
+    assert np.all((res.test >= 0) & (res.test <= 1))
+    assert np.isfinite(res.losses).all() and len(res.losses) == 2
+    assert _backbone_unchanged(res, bb) == (method != "rgb_finetune")
+
+
+def test_bad_input():
+    bb = M.Backbone(key=jax.random.key(0), **SMALL)
+    with pytest.raises(ValueError, match="method"):
+        D.adapt("cmx", bb, [{}])
+    with pytest.raises(ValueError, match="lrs"):
+        D.adapt("mixprompt", bb, [{}], lrs=(-1.0,))
+    with pytest.raises(TypeError, match="datasets"):
+        D.adapt("mixprompt", bb, [])
+    with pytest.raises(TypeError, match="backbone"):
+        D.build("mixprompt", "mit-b5", key=jax.random.key(0))
