@@ -265,9 +265,12 @@ def _ranking(size, seed) -> Measurement:
     top = r["planted"].sum(1)[0]
     prec = [np.mean(np.asarray(BL.top_k(s, top)) & p) * L / top for s, p in
             zip(r["rsm_b"], r["planted"], strict=True)]  # fmt: skip
-    rho = [spearmanr(s, m).statistic for s, m in zip(r["rsm_b"], r["magnitude_b"], strict=True)]
+    rho = [  # a constant score vector has no rank correlation: counted as 0
+        spearmanr(s, m).statistic if np.ptp(s) > 0 and np.ptp(m) > 0 else 0.0
+        for s, m in zip(r["rsm_b"], r["magnitude_b"], strict=True)
+    ]
     extra["precision@|S*| of RSM (random: 3/8)"] = float(np.mean(prec))
-    extra["Spearman(RSM scores, magnitude)"] = float(np.nanmean(rho))
+    extra["Spearman(RSM scores, magnitude)"] = float(np.mean(rho))
     extra["rounds trained per layer (mean)"] = r["trained"].mean(0).tolist()
     return measure(
         *rules,
