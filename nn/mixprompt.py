@@ -306,7 +306,7 @@ def split_subspaces(u, n):
     n = check_int(n, "n", lower=1, upper=_MAX_C)
     as_array(u, "u")
     shape = getattr(u, "shape", None)
-    if shape is None or len(shape) < 1 or shape[-1] % n:
+    if shape is None or len(shape) < 1 or 0 in shape or shape[-1] % n:
         raise ValueError(f"`u` must have a last axis divisible by n={n}; got shape {_shape(u)}.")
     u = jnp.asarray(u)
     return jnp.stack(jnp.split(u, n, axis=-1), axis=-1)
@@ -317,8 +317,8 @@ def merge_subspaces(s):
     axes then reshaping (official ADA: ``transpose(-1, -2).reshape``)."""
     as_array(s, "s")
     shape = getattr(s, "shape", None)
-    if shape is None or len(shape) < 2:
-        raise ValueError(f"`s` must have shape (..., d, n); got {_shape(s)}.")
+    if shape is None or len(shape) < 2 or 0 in shape:
+        raise ValueError(f"`s` must have a non-empty shape (..., d, n); got {_shape(s)}.")
     s = jnp.swapaxes(jnp.asarray(s), -1, -2)
     return s.reshape((*s.shape[:-2], -1))
 
