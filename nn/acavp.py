@@ -297,12 +297,10 @@ class PaddingPrompt(eqx.Module):
 
     p: jax.Array
     mask: jax.Array
-    width: int = eqx.field(static=True)
 
     def __init__(self, shape=(3, 32, 32), width=4, *, key):
         check_key(key)
-        self.mask = frame_mask(shape, width)
-        self.width = int(width)
+        self.mask = frame_mask(shape, width)  # an array, not a static width: one compilation
         self.p = jax.random.normal(key, self.mask.shape, F32)
 
     def __call__(self, x, *, key=None):

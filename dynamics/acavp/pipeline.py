@@ -222,15 +222,14 @@ def _fit(tr0, frozen, lrs, keys, idx, counts, x_pool, y_pool, evals, steps, batc
 
         (tr, _), losses = jax.lax.scan(step, (tr, opt.init(tr)), jnp.arange(steps))
 
-        def model(x):
-            return apply(tr, x)
-
-        accs = [jnp.mean(jnp.argmax(model(evals[0]), -1) == evals[1]),
-                jnp.mean(jnp.argmax(model(evals[2]), -1) == evals[3])]  # fmt: skip
-        accs += [jnp.mean(jnp.argmax(model(x), -1) == evals[3]) for x in evals[4:]]
+        # one forward pass over every evaluation set (one compiled graph, not six)
+        xs = (evals[0], evals[2], *evals[4:], x_pool[idx_r])
+        ys = (evals[1], *[evals[3]] * (len(evals) - 3), y_pool[idx_r])
+        hit = jnp.argmax(apply(tr, jnp.concatenate(xs)), -1) == jnp.concatenate(ys)
+        bounds = np.cumsum([0, *(len(y) for y in ys)])
+        accs = [jnp.mean(hit[a:b]) for a, b in zip(bounds[:-2], bounds[1:-1], strict=True)]
         w = (jnp.arange(idx_r.size) < n_r).astype(jnp.float32)
-        hit = jnp.argmax(model(x_pool[idx_r]), -1) == y_pool[idx_r]
-        accs.append(jnp.sum(w * hit) / n_r)
+        accs.append(jnp.sum(w * hit[bounds[-2] :]) / n_r)
         return jnp.stack(accs), losses, tr
 
     accs, losses, final = jax.vmap(one)(tr0, lrs, keys, idx, counts)

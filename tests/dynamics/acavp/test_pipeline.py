@@ -56,3 +56,15 @@ def test_rendering_places_the_digit_where_asked():
     assert np.isclose(cy(moved) - cy(base), 2.0, atol=0.05)
     tinted = A.render(imgs[:5], fg=(0.5, 0.2, 0.3))
     assert np.allclose(tinted[:, 1], 0.4 * tinted[:, 0], atol=1e-6)
+
+
+def test_digit_sampler_is_zero_padded_bilinear():
+    from scipy.ndimage import map_coordinates
+
+    imgs = A.digits()[0][:4].astype(np.float64)
+    rng = np.random.default_rng(0)
+    sx, sy = rng.uniform(-3, 11, (2, 4, 300))
+    got = D._bilinear(imgs, sx, sy)
+    want = [map_coordinates(imgs[i], [sy[i], sx[i]], order=1, mode="grid-constant")
+            for i in range(4)]  # fmt: skip
+    assert np.allclose(got, want, atol=1e-12)
