@@ -97,11 +97,11 @@ def _frozen(*results):
     sizes=SIZES,
     mutants=[
         wrap(
-            "nn.acavp._inverse_affine",
-            lambda f: lambda a: (a[:2, :2], a[:2, 2]),
-            "the warp samples the input at A p instead of A^-1 p (a forward/inverse map slip: "
-            "the shrink becomes a zoom)",
-            name="forward_map",
+            "nn.acavp.ACAVPPrompt.params",
+            lambda f: lambda self: (*jax.lax.stop_gradient(f(self)[:5]), f(self)[5]),
+            "affine and colour parameters detached from the graph (a stray stop_gradient): only "
+            "the additive prompt learns, on the fixed initial shrink",
+            name="only_additive_learns",
         )
     ],
 )
