@@ -329,7 +329,7 @@ def mix_subspaces(u, omega):
     ``nn.Linear(n, n)`` on the stacked axis)."""
     as_array(omega, "omega")
     shape = getattr(omega, "shape", None)
-    if shape is None or len(shape) != 2 or shape[0] != shape[1]:
+    if shape is None or len(shape) != 2 or shape[0] != shape[1] or shape[0] < 1:
         raise ValueError(f"`omega` must be a square (n, n) matrix; got shape {_shape(omega)}.")
     return merge_subspaces(split_subspaces(u, shape[0]) @ jnp.asarray(omega).T)
 
