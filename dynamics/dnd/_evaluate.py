@@ -195,6 +195,11 @@ def evaluate_heldout(
     )  # fmt: skip
 
 
+def _jit(f):
+    """``f`` compiled once (the timed calls reuse it)."""
+    return eqx.filter_jit(lambda *a: f(*a))
+
+
 def timed(f: Callable, *args, warmup: int | None = None, repeats: int | None = None) -> float:
     """Mean wall-clock seconds of ``jit(f)(*args)`` over calls ``warmup + 1 .. warmup + repeats``
     (each waited for with ``block_until_ready``), the first ``warmup`` calls (compilation
@@ -205,7 +210,7 @@ def timed(f: Callable, *args, warmup: int | None = None, repeats: int | None = N
     repeats = GEN_REPEATS if repeats is None else repeats
     warmup = check_int(warmup, "warmup", lower=0, upper=10**4)
     repeats = check_int(repeats, "repeats", lower=1, upper=10**4)
-    g = eqx.filter_jit(lambda *a: f(*a))
+    g = _jit(f)
     for _ in range(warmup):
         jax.block_until_ready(g(*args))
     t0 = time.perf_counter()

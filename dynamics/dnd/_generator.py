@@ -70,8 +70,8 @@ def _optimizer(lr: float, steps: int, weight_decay: float):
 class GeneratorFit:
     """A trained :class:`nn.dnd.DnDGenerator` with its per-tile ``weight``, the ``centroid`` of
     the training tokens (the MSE-optimal output when prompts carry no information, ``dnd.md``
-    D2), per-step ``losses``, the ``chunk`` and layer ``shapes`` its tokens decode to, and the
-    training ``seconds``."""
+    D2; 0 at padding positions, which decoding ignores), per-step ``losses``, the ``chunk`` and
+    layer ``shapes`` its tokens decode to, and the training ``seconds``."""
 
     generator: Any
     weight: jax.Array
@@ -133,7 +133,13 @@ def train_generator(
         progress=False, mask=mask,
     )  # fmt: skip
     return GeneratorFit(
-        res.model, weight, tokens.mean(axis=0), res.losses, chunk, shapes, time.perf_counter() - t0
+        res.model,
+        weight,
+        jnp.where(D.token_mask(tokens[0]), tokens.mean(axis=0), 0.0),
+        res.losses,
+        chunk,
+        shapes,
+        time.perf_counter() - t0,
     )
 
 
