@@ -9,8 +9,8 @@ steps, batch, AdamW weight decay and learning-rate grid (chosen per method on va
 
 - ``mixprompt.uses_depth``: MixPrompt is well above RGB-only (frozen and fine-tuned) and closes
   most of the gap to two-branch fusion;
-- ``mixprompt.vs_two_branch``: MixPrompt is not worse than two-branch fusion (the note's Q2
-  rule) at about half its parameters, with the backbone bit-identical after training;
+- ``mixprompt.vs_two_branch``: MixPrompt beats two-branch fusion (the paper's direction) at
+  about half its parameters, with the backbone bit-identical after training;
 - ``mixprompt.mixing_gain``, ``mixprompt.extractor_gain``, ``mixprompt.vs_dplnet``: the paper's
   gains of the mixing matrix, of the pretrained extractor initialisation and over the
   DPLNet-style prompt, each paired over seeds;
@@ -50,7 +50,7 @@ SIZES = sizes(
         lrs=(3e-3,),
     ),
     quick=dict(
-        seeds=3,
+        seeds=5,
         steps=200,
         batch=16,
         n_train=400,
@@ -150,9 +150,9 @@ def _uses_depth(size, seed) -> Measurement:
 @claim(
     "mixprompt.vs_two_branch",
     paper=PAPER,
-    statement="MixPrompt matches or beats two-branch fusion (not worse at 2 paired SE) with about "
-    "half its parameters (total <= 0.6x, trainable <= 0.25x); only the prompting module and the "
-    "head train (the backbone is bit-identical after adaptation).",
+    statement="MixPrompt beats two-branch fusion (paired over seeds, > 0 at 2 SE; the paper's "
+    "+0.4 to +4.3 mIoU) with about half its parameters (total <= 0.6x, trainable <= 0.25x); only "
+    "the prompting module and the head train (the backbone is bit-identical after adaptation).",
     where="Abstract (+4.3/+1.1/+0.4/+1.1 mIoU with ~half the parameters); Table 1 (87.2M vs "
     "CMX-B5 181.1M); note Q2, Q5",
     sizes=SIZES,
@@ -179,7 +179,7 @@ def _vs_two_branch(size, seed) -> Measurement:
         for r in range(len(mp.test) * len(mp.lrs))
     )
     return measure(
-        at_least(d.mean() + 2 * se, 0.0, name="mean(MixPrompt - two-branch) + 2 SE"),
+        paired_gap(mp.test_at_lr, tb.test_at_lr, n_se=2, name="MixPrompt - two-branch"),
         at_most(mp.total / tb.total, 0.6, name="total parameter ratio"),
         at_most(mp.trainable / tb.trainable, 0.25, name="trainable parameter ratio"),
         holds(same, name="backbone bit-identical", rule="every replica's backbone == pretrained"),
@@ -188,7 +188,7 @@ def _vs_two_branch(size, seed) -> Measurement:
                 "mixprompt": float(mp.test_at_lr.mean()),
                 "two_branch": float(tb.test_at_lr.mean()),
             },
-            "paired": {"mean": float(d.mean()), "se": float(se)},
+            "note Q2 (not judged): mean + 2 SE >= 0": float(d.mean() + 2 * se),
             "params": {
                 "mixprompt": [mp.trainable, mp.total],
                 "two_branch": [tb.trainable, tb.total],
