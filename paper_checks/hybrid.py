@@ -380,7 +380,33 @@ def init_kl(teacher_steps: int, students: int, seed: int, kinds: tuple = tuple(S
                     for i in range(students)
                 ]
             )
-    return dict(kl=out, teacher_ce=float(lm_ce(t, ev)), entropy=corpus.entropy_rate)
+    return dict(
+        kl=out,
+        teacher_ce=float(lm_ce(t, ev)),
+        entropy=corpus.entropy_rate,
+        kv_optimality=_kv_optimality(t),
+    )
+
+
+def _kv_optimality(teacher) -> np.ndarray:
+    """Per teacher layer: ``||[W_K(nope); W_V] - kv_up kv_down||_F`` of the structured MLA over
+    the Eckart-Young optimum ``sqrt(sum_{i > r} s_i^2)`` (1 when the init is the truncated SVD)."""
+    from nn.mla import mla_from_gqa
+
+    out = []
+    for layer in teacher.layers:
+        g = layer.mixer
+        G, dh, d = g.num_kv_heads, g.head_dim, g.q_proj.in_features
+        nope = dh - LM["rope_dim"]
+        WK = np.asarray(g.k_proj.weight, np.float64).reshape(G, dh, d)
+        WV = np.asarray(g.v_proj.weight, np.float64).reshape(G, dh, d)
+        W = np.concatenate([WK[:, :nope], WV], axis=1).reshape(-1, d)
+        m, _ = mla_from_gqa(g, LM["kv_rank"], rope_dim=LM["rope_dim"])
+        up = np.asarray(m.kv_up.weight, np.float64)
+        down = np.asarray(m.kv_down.weight, np.float64)[: LM["kv_rank"]]
+        s = np.linalg.svd(W, compute_uv=False)
+        out.append(np.linalg.norm(W - up @ down) / np.sqrt(np.sum(s[LM["kv_rank"] :] ** 2)))
+    return np.array(out)
 
 
 @claim(
@@ -415,6 +441,12 @@ def _init(size, seed) -> Measurement:
             margin=np.log(1.2),
             direction="less",
             name="log KL all-MLA: structured - random",
+        ),
+        within(
+            r["kv_optimality"].round(6),
+            np.ones_like(r["kv_optimality"]),
+            1e-6,
+            name="||W_KV - up down||_F / Eckart-Young optimum, per layer",
         ),
         extra={f"KL {n} {i}": float(v.mean()) for (n, i), v in kl.items()}
         | {"teacher CE": r["teacher_ce"], "entropy rate": r["entropy"]},
