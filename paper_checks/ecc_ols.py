@@ -311,7 +311,7 @@ def simulate_refusal(n: int, reps: int, seed: int = 0) -> dict:
                     out[f"refused_{kind}"][r] = False
                 except ValueError as err:
                     out[f"refused_{kind}"][r] = True
-                    out["messages"].add(str(err).split(". ", 1)[-1][-400:])
+                    out["messages"].add(str(err))
                 if kind == "ar":
                     prep = _Prepared(
                         y, a, X, 2, None, True, rng, vectors=False, check_isotropy=False
