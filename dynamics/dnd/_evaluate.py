@@ -94,6 +94,23 @@ def _at(model, path):
 
 
 @eqx.filter_jit
+def _base_mse(template, X, y):
+    return jax.vmap(lambda x, t: _mse(AD.unload(template), x, t))(X, y)
+
+
+@eqx.filter_jit
+def _centroid_mse(template, tokens, shapes, chunk, X, y):
+    facs = D.detokenize(tokens, list(shapes), chunk)
+    return jax.vmap(lambda x, t: _one_mse(template, facs, x, t))(X, y)
+
+
+@eqx.filter_jit
+def _own_mse(template, facs, X, y):
+    """Task k's own adapter ``facs[k]`` on task k."""
+    return jax.vmap(lambda f, x, t: _one_mse(template, f, x, t))(facs, X, y)
+
+
+@eqx.filter_jit
 def _generated_mse(template, gen, shapes, chunk, prompts, X, y):
     """``prompts (K, G, N, d)`` -> MSE (K, G) of the generated adapters on tasks ``X (K, n, d)``."""
     tok = gen(prompts)  # (K, G, T, h, w)
@@ -171,12 +188,11 @@ def evaluate_heldout(
     facs = [
         (a.reshape(-1, *a.shape[2:]), b.reshape(-1, *b.shape[2:])) for a, b in checkpoints.factors
     ]
-    base = jax.vmap(lambda x, t: _mse(AD.unload(tpl), x, t))(X, y)
+    base = _base_mse(tpl, X, y)
     train = _mse_grid(tpl, facs, X, y).mean(axis=1)
     mean = _mean_adapter_mse(tpl, facs, X, y)
     gen, shapes, chunk = fit.generator, fit.shapes, fit.chunk
-    cen = D.detokenize(fit.centroid, list(shapes), chunk)
-    centroid = jax.vmap(lambda x, t: _one_mse(tpl, cen, x, t))(X, y)
+    centroid = _centroid_mse(tpl, fit.centroid, shapes, chunk, X, y)
     dnd = _generated_mse(tpl, gen, shapes, chunk, prompts, X, y)
     wrong = _generated_mse(tpl, gen, shapes, chunk, jnp.roll(prompts, 1, axis=0), X, y)
     perm = jax.random.permutation(ks, n)
@@ -185,7 +201,7 @@ def evaluate_heldout(
         own = None
     else:
         last = [(a[:, -1], b[:, -1]) for a, b in full_shot.factors]
-        own = jax.vmap(lambda fa, x, t: _one_mse(tpl, fa, x, t))(last, X, y)
+        own = _own_mse(tpl, last, X, y)
     f = lambda a: np.asarray(a, np.float64)  # noqa: E731
     spread = float(np.mean(np.std(f(dnd), axis=1)))
     own = None if own is None else f(own)
