@@ -32,7 +32,7 @@ from nn.hopfield import HopfieldViT, decode, hopfield_attention, hopfield_lm, pa
 from theory.rank_collapse import relative_residual
 
 from ._registry import Measurement, claim, memo, sizes, wrap
-from ._rules import at_least, at_most, holds, measure, paired_gap, within
+from ._rules import at_most, holds, measure, paired_gap, within
 
 PAPER = "Masumura & Taki 2025 (NeurIPS, arXiv 2511.20698)"
 
@@ -226,7 +226,9 @@ def _collapse(size, seed) -> Measurement:
         for ap in ALPHAS[1:]
     ]
     return measure(
-        at_least(st["ratio"] - 2 * st["ratio_se"], 2.5, name="vanilla decrement ratio - 2 SE"),
+        # res_{l+1} = c res_l^3 gives decrements l_l - l_{l+1} in ratio exactly 3 for any
+        # constant c (derived here); c varies with depth at T = 16, hence 0.5 beyond 3 SE
+        within(st["ratio"], 3.0, 3 * st["ratio_se"] + 0.5, name="vanilla decrement ratio"),
         paired_gap(*st["gap3"], n_se=2, margin=2.0, name="l3(alpha'=0.5) - l3(vanilla)"),
         *law,
         extra={
@@ -235,7 +237,8 @@ def _collapse(size, seed) -> Measurement:
         },
         detail=f"T=16, d=32, 4 heads, N(0,1/d) weights, {n} inits (seed {seed}), float64; second "
         "difference = mean growth of the log10 decrement from depth 3 to "
-        f"{LAST[0.5]} (alpha' .5) / {LAST[0.8]} (.8), tol 3 SE + 0.02 (transient)",
+        f"{LAST[0.5]} (alpha' .5) / {LAST[0.8]} (.8), tol 3 SE + 0.02 (transient); vanilla "
+        "decrement ratio two-sided around the cubic law's 3 (measured 3.34-3.55, seeds 0-2)",
     )
 
 

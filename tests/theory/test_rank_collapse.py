@@ -100,3 +100,17 @@ def test_vanilla_decrement_ratio_near_three():
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_cubic_collapse_has_decrement_ratio_three():
+    """Derivation used by mha.rank_collapse: log10 res_{l+1} = 3 log10 res_l + log10 c makes the
+    decrements l_l - l_{l+1} grow by exactly 3 per layer, whatever the constant c."""
+    import sympy as sp
+
+    l0, c = sp.symbols("l0 c", real=True)
+    l = [l0]
+    for _ in range(3):
+        l.append(3 * l[-1] + c)
+    d = [l[i] - l[i + 1] for i in range(3)]
+    assert sp.simplify(d[1] / d[0] - 3) == 0
+    assert sp.simplify(d[2] / d[1] - 3) == 0
