@@ -34,13 +34,13 @@ PAPER_TA_GAIN = 12.0  # percentage points, "up to" (abstract)
 
 SIZES = sizes(
     smoke=dict(pretrain=60, steps=8, batch=8, seeds=2, lrs=(0.03,), tasks=("geo", "perm"),
-               ta_tasks=("geo",), n_low=3, widths=(2, 8), overfit_seeds=2, bench_batch=16),
+               ta_tasks=("geo",), n_low=3, widths=(2, 8), bench_batch=16),
     quick=dict(pretrain=800, steps=80, batch=16, seeds=3, lrs=(0.01, 0.1),
                tasks=("geo", "perm", "colour_bg"), ta_tasks=("both",), n_low=5,
-               widths=(2, 4, 8, 12), overfit_seeds=6, bench_batch=256),
+               widths=(2, 4, 8, 12), bench_batch=256),
     full=dict(pretrain=1500, steps=300, batch=32, seeds=5, lrs=(0.01, 0.03, 0.1),
               tasks=tuple(A.TASKS), ta_tasks=("geo", "colour", "both", "colour_bg"), n_low=10,
-              widths=(2, 4, 8, 12), overfit_seeds=10, bench_batch=256),
+              widths=(2, 4, 8, 12), bench_batch=256),
 )  # fmt: skip
 
 
@@ -216,9 +216,7 @@ def _augmentation_helps(size, seed) -> Measurement:
 )
 def _overfitting_grows(size, seed) -> Measurement:
     task = size.ta_tasks[0]
-    pre, steps, batch, _, lrs = _args(size)  # more seeds: a low-data gap is a noisy statistic
-    res = {w: run("pad", task, pre, steps, batch, size.overfit_seeds, lrs, seed, size.n_low,
-                  False, w) for w in size.widths}  # fmt: skip
+    res = {w: run("pad", task, *_args(size), seed, size.n_low, False, w) for w in size.widths}
     gap = np.array([100.0 * (res[w].train - res[w].test) for w in size.widths])  # (widths, seeds)
     slope = np.polyfit(np.asarray(size.widths, float), gap, 1)[0] * 10.0  # points per 10 px
     means = [float(g.mean()) for g in gap]
@@ -239,8 +237,8 @@ def _overfitting_grows(size, seed) -> Measurement:
             },
             "Spearman(width, gap)": rho,
         },  # fmt: skip
-        detail=f"task {task}, {size.n_low} images per class, no augmentation, "
-        f"{size.overfit_seeds} seeds; seed {seed}",
+        detail=f"task {task}, {size.n_low} images per class, no augmentation, {size.seeds} "
+        f"seeds; seed {seed}",
     )
 
 
