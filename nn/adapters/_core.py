@@ -427,6 +427,8 @@ def _as_patterns(x, name) -> tuple[str, ...]:
         return ()
     if isinstance(x, str):
         x = [x]
+    if not isinstance(x, list | tuple):
+        raise TypeError(f"`{name}` must be a string or a list of strings; got {x!r}.")
     x = tuple(x)
     if not x or not all(isinstance(p, str) and p for p in x):
         raise ValueError(f"`{name}` must be a non-empty string or list of strings; got {x!r}.")
@@ -475,8 +477,8 @@ def inject(
     **config
         The method's hyperparameters (``r``, ``alpha``, ...; see each method's class).
     """
-    if method not in METHODS:
-        check_choice(method, "method", METHODS)
+    if not isinstance(method, str) or method not in METHODS:
+        check_choice(method, "method", tuple(METHODS))
     cls = METHODS[method]
     old = model if isinstance(model, Adapted) else None
     if old is not None:
@@ -510,6 +512,8 @@ def inject(
                 f"adaptable layers are {target_paths(model)}."
             )
     else:
+        if targets is None:
+            raise TypeError("`targets` must be 'all-linear', a glob or a list of globs; got None.")
         pats = _as_patterns(targets, "targets")
         for p in pats:
             if not any(_match([p], t[0]) for t in found):

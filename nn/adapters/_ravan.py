@@ -111,6 +111,8 @@ class RavanLinear(AdapterLayer):
 def _check_clients(clients, weights):
     """The client weights as a ``(C,)`` array; values are checked where they are concrete (under
     ``jit`` a traced ``weights`` is checked for its shape only)."""
+    if not isinstance(clients, list | tuple) or not all(isinstance(c, Adapted) for c in clients):
+        raise TypeError(f"`clients` must be a list of Adapted models; got {clients!r:.60}.")
     if not clients:
         raise ValueError("`clients` must hold at least one Adapted model.")
     if len({(c.specs, c.active) for c in clients}) != 1:

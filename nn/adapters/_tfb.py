@@ -27,7 +27,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import _is_tracer, as_array, check_finite_result, check_int, check_scalar
+from theory._validation import (
+    _is_tracer,
+    as_array,
+    check_callable,
+    check_finite_result,
+    check_int,
+    check_scalar,
+)
 
 from ._core import Adapted, AdaptedLayer, AdapterLayer, _real_array, register_method
 
@@ -181,8 +188,13 @@ def tfb_search_sigma(
     ``metric(sigma_max) <= tol`` the answer is ``sigma_max``; the returned ``sigma`` is always
     feasible, within ``(sigma_max - sigma_min) / 2^iters`` of the threshold.
     """
+    metric = check_callable(metric, "metric")
     sigma_max = check_scalar(sigma_max, "sigma_max", lower=0, closed="neither")
-    sigma_min = check_scalar(sigma_min, "sigma_min", lower=0, upper=sigma_max)
+    sigma_min = check_scalar(sigma_min, "sigma_min", lower=0)
+    if sigma_min > sigma_max:
+        raise ValueError(
+            f"`sigma_max` must be at least `sigma_min` = {sigma_min}; got sigma_max = {sigma_max}."
+        )
     tol = check_scalar(tol, "tol", lower=0)
     iters = check_int(iters, "iters", lower=1)
     sig, met = [sigma_max], [float(metric(sigma_max))]

@@ -116,6 +116,12 @@ def kaiming_uniform_bases(r: int, m_max: int, n_max: int, *, key, dtype=None):
     return a, b
 
 
+def _pair(x, name):
+    if not isinstance(x, list | tuple) or len(x) != 2:
+        raise TypeError(f"`{name}` must hold (out, in) pairs; got {x!r:.60}.")
+    return x
+
+
 def vera_projection(shapes, a, b):
     """VeRA (and Tied-LoRA with frozen ``A, B``) as a one-nonzero projection.
 
@@ -123,7 +129,22 @@ def vera_projection(shapes, a, b):
     with ``theta_l = [lambda_b (m); lambda_d (r)]`` stored at consecutive offsets, so that
     ``A' = diag(lambda_d) A[:, :n]`` and ``B' = diag(lambda_b) B[:m]``.
     """
+    if not isinstance(shapes, list | tuple) or not shapes:
+        raise TypeError(
+            f"`shapes` must be a non-empty list of (out, in) pairs; got {shapes!r:.60}."
+        )
+    shapes = [
+        tuple(check_int(v, "shapes", lower=1, upper=2**20) for v in _pair(sh, "shapes"))
+        for sh in shapes
+    ]
+    a = _real_array(a, "a", ndim=2, min_size=1)
+    b = _real_array(b, "b", ndim=2, min_size=1)
     r = a.shape[0]
+    m_max, n_max = max(m for m, _ in shapes), max(n for _, n in shapes)
+    if a.shape[1] < n_max:
+        raise ValueError(f"`a` must have at least {n_max} columns (r, n_max); got {a.shape}.")
+    if b.shape != (b.shape[0], r) or b.shape[0] < m_max:
+        raise ValueError(f"`b` must have shape (>= {m_max}, {r}); got {b.shape}.")
     out, off = [], 0
     for m, n in shapes:
         ib = np.broadcast_to(off + np.arange(m)[:, None], (m, r))
