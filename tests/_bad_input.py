@@ -175,6 +175,8 @@ _OTHER = [None, "x", 1.5, object()]
 
 
 def _array_variants(a):
+    if np.iscomplexobj(a):  # complex data: the real variants, less the one made complex
+        return [v for v in _array_variants(np.real(a)) if not np.iscomplexobj(v)]
     a = np.asarray(a, dtype=float)
     out = []
     flat = a.ravel()

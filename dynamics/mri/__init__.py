@@ -13,10 +13,12 @@ al., NeurIPS 2025, arXiv 2503.20815).
   :func:`simulate`, and the five shifts :data:`SHIFTS` / :func:`shift_setting` from
   :data:`SOURCE`; :func:`cohort` draws the patients of a setting.
 
-Submodules (import them by name): :mod:`.metrics` (PSNR and SSIM on a fixed scale, HFEN, the
+Submodules (loaded on first use): :mod:`.metrics` (PSNR and SSIM on a fixed scale, HFEN, the
 official code's normalised PSNR) and :mod:`.tta` (the single-shot test-time-training baseline and
 D2SA on the U-Net of :mod:`nn.unet`).
 """
+
+import importlib
 
 from .phantoms import (
     CONTRASTS,
@@ -56,7 +58,10 @@ from .physics import (
     ssdu_split,
 )
 
+_SUBMODULES = ("metrics", "tta")
+
 __all__ = [
+    *_SUBMODULES,
     "fft2c",
     "ifft2c",
     "coil_maps",
@@ -91,3 +96,9 @@ __all__ = [
     "Cohort",
     "cohort",
 ]
+
+
+def __getattr__(name):  # PEP 562
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

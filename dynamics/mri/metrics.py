@@ -27,6 +27,9 @@ from theory._validation import check_int, check_scalar
 __all__ = ["psnr", "psnr_normalized", "ssim", "hfen"]
 
 
+_MAX_ABS = 1e100  # squared and summed: larger magnitudes overflow float64
+
+
 def _pair(x, ref):
     arrs = []
     for v, name in ((x, "x"), (ref, "ref")):
@@ -39,6 +42,10 @@ def _pair(x, ref):
             raise ValueError(f"`{name}` must have shape (..., H, W), H, W >= 2; got {a.shape}.")
         if not np.all(np.isfinite(a)):
             raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
+        if a.size and np.max(np.abs(a)) > _MAX_ABS:
+            raise ValueError(
+                f"`{name}` must have magnitudes <= {_MAX_ABS:g}; got {np.max(np.abs(a)):g}."
+            )
         arrs.append(a.astype(np.float64))
     if arrs[0].shape != arrs[1].shape:
         raise ValueError(f"`x` must have the shape of `ref` {arrs[1].shape}; got {arrs[0].shape}.")

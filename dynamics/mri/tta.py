@@ -45,7 +45,16 @@ import optax
 
 import nn
 from nn.unet import UNet
-from theory._validation import check_bool, check_choice, check_int, check_scalar
+from theory._validation import (
+    _is_tracer,
+    as_array,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_key,
+    check_scalar,
+)
 
 from .metrics import _psnr
 from .physics import _fft2c, _ifft2c, cartesian_mask, ssdu_split
@@ -84,6 +93,59 @@ LR_STAGE2 = 1e-3
 WINDOW = 10
 
 
+def _checked(x, name, *, ndim=None, shape=None, lower=None, upper=None):
+    """``x`` validated at the public boundary: a finite real or complex array (values checked
+    when concrete; traced arrays pass through)."""
+    if _is_tracer(x):
+        return x
+    if isinstance(x, str | bytes) or x is None:
+        raise TypeError(f"`{name}` must be a numeric array; got {x!r:.60}.")
+    a = np.asarray(x)
+    if a.dtype.kind not in "iufc":
+        raise TypeError(f"`{name}` must be a numeric array; got dtype {a.dtype}.")
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"`{name}` must be {ndim}-D; got shape {a.shape}.")
+    if shape is not None and a.shape != tuple(shape):
+        raise ValueError(f"`{name}` must have shape {tuple(shape)}; got {a.shape}.")
+    if a.size and not np.all(np.isfinite(a)):
+        raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
+    if a.size and np.max(np.abs(a)) > 1e30:  # the networks run in float32
+        raise ValueError(f"`{name}` must have magnitudes <= 1e30; got {np.max(np.abs(a)):g}.")
+    if lower is not None:
+        as_array(a, name, lower=lower, upper=upper)
+    return x
+
+
+def _patient(unet, y, mask, target=None):
+    """Validate ``y (S, H, W)``, ``mask (H, W)`` in [0, 1] and (unless None) ``target`` like
+    ``y`` for a frozen ``unet``."""
+    check_instance(unet, "unet", UNet)
+    _checked(y, "y", ndim=3)
+    h, w = np.shape(y)[-2:]
+    f = 2**unet.pools
+    if h % f or w % f or np.shape(y)[0] < 1:
+        raise ValueError(
+            f"`y` must be (S >= 1, H, W) with H, W divisible by 2**pools = {f}; got {np.shape(y)}."
+        )
+    _checked(mask, "mask", shape=(h, w), lower=0.0, upper=1.0)
+    if not _is_tracer(mask) and not np.any(np.asarray(mask)):
+        raise ValueError("`mask` must sample at least one k-space point; got all zeros.")
+    if not (_is_tracer(y) or _is_tracer(mask)) and not np.all(
+        np.any(np.asarray(y) * np.asarray(mask) != 0, axis=(-2, -1))
+    ):
+        raise ValueError("`y` must hold acquired signal in every slice; some slice is all zero.")
+    if target is not None:
+        _checked(target, "target", shape=np.shape(y))
+        if not _is_tracer(target) and not np.all(np.any(np.asarray(target) != 0, axis=(-2, -1))):
+            raise ValueError("`target` must be nonzero in every slice (its PSNR is undefined).")
+
+
+def _required(x, name):
+    if x is None:
+        raise TypeError(f"`{name}` must be an array; got None.")
+    return x
+
+
 def _c(x):
     return jnp.asarray(x, CDTYPE)
 
@@ -97,11 +159,17 @@ def _r(x):
 
 def to_channels(x):
     """Complex image ``(..., H, W)`` as two real channels ``(..., 2, H, W)`` (real, imaginary)."""
+    x = jnp.asarray(_checked(x, "x"))
+    if x.ndim < 2:
+        raise ValueError(f"`x` must have shape (..., H, W); got {x.shape}.")
     return jnp.stack([x.real, x.imag], axis=-3)
 
 
 def to_complex(out):
     """Two channels ``(..., 2, H, W)`` as a complex image ``(..., H, W)``."""
+    out = jnp.asarray(_checked(out, "out"))
+    if out.ndim < 3 or out.shape[-3] != 2:
+        raise ValueError(f"`out` must have shape (..., 2, H, W); got {out.shape}.")
     return out[..., 0, :, :] + 1j * out[..., 1, :, :]
 
 
@@ -131,6 +199,10 @@ def pretrain(cohort, *, channels=8, pools=2, steps=300, batch=16, lr=2e-3, key):
     zero-filled image and the fully sampled reference (two channels), mini-batches of ``batch``
     slices drawn uniformly. Returns ``(unet, TrainResult)``; the caller keeps the network frozen.
     """
+    from .phantoms import Cohort
+
+    check_instance(cohort, "cohort", Cohort)
+    check_key(key)
     steps = check_int(steps, "steps", lower=1, upper=100_000)
     batch = check_int(batch, "batch", lower=1, upper=4096)
     lr = check_scalar(lr, "lr", lower=0.0, upper=1.0, closed="neither")
@@ -181,6 +253,8 @@ def ssl_masks(mask, n_slices, ssl, key, *, holdout=0.05, rho=0.4):
     n_slices = check_int(n_slices, "n_slices", lower=1, upper=10_000)
     holdout = check_scalar(holdout, "holdout", lower=0.0, upper=0.5, closed="left")
     rho = check_scalar(rho, "rho", lower=0.0, upper=1.0, closed="neither")
+    _checked(mask, "mask", ndim=2, lower=0.0, upper=1.0)
+    check_key(key)
     mask = _r(mask)
     out = []
     for s in range(n_slices):
@@ -204,9 +278,7 @@ def stop_iteration(errors, window):
     (``errors[t]`` measured before update ``t``): the first ``t >= 3 window`` with
     ``mean(errors[t - w:t]) > mean(errors[t - 2w:t - w])``, or ``len(errors)`` if none (D2SA
     ``engine/adapt.py``)."""
-    e = np.asarray(errors, dtype=float)
-    if e.ndim != 1 or not np.all(np.isfinite(e)):
-        raise ValueError(f"`errors` must be a finite 1-D array; got shape {e.shape}.")
+    e = as_array(errors, "errors", ndim=1)
     w = check_int(window, "window", lower=1, upper=100_000)
     for t in range(3 * w, e.size + 1):
         if e[t - w : t].mean() > e[t - 2 * w : t - w].mean():
@@ -251,8 +323,10 @@ class DiffusionBlock(eqx.Module):
     nonlinearity: str = eqx.field(static=True)
 
     def __init__(self, channels, *, ratio=4, nonlinearity="perona_malik", zero_init=True, key):
-        channels = check_int(channels, "channels", lower=1)
+        channels = check_int(channels, "channels", lower=1, upper=4096)
         ratio = check_int(ratio, "ratio", lower=1, upper=channels)
+        zero_init = check_bool(zero_init, "zero_init")
+        check_key(key)
         self.nonlinearity = check_choice(nonlinearity, "nonlinearity", ("perona_malik", "identity"))
         hidden = max(1, channels // ratio)
         ks = jax.random.split(key, 7)
@@ -343,7 +417,7 @@ class FilmINR(eqx.Module):
         depth = check_int(depth, "depth", lower=1, upper=16)
         n_freq = check_int(n_freq, "n_freq", lower=1, upper=4096)
         scale = check_scalar(scale, "scale", lower=0.0, upper=1e3, closed="neither")
-        self.omega = check_scalar(omega, "omega", lower=0.0, upper=1e3, closed="neither")
+        self.omega = check_scalar(omega, "omega", lower=1e-3, upper=1e3)
         self.gamma = check_choice(gamma, "gamma", ("residual", "raw"))
         ks = jax.random.split(key, depth + 3)
         self.B = scale * jax.random.normal(ks[0], (n_freq, 2), DTYPE)
@@ -398,7 +472,10 @@ class D2SAModel(eqx.Module):
 
 def init_d2sa(unet, n_slices, *, latent_dim=16, gamma="residual", key, **inr_options):
     """A :class:`D2SAModel` around ``unet`` with ``n_slices`` latents."""
+    check_instance(unet, "unet", UNet)
     n_slices = check_int(n_slices, "n_slices", lower=1, upper=10_000)
+    latent_dim = check_int(latent_dim, "latent_dim", lower=1, upper=4096)
+    check_key(key)
     kinr, kz = jax.random.split(key)
     channels = unet.head.weight.shape[1]
     inr = FilmINR(channels, latent_dim, gamma=gamma, key=kinr, **inr_options)
@@ -498,6 +575,7 @@ def _early_stopped(trainable, frozen, lr, data, target, max_iters, window, inr_w
 
 def no_adaptation(unet, y, mask):
     """B0: the frozen network on the zero-filled acquired data ``y (S, H, W)`` (mask ``(H, W)``)."""
+    _patient(unet, y, mask)
     return to_complex(unet(_inputs(_c(y), _r(mask))))
 
 
@@ -509,12 +587,13 @@ def single_shot(unet, y, mask, target, *, ssl="dc", lr=None, max_iters=300, wind
     only to record PSNR curves."""
     lr = LR_SINGLE_SHOT if lr is None else check_scalar(lr, "lr", lower=0.0, upper=1.0)
     window = WINDOW if window is None else window
-    s = y.shape[0]
+    _patient(unet, y, mask, _required(target, "target"))
+    s = np.shape(y)[0]
     y, target = _c(y), _c(target)
     masks = ssl_masks(mask, s, ssl, key)
     tr, fr = nn.split(unet)
     xh, t, errs, ps = _early_stopped(
-        tr, fr, lr, (y, masks, None), target, _iters(max_iters), _window(window), 0.0
+        tr, fr, lr, (y, masks, None), target, _iters(max_iters), _window(window, max_iters), 0.0
     )
     return Adapted(xh, np.asarray(t), 0, np.asarray(errs), np.asarray(ps), np.ones(s))
 
@@ -523,8 +602,12 @@ def _iters(v):
     return check_int(v, "max_iters", lower=1, upper=100_000)
 
 
-def _window(v):
-    return check_int(v, "window", lower=1, upper=10_000)
+def _window(v, max_iters):
+    """The early-stopping window: at most ``max_iters`` (the error curve it averages over)."""
+    w = check_int(v, "window", lower=1, upper=10_000)
+    if w > _iters(max_iters):
+        raise ValueError(f"`window` must be at most max_iters = {max_iters}; got {w}.")
+    return w
 
 
 def _stage1_loss(model, batch, *, key=None):
@@ -600,7 +683,9 @@ def d2sa(
     lr_model = LR_MODEL if lr_model is None else lr_model
     lr_stage2 = LR_STAGE2 if lr_stage2 is None else lr_stage2
     window = WINDOW if window is None else window
-    s = y.shape[0]
+    _patient(unet, y, mask, _required(target, "target"))
+    check_key(key)
+    s = np.shape(y)[0]
     y, target, mask = _c(y), _c(target), _r(mask)
     ssl = check_choice(ssl, "ssl", SSL)
     epochs = check_int(epochs, "epochs", lower=0, upper=10_000)
@@ -651,7 +736,7 @@ def d2sa(
         (y, masks2, z),
         target,
         _iters(max_iters),
-        _window(window),
+        _window(window, max_iters),
         0.0 if ssl == "ssdu" else 1.0,
     )
     return Adapted(xh, np.asarray(t), steps1, np.asarray(errs), np.asarray(ps), gam)

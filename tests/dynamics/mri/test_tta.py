@@ -101,8 +101,10 @@ def test_ssl_masks_partition_the_acquired_set(ssl):
 
 
 def test_bad_input(unet):
-    y = jnp.zeros((2, *SHAPE), tta.CDTYPE)
+    y = jnp.ones((2, *SHAPE), tta.CDTYPE)
     mask = jnp.ones(SHAPE)
+    with pytest.raises(ValueError, match="`y` must hold acquired signal"):
+        tta.single_shot(unet, 0 * y, mask, y, key=KEY)
     with pytest.raises(ValueError, match="ssl"):
         tta.single_shot(unet, y, mask, y, ssl="n3n", key=KEY)
     with pytest.raises(ValueError, match="window"):
