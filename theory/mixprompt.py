@@ -84,9 +84,11 @@ def mixprompt_params(
     embeds for stages ``>= 2``, head."""
     ch = _chans(channels)
     choice = check_choice(extractor, "extractor", ("pretrained", "random", "embed"))
+    head_embed = _c(head_embed, "head_embed")
+    depth, expansion = _c(extractor_depth, "extractor_depth"), _c(expansion, "expansion")
     ext = patch_embed_params(in_channels, ch[0])
     if choice != "embed":
-        ext += _c(extractor_depth, "extractor_depth") * block_params(ch[0], expansion)
+        ext += depth * block_params(ch[0], expansion)
     parts = {
         "extractor": ext,
         "proj": ch[0] * ch[0] + ch[0],
