@@ -6,7 +6,10 @@ JAX Monte Carlo, PEP worst cases), ``dynamics.koopman`` (top-k Koopman singular 
 low-rank approximation), ``dynamics.fp4_training`` (gradient-to-noise ratio in FP4 training),
 ``dynamics.transformer`` (small-initialisation Transformer gradient flow), ``dynamics.mri``
 (Cartesian MRI physics and ellipsoid phantoms with the shifts of D2SA's kind),
-``dynamics.distill`` (distilling attention into hybrid students).
+``dynamics.distill`` (distilling attention into hybrid students), ``dynamics.acavp`` (digits
+suite and visual-prompt training), ``dynamics.mixprompt`` (RGB-D scenes and prompt training),
+``dynamics.dnd`` (LoRA checkpoint collection and the parameter generator),
+``dynamics.aegisguard`` (adapter shielding: victim, attack, RSM bandit, pruning).
 """
 
 import importlib

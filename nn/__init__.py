@@ -9,8 +9,9 @@ Training: :func:`train` (jitted step, tqdm progress), :func:`make_step`, :func:`
 Data: :class:`MarkovCorpus` (synthetic tokens with a known loss floor). FP4 formats and
 quantised matmuls: :mod:`nn.quant`. Attention variants: :mod:`nn.hopfield` (modern Hopfield
 attention), :mod:`nn.mla`, :mod:`nn.mamba2`, :mod:`nn.hybrid` (MLA/Mamba2 hybrids);
-:mod:`nn.unet` (MRI reconstruction U-Net). Every public module of this folder is a submodule,
-loaded on first use.
+:mod:`nn.unet` (MRI reconstruction U-Net); visual prompts :mod:`nn.acavp`, RGB-D prompting
+:mod:`nn.mixprompt`, prompt-to-LoRA generation :mod:`nn.dnd`. Every public module of this folder
+is a submodule, loaded on first use.
 
 Trainable vs frozen
 -------------------
