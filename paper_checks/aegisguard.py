@@ -39,7 +39,7 @@ COMM_SHARE = 0.6  # communication share of full-shield latency (digest: "over 60
 SIZES = sizes(
     smoke=dict(reps=2, n_blocks=2, n_train=256, n_test=256, steps=40, queries=32, epochs=4,
                sac_steps=40, probe_batch=64, draws=4),
-    quick=dict(reps=10, n_blocks=6, n_train=2048, n_test=2048, steps=400, queries=64, epochs=30,
+    quick=dict(reps=16, n_blocks=6, n_train=2048, n_test=2048, steps=400, queries=64, epochs=30,
                sac_steps=100, probe_batch=128, draws=32),
     full=dict(reps=16, n_blocks=6, n_train=4096, n_test=4096, steps=1500, queries=128,
               epochs=30, sac_steps=300, probe_batch=256, draws=32),
