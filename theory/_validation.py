@@ -125,7 +125,10 @@ def as_array(
         )
     if not _is_tracer(arr):
         try:
-            arr = arr.astype(dtype, copy=False)
+            with np.errstate(over="raise"):
+                arr = arr.astype(dtype, copy=False)
+        except FloatingPointError as err:  # e.g. 1e300 into float32
+            raise ValueError(f"`{name}` must fit in {np.dtype(dtype)}; got larger values.") from err
         except (TypeError, ValueError, OverflowError) as err:
             raise TypeError(
                 f"`{name}` must be convertible to {np.dtype(dtype)}; got dtype {arr.dtype}."
