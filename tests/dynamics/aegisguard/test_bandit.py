@@ -16,7 +16,7 @@ def test_literal_reward_matches_the_note_example():
     # aegisguard.md G3: r = (+0.228, -0.070, +0.141, -0.016); the noise-helped layer is rewarded
     e = np.exp(DL)
     want = np.sign(DL) * (e - e.mean())
-    np.testing.assert_allclose(RL.reward(DL, SEL, "literal"), want, rtol=1e-6)
+    np.testing.assert_allclose(RL.reward(DL, SEL, "literal"), want, rtol=1e-12)
     np.testing.assert_allclose(want, [0.228, -0.070, 0.141, -0.016], atol=1e-3)
 
 
@@ -24,7 +24,7 @@ def test_intent_reward_is_centred_on_the_probed_set():
     sel = np.array([True, True, False, True])
     r = np.asarray(RL.reward(DL, sel, "intent"))
     e = np.exp(DL[sel])
-    np.testing.assert_allclose(r[sel], e - e.mean(), rtol=1e-6)
+    np.testing.assert_allclose(r[sel], e - e.mean(), rtol=1e-12)
     assert r[2] == 0.0 and abs(r.sum()) < 1e-6
 
 
@@ -34,7 +34,7 @@ def test_score_update_is_a_sigmoid_gradient_step_on_selected_layers():
     sel = np.array([True, True, False, True])
     g = 1 / (1 + np.exp(-s))
     want = np.where(sel, s + 0.5 * r * g * (1 - g), s)
-    np.testing.assert_allclose(RL.score_update(s, r, sel, 0.5), want, rtol=1e-6)
+    np.testing.assert_allclose(RL.score_update(s, r, sel, 0.5), want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("sampler", RL.SAMPLERS)
