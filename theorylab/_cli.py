@@ -280,6 +280,31 @@ def _verify(args, properties, cache: bool) -> int:
     return 0 if all(r["status"] == "holds" for r in rows) else 1
 
 
+def _list(registry, properties) -> int:
+    """Print the claims and properties; from the static index (no JAX import) unless registries
+    are passed in."""
+    from paper_checks import _index
+
+    if registry is None and properties is None:
+        rows = _index.load()
+    else:
+        from paper_checks import PROPERTIES, REGISTRY
+
+        rows = _index.entries(
+            REGISTRY if registry is None else registry,
+            PROPERTIES if properties is None else properties,
+        )
+    try:
+        for r in rows:
+            print(
+                f"{r['id']:<40} {r['kind']:<8} [{r['mutants']} mutants] {r['paper']} "
+                f"({r['where']}): {r['statement']}"
+            )
+    except BrokenPipeError:  # `theorylab list | head`: stop quietly, as other commands do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
 def main(
     argv=None, *, registry=None, properties=None, figures_package: str | None = "figures"
 ) -> int:
@@ -293,6 +318,8 @@ def main(
         getattr(args, "no_compile_cache", False)
         or os.environ.get("THEORYLAB_NO_COMPILE_CACHE", "") not in ("", "0")
     )
+    if args.command == "list":
+        return _list(registry, properties)
     setup_jax(cache)
     from paper_checks import PROPERTIES, REGISTRY
 
@@ -303,18 +330,6 @@ def main(
     except _UsageError as err:
         print(f"theorylab: error: {err}", file=sys.stderr)
         return 2
-    if args.command == "list":
-        for c in registry:
-            print(
-                f"{c.id:<40} claim    [{len(c.mutants)} mutants] {c.paper} ({c.where}): "
-                f"{c.statement}"
-            )
-        for p in properties:
-            print(
-                f"{p.id:<40} property [{len(p.mutants)} mutants] {p.paper} ({p.where}): "
-                f"{p.statement}"
-            )
-        return 0
     t0 = time.perf_counter()
     try:
         if args.command == "check":
