@@ -1,5 +1,7 @@
 """Exact statements of Chen & Luo 2025 (arXiv 2510.06954) over random stage-1 states."""
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from theory import transformer as th
@@ -22,7 +24,8 @@ def _state(ex):
 @prop(
     "transformer.energy_rate_amgm",
     paper=PAPER,
-    statement="Along the stage-1 effective flow the cubic energy grows at least as fast as "
+    statement="Along the stage-1 effective flow the cubic energy grows at the rate of Eq. (16) "
+    "(dE/dt by autodiff along the vector field) and at least as fast as "
     "dE/dt >= 3 |E|^{4/3} (AM-GM on the three factors), for E of either sign.",
     where="Sec. 4, Eq. (16) and the blow-up lemma",
     strategy=lambda st: st.fixed_dictionaries(
@@ -41,15 +44,25 @@ def _amgm(ex) -> float:
     WV, W1, W2, v = _state(ex)
     u = v @ WV
     rate = th.energy_rate(u, W1, W2)
+    field = th.effective_vector_field(WV, W1, W2, v)
+    with jax.enable_x64(True):  # dE/dt along the field, by autodiff of E = v W_V W1 W2
+        _, dE = jax.jvp(
+            lambda a, b, c: jnp.asarray(v) @ a @ b @ c,
+            (jnp.asarray(WV), jnp.asarray(W1), jnp.asarray(W2)),
+            tuple(jnp.asarray(x) for x in field),
+        )
+    room_eq16 = 1.0 - abs(rate - float(dE)) / (1e-12 * abs(rate))  # rate = sum of squares > 0
     lower = th.energy_rate_lower_bound(th.cubic_energy(u, W1, W2))
-    return float((rate - lower) / max(abs(rate), abs(lower), 1e-300) + 1e-12)
+    room_amgm = (rate - lower) / max(abs(rate), abs(lower), 1e-300) + 1e-12
+    return float(min(room_eq16, room_amgm))
 
 
 @prop(
     "transformer.conserved_quantities",
     paper=PAPER,
     statement="u_i^2 - ||W1[i, :]||^2 and W2_j^2 - ||W1[:, j]||^2 are conserved by the stage-1 "
-    "effective flow (their derivative along the vector field is zero).",
+    "effective flow (their derivative along the vector field, by autodiff, is zero to "
+    "round-off) and theory.transformer.conserved_quantities computes them.",
     where="Sec. 4, conservation lemma",
     strategy=lambda st: st.fixed_dictionaries(
         {"seed": st.integers(0, 2**31 - 1), "d": st.integers(1, 8), "scale": st.floats(0.2, 5.0)}
@@ -65,9 +78,26 @@ def _amgm(ex) -> float:
 )
 def _conserved(ex) -> float:
     WV, W1, W2, v = _state(ex)
-    dWV, dW1, dW2 = (np.asarray(x) for x in th.effective_vector_field(WV, W1, W2, v))
-    u, du = v @ WV, v @ dWV
-    row = 2 * u * du - 2 * np.sum(W1 * dW1, axis=1)
-    col = 2 * W2 * dW2 - 2 * np.sum(W1 * dW1, axis=0)
-    size = np.max(np.abs(np.concatenate([2 * u * du, 2 * W2 * dW2]))) + 1e-300
-    return float(1.0 - np.max(np.abs(np.concatenate([row, col]))) / (1e-10 * size))
+    field = th.effective_vector_field(WV, W1, W2, v)
+
+    def invariants(a, b, c):  # Prop. 2's definitions, written out
+        u = jnp.asarray(v) @ a
+        return jnp.concatenate([u**2 - jnp.sum(b**2, axis=1), c**2 - jnp.sum(b**2, axis=0)])
+
+    with jax.enable_x64(True):
+        inv, dinv = jax.jvp(
+            invariants,
+            (jnp.asarray(WV), jnp.asarray(W1), jnp.asarray(W2)),
+            tuple(jnp.asarray(x) for x in field),
+        )
+    inv, dinv = np.asarray(inv), np.asarray(dinv)
+    # the scale of the derivative's terms: 2 |u du| + 2 ||W1|| ||dW1|| per quantity
+    size = 2 * sum(
+        float(np.linalg.norm(x) * np.linalg.norm(dx))
+        for x, dx in zip((v @ WV, W1, W2), (v @ field[0], field[1], field[2]), strict=True)
+    )
+    room_rate = 1.0 - float(np.max(np.abs(dinv))) / (1e-12 * size + 1e-300)
+    got = np.concatenate(th.conserved_quantities(v @ WV, W1, W2))
+    scale = float(np.max(np.abs(np.concatenate([(v @ WV) ** 2, W2**2, np.sum(W1**2, 0)]))))
+    room_value = 1.0 - float(np.max(np.abs(got - inv))) / (1e-14 * scale + 1e-300)
+    return min(room_rate, room_value)

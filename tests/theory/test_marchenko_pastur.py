@@ -2,9 +2,8 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
+from paper_checks import PROPERTIES, verify
 from theory import marchenko_pastur as mp
 
 GAMMAS = [0.1, 0.5, 1.0, 2.0, 5.0]
@@ -69,14 +68,11 @@ def test_no_cancellation_near_confluent_nodes():
     assert conf == pytest.approx(-mp.stieltjes(0.4, 0.5, derivative=1), rel=1e-13)
 
 
-@given(gamma=st.floats(0.05, 8.0), lam=st.floats(1e-3, 20.0))
-def test_ridge_df_and_kappa_identity(gamma, lam):
-    s = mp.ridge_df(lam, gamma)
-    assert 0 < s < min(1.0, 1.0 / gamma)
-    assert mp.ridge_df(lam * 1.1, gamma) < s
-    G = mp.resolvent_moment(gamma, [lam, lam], 2)
-    kappa = lam**2 * mp.resolvent_moment(gamma, [lam, lam], 0)
-    assert kappa == pytest.approx(1 - 2 * s + G, abs=1e-10)
+def test_ridge_df_and_kappa_identity():
+    """0 < s < min(1, 1/gamma), s decreasing, kappa = 1 - 2 s + Gamma: the registry property
+    ``ecc.ridge_df_kappa_identity`` (its one copy, searched by ``theorylab verify``)."""
+    row = verify(PROPERTIES["ecc.ridge_df_kappa_identity"], examples=30)
+    assert row["status"] == "holds" and row["min_slack"] >= 0, row
 
 
 @pytest.mark.parametrize("gamma", [0.5, 2.0])
