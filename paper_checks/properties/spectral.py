@@ -1,7 +1,10 @@
 """Limits of the nonlinear Laplacian (Ma & Kunisky 2025, arXiv 2505.12528) over sigma and beta."""
 
+import numpy as np
+
 import spectral
 from spectral import sigmas
+from theory.nonlinear_laplacian import null_law, theta
 
 from .._properties import prop
 from .._registry import scaled, wrap
@@ -62,3 +65,82 @@ def _above_edge(ex) -> float:
     lam, ov = spectral.outlier(s, beta, ex["prior"])
     edge = spectral.bulk_edge(s)
     return float(min((lam - edge) / abs(edge), ov, 1.0 - ov + 1e-12))
+
+
+def _sigma(ex):
+    """A tanh nonlinearity ``a tanh(b x)`` or a nondecreasing step function (1 to 4 jumps)."""
+    if ex["family"] == "tanh":
+        return sigmas.tanh(ex["a"], ex["b"])
+    k = ex["jumps"]
+    br = np.sort(np.asarray(ex["breaks"][:k]))
+    return sigmas.step(br, np.concatenate([[0.0], np.cumsum(ex["heights"][:k])]))
+
+
+def _strict(room: float) -> float:
+    """A strict inequality's room: itself when positive, else -1 (an exact tie is a failure)."""
+    return room if room > 0 else -1.0
+
+
+@prop(
+    "spectral.transition_shape",
+    paper=PAPER,
+    statement="For tanh and step nonlinearities and either prior: theta(beta) increases; H' at "
+    "theta(beta) changes sign at most once; below beta* the overlap is 0; above it the outlier "
+    "lies above the edge, and the outlier and the overlap (in [0, 1]) increase with beta; "
+    "the outlier meets the edge at beta* (and so does the overlap for a regular edge).",
+    where="Sec. 3, main theorem and the threshold characterisation (H'(theta) = 0)",
+    strategy=lambda st: st.fixed_dictionaries(
+        {
+            "family": st.sampled_from(["tanh", "step"]),
+            "prior": st.sampled_from(PRIORS),
+            "a": st.floats(0.2, 3.0),
+            "b": st.floats(0.3, 2.0),
+            "jumps": st.integers(1, 4),
+            "breaks": st.lists(st.floats(-2.0, 2.0), min_size=4, max_size=4),
+            "heights": st.lists(st.floats(0.05, 1.5), min_size=4, max_size=4),
+        }
+    ),
+    mutants=[
+        wrap(
+            "spectral.critical_threshold",
+            scaled(0.97),
+            "the threshold beta* 3 % low",
+            name="threshold_3pct_low",
+        )
+    ],
+)
+def _transition(ex) -> float:
+    s, prior = _sigma(ex), ex["prior"]
+    law = null_law(s)
+    bstar = spectral.critical_threshold(s, prior)
+    near = bstar * np.array([0.95, 0.99, 1.0, 1.001, 1.01, 1.05])  # both sides of beta*
+    betas = np.sort(np.concatenate([np.linspace(0.3, 2.5, 12), near]))
+    th = [theta(s, b, spectral.as_prior(prior)) for b in betas]
+    present = np.array([t for t in th if t is not None])
+    rooms = [_strict(float(np.min(np.diff(present), initial=1.0) / np.max(np.abs(present))))]
+    hp = np.array(
+        [
+            -1.0 if t is None else 1 - np.sum(law.weights / (t - s.upper + law.upper_gaps) ** 2)
+            for t in th
+        ]
+    )
+    flips = np.count_nonzero(np.diff(np.sign(hp[np.abs(betas - bstar) > 1e-9])))
+    rooms.append(1.0 if flips <= 1 else -1.0)
+    above = betas[betas > bstar * (1 + 1e-9)]
+    res = [spectral.outlier_limits(s, b, prior) for b in above]
+    ov = np.array([r.overlap for r in res])
+    lam = np.array([r.eigenvalue for r in res])
+    edge = res[0].edge
+    rooms += [
+        float(min(ov.min(), 1.0 - ov.max())),
+        _strict(float(np.min(np.diff(ov)))),
+        _strict(float(np.min(np.diff(lam)) / np.max(np.abs(lam)))),
+        _strict(float((lam.min() - edge) / abs(edge))),
+    ]
+    below = [spectral.outlier(s, b, prior)[1] for b in betas[betas < bstar * (1 - 1e-9)]]
+    rooms.append(1.0 if max(below, default=0.0) == 0.0 else -1.0)  # no overlap below beta*
+    r = spectral.outlier_limits(s, bstar * (1 + 1e-8), prior)  # continuity at beta*
+    rooms.append(1.0 - (r.eigenvalue - r.edge) / 1e-4)
+    if spectral.threshold(s, prior).regular:
+        rooms.append(1.0 - r.overlap / 1e-4)
+    return min(rooms)
