@@ -4,8 +4,9 @@ Modules (all act on arrays with arbitrary leading batch axes; ``__call__`` takes
 :class:`Linear` (weight ``(out, in)``, a static ``matmul`` hook), :class:`MLP`, :class:`Embedding`,
 :class:`RMSNorm`, :func:`causal_attention`, :class:`CausalSelfAttention` (``num_heads=1`` = single
 head), :class:`TransformerBlock`, :class:`TransformerLM`. Optimisers: use ``optax`` directly.
-Training: :func:`train` (jitted step, tqdm progress), :func:`make_step`, :func:`evaluate`,
-:func:`save` / :func:`load` (exact round trip), :func:`lm_loss`, :func:`cross_entropy`.
+Training: :func:`fit` (pure ``lax.scan`` loop, vmappable), :func:`train` (jitted step, tqdm
+progress), :func:`make_step`, :func:`evaluate`, :func:`save` / :func:`load` (exact round trip),
+:func:`lm_loss`, :func:`cross_entropy`.
 Data: :class:`MarkovCorpus` (synthetic tokens with a known loss floor). FP4 formats and
 quantised matmuls: :mod:`nn.quant`. Attention variants: :mod:`nn.hopfield` (modern Hopfield
 attention), :mod:`nn.mla`, :mod:`nn.mamba2`, :mod:`nn.hybrid` (MLA/Mamba2 hybrids);
@@ -52,7 +53,17 @@ from ._layers import (
     set_matmul,
     uniform_fan_in,
 )
-from ._train import TrainResult, cross_entropy, evaluate, lm_loss, load, make_step, save, train
+from ._train import (
+    TrainResult,
+    cross_entropy,
+    evaluate,
+    fit,
+    lm_loss,
+    load,
+    make_step,
+    save,
+    train,
+)
 from ._tree import combine, count_params, split, trainable_mask
 
 # every public module or package of this folder, loaded on first use
@@ -75,6 +86,7 @@ __all__ = [
     "split",
     "combine",
     "count_params",
+    "fit",
     "train",
     "make_step",
     "evaluate",

@@ -1,4 +1,5 @@
-"""Jitted training loop, evaluation and checkpoints (optax optimisers are used directly)."""
+"""Training: the pure scan-based :func:`fit`, the jitted-step :func:`train` loop (both on one update
+step), evaluation and checkpoints (optax optimisers are used directly)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from ._tree import combine, split
 __all__ = [
     "cross_entropy",
     "lm_loss",
+    "fit",
     "make_step",
     "TrainResult",
     "train",
@@ -78,6 +80,79 @@ def lm_loss(model, batch, *, key=None):
     return cross_entropy(logits, batch[..., 1:])
 
 
+def _update(f, optimizer, trainable, opt_state):
+    """One optimiser step on ``f(trainable) -> scalar``: ``(trainable, opt_state, loss)``."""
+    loss, grads = eqx.filter_value_and_grad(f)(trainable)
+    updates, opt_state = optimizer.update(grads, opt_state, trainable)
+    return eqx.apply_updates(trainable, updates), opt_state, loss
+
+
+def fit(
+    loss_fn: Callable,
+    optimizer: optax.GradientTransformation,
+    trainable,
+    xs=None,
+    *,
+    frozen=None,
+    opt_state=None,
+    length: int | None = None,
+    unroll: int = 1,
+):
+    """``optimizer`` steps on ``loss_fn(model, x)``, one per ``x`` in ``xs``, in one ``lax.scan``.
+
+    Pure, so it runs inside ``jit``, ``vmap`` (over seeds; over learning rates by building
+    ``optimizer`` from a traced rate) and an outer ``scan`` (to evaluate every ``k`` steps, scan
+    over chunks of ``xs`` and pass ``opt_state`` on). ``model`` is ``nn.combine(trainable,
+    frozen)``, or ``trainable`` when ``frozen`` is None; only ``trainable`` is differentiated and
+    seen by ``optimizer``. ``xs`` is any pytree with a leading step axis (batch indices, keys,
+    ``jnp.arange(steps)``), or None with ``length`` steps, as in ``lax.scan``. ``opt_state``
+    defaults to ``optimizer.init(trainable)``.
+
+    Returns ``(trainable, opt_state, losses)``, ``losses[t]`` the loss before step ``t``'s update.
+
+    >>> import jax.numpy as jnp, optax
+    >>> w, _, losses = fit(lambda w, _: jnp.sum((w - 3.0) ** 2), optax.sgd(0.25), jnp.zeros(2),
+    ...                    length=2)
+    >>> w.tolist(), losses.tolist()
+    ([2.25, 2.25], [18.0, 4.5])
+    """
+    check_callable(loss_fn, "loss_fn")
+    check_transform(optimizer, "optimizer")
+    if not any(eqx.is_inexact_array(leaf) for leaf in jax.tree.leaves(trainable)):
+        raise TypeError(
+            f"`trainable` must be a pytree with floating array leaves; got "
+            f"{type(trainable).__name__}."
+        )
+    if frozen is not None:
+        combine(trainable, frozen)  # raises unless the two halves of one split
+    unroll = check_int(unroll, "unroll", lower=1)
+    steps = jax.tree.leaves(xs)
+    if length is not None:
+        length = check_int(length, "length", lower=0, upper=10**9)
+    elif not steps:
+        raise ValueError("`xs` must have array leaves with a leading step axis, or give `length`.")
+    sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in steps}
+    if None in sizes or len(sizes) > 1 or (length is not None and sizes - {length}):
+        want = "" if length is None else f" of length `length` = {length}"
+        raise ValueError(
+            f"`xs` leaves must share one leading step axis{want}; got leading sizes "
+            f"{sorted(sizes, key=str)}."
+        )
+
+    def model(tr):
+        return tr if frozen is None else combine(tr, frozen)
+
+    def step(carry, x):
+        tr, st, loss = _update(lambda t: loss_fn(model(t), x), optimizer, *carry)
+        return (tr, st), loss
+
+    state = optimizer.init(trainable) if opt_state is None else opt_state
+    (trainable, state), losses = jax.lax.scan(
+        step, (trainable, state), xs, length=length, unroll=unroll
+    )
+    return trainable, state, losses
+
+
 def make_step(loss_fn: Callable, optimizer: optax.GradientTransformation):
     """Jitted ``step(trainable, frozen, opt_state, batch, key) -> (trainable, opt_state, loss)``.
 
@@ -99,9 +174,7 @@ def _build_step(loss_fn, optimizer):
         def f(tr):
             return loss_fn(combine(tr, frozen), batch, key=key)
 
-        loss, grads = eqx.filter_value_and_grad(f)(trainable)
-        updates, opt_state = optimizer.update(grads, opt_state, trainable)
-        return eqx.apply_updates(trainable, updates), opt_state, loss
+        return _update(f, optimizer, trainable, opt_state)
 
     return step
 

@@ -105,6 +105,18 @@ CASES = {
         ),
     ),
     "nn.make_step": Case(nn.make_step, dict(loss_fn=_mse, optimizer=SGD)),
+    "nn.fit": Case(
+        nn.fit,
+        heavy=True,
+        kwargs=dict(
+            loss_fn=lambda m, _: _mse(m, BATCH),
+            optimizer=SGD,
+            trainable=nn.split(LIN)[0],
+            xs=None,
+            frozen=nn.split(LIN)[1],
+            length=3,
+        ),
+    ),
     "nn.evaluate": Case(
         nn.evaluate, heavy=True, kwargs=dict(model=LIN, loss_fn=_mse, batches=[BATCH])
     ),
