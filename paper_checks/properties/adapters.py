@@ -116,3 +116,99 @@ def _ct_gap(ex) -> float:
     gap = float(np.max(np.abs(phi - np.maximum(_X, 0.0))))
     bound = ad.ct_gap_bound(ex["beta"], ex["c"])
     return float(1.0 - gap / (bound * (1 + 1e-12) + 1e-300))  # 1e-12: float64 round-off of phi
+
+
+def _stiefel(p, r, rng):
+    q, rr = np.linalg.qr(rng.standard_normal((p, r)))
+    return q * np.sign(np.diag(rr))
+
+
+@prop(
+    "adapters.polar_stable_rank",
+    paper="PoLAR 2025 (arXiv 2506.03133)",
+    statement="With Stiefel factors X (m x r), Y (n x r), Delta W = X Theta Y^T has the stable "
+    "rank and Frobenius norm of Theta (derived here: equal nonzero singular values), and "
+    "1 <= sr <= r; the zero matrix has sr 0.",
+    where="Sec. 2 (stable rank), Sec. 3 (X Theta Y^T); identity derived in adapters.md Sec. 3.1",
+    strategy=lambda st: st.fixed_dictionaries(
+        {
+            "r": st.integers(1, 8),
+            "extra_rows": st.integers(0, 8),
+            "extra_cols": st.integers(0, 8),
+            "log10_spread": st.floats(0.0, 6.0),
+            "seed": st.integers(0, 2**31 - 1),
+        }
+    ),
+    mutants=[
+        wrap(
+            "nn.adapters._core.stable_rank",
+            lambda f: (
+                lambda m: (
+                    jnp.sum(jnp.asarray(m) ** 2) / jnp.max(jnp.sum(jnp.asarray(m) ** 2, axis=-2))
+                )
+            ),
+            "||M||_2^2 taken as the largest squared column norm",
+            name="sr_column_norm",
+        )
+    ],
+)
+def _polar_sr(ex) -> float:
+    rng = np.random.default_rng(ex["seed"])
+    r = ex["r"]
+    m, n = r + ex["extra_rows"], r + ex["extra_cols"]
+    x, y = _stiefel(m, r, rng), _stiefel(n, r, rng)
+    # Theta's singular values spread over up to 6 decades: the identity is spectral
+    theta = rng.standard_normal((r, r)) * 10.0 ** (-ex["log10_spread"] * rng.uniform(size=r))
+    dw = x @ theta @ y.T
+    with jax.enable_x64(True):
+        sr_dw, sr_theta = float(ad.stable_rank(dw)), float(ad.stable_rank(theta))
+        sr_zero = float(ad.stable_rank(np.zeros((m, n))))
+    fro = abs(np.linalg.norm(dw) - np.linalg.norm(theta)) / np.linalg.norm(theta)
+    return float(
+        min(
+            1.0 - abs(sr_dw - sr_theta) / (1e-10 * sr_theta),
+            1.0 - fro / 1e-12,
+            (sr_dw - (1 - 1e-12)) / r,
+            (r + 1e-12 - sr_dw) / r,
+            1.0 if sr_zero == 0.0 else -1.0,
+        )
+    )
+
+
+@prop(
+    "adapters.unilora_isometry",
+    paper="Uni-LoRA 2025 (arXiv 2506.00799)",
+    statement="Uni-LoRA's projection P (D x d, one nonzero 1/sqrt(n_j) per row, balanced groups) "
+    "is an isometry: P^T P = I_d and ||P theta|| = ||theta||, for every 1 <= d <= D and seed "
+    "(and P is a function of the seed).",
+    where="the isometric projection (abstract; official code generate_index; adapters.md Sec. 4.2)",
+    strategy=lambda st: st.fixed_dictionaries(
+        {"D": st.integers(1, 400), "d": st.integers(1, 400), "seed": st.integers(0, 2**31 - 1)}
+    ),
+    mutants=[
+        wrap(
+            "nn.adapters._unilora.isometric_projection",
+            lambda f: lambda *a, **k: (f(*a, **k)[0], f(*a, **k)[1] ** 2),
+            "values 1/n_j instead of 1/sqrt(n_j)",
+            name="value_not_sqrt",
+        )
+    ],
+)
+def _unilora(ex) -> float:
+    D = ex["D"]
+    d = min(ex["d"], D)
+    idx, val = ad.isometric_projection(D, d, ex["seed"])
+    p = np.zeros((D, d))
+    p[np.arange(D), idx] = val
+    counts = np.bincount(idx, minlength=d)
+    theta = np.random.default_rng(ex["seed"]).standard_normal(d)
+    norm_err = abs(np.linalg.norm(theta[idx] * val) - np.linalg.norm(theta))  # P theta, a gather
+    return float(
+        min(
+            1.0 - float(np.max(np.abs(p.T @ p - np.eye(d)))) / 1e-14,
+            1.0 if np.all((p != 0).sum(axis=1) == 1) else -1.0,  # one nonzero per row
+            1.0 if set(np.unique(counts)) <= {D // d, D // d + 1} else -1.0,  # balanced groups
+            1.0 - norm_err / (1e-13 * np.linalg.norm(theta)),
+            1.0 if np.array_equal(ad.isometric_projection(D, d, ex["seed"])[0], idx) else -1.0,
+        )
+    )
