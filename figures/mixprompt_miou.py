@@ -23,7 +23,7 @@ LABELS = {
 def make(scale: str = "quick", seed: int = 0):
     size = SIZES[scale]
     res = {m: run(m, size, seed) for m in METHODS}
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.5, 3.8))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
     mean = np.array([res[m].test_at_lr.mean() for m in METHODS])
     se = np.array([res[m].test_at_lr.std(ddof=1) / np.sqrt(size.seeds) for m in METHODS])
     colours = ["C7", "C7", "C0", "C2", "C3", "C1", "C1"]
@@ -31,12 +31,13 @@ def make(scale: str = "quick", seed: int = 0):
     ax.set_xticks(range(len(METHODS)), [LABELS[m] for m in METHODS], rotation=35, ha="right")
     ax.set(ylabel=f"test mIoU (mean +- SE, {size.seeds} seeds)", ylim=(0, 1))
     ref = res["two_branch"].total
-    for m, c in zip(METHODS, colours, strict=True):
-        bx.plot(res[m].total / ref, res[m].test_at_lr.mean(), "o", color=c)
-        bx.annotate(LABELS[m], (res[m].total / ref, res[m].test_at_lr.mean()), fontsize=7)
+    markers = ["o", "s", "o", "^", "D", "v", "P"]  # the variants sit close together: a legend,
+    for m, c, mk in zip(METHODS, colours, markers, strict=True):  # not annotations
+        bx.plot(res[m].total / ref, res[m].test_at_lr.mean(), mk, color=c, label=LABELS[m],
+                markerfacecolor="none" if m == "rgb_frozen" else c)  # fmt: skip
     bx.axvline(87.2 / 181.1, color="k", ls=":", lw=1, label="paper: 87.2M / 181.1M (NYU)")
     bx.set(xlabel="total parameters / two-branch", ylabel="test mIoU", xlim=(0, 1.1))
-    bx.legend(frameon=False, fontsize=7, loc="lower right")
+    bx.legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.suptitle(f"{TITLE}\n({scale}, seed {seed})", fontsize=9)
     fig.tight_layout()
     return fig
