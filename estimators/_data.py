@@ -10,7 +10,7 @@ import numpy as np
 
 from theory._validation import as_array
 
-__all__ = ["as_numeric", "check_data", "data_names"]
+__all__ = ["as_numeric", "check_data", "check_unlabeled_columns", "data_names"]
 
 
 def _is_frame(x) -> bool:
@@ -128,3 +128,23 @@ def data_names(y, a, X) -> dict | None:
     if _is_frame(X):
         names["X"] = [str(c) for c in X.columns]
     return names or None
+
+
+def check_unlabeled_columns(X, XU) -> None:
+    """Unlabeled rows given as a DataFrame beside a DataFrame ``X`` must carry its columns, in
+    order (rows of both are used by position of column)."""
+    if XU is None or not (_is_frame(X) and _is_frame(XU)):
+        return
+    cx, cu = [str(c) for c in X.columns], [str(c) for c in XU.columns]
+    if cx != cu:
+        missing = [c for c in cx if c not in cu]
+        extra = [c for c in cu if c not in cx]
+        what = (
+            f"missing {missing}, extra {extra}"
+            if missing or extra
+            else "the same columns in another order"
+        )
+        raise ValueError(
+            f"`X_unlabeled` must have the columns of `X` in the same order; got {what}. "
+            f"Select them first, e.g. `X_unlabeled[X.columns]`."
+        )

@@ -9,14 +9,18 @@ eigendecomposition per training fold for every ridge penalty, plug-in variance, 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import special
 
 from theory import ecc as _th
-from theory._validation import as_array, check_choice, check_scalar
+from theory._validation import as_array, as_generator, check_choice, check_scalar
 
-from ._data import as_numeric, data_names
+from . import _whitened as _wh
+from ._data import as_numeric, check_unlabeled_columns, data_names
 from ._data import check_data as _check_data
+from ._generic import GenericFit as _GenericFit
 from ._hoif import hoif
 from ._ols import ols_fit
 from ._results import CITestResult, ECCResult, VarianceCurve
@@ -51,6 +55,8 @@ __all__ = [
 
 
 _OLS = ("ols", "ols_loo")
+#: p-value below which assume='generic' warns that its over-identification check failed
+_ALIGNMENT_ALPHA = 0.01
 
 
 def ecc(
@@ -67,6 +73,7 @@ def ecc(
     constants=None,
     center=True,
     X_unlabeled=None,
+    assume=None,
 ) -> ECCResult:
     r"""Estimate of the Expected Conditional Covariance ``E Cov(Y, A | X)``.
 
@@ -80,6 +87,19 @@ def ecc(
     the second-order influence-function U-statistic with the inverse covariance of the
     unlabeled rows, exactly unbiased for Gaussian rows and any covariance, also when ``p > n``
     (:mod:`estimators._hoif`; research note §5, route c1).
+
+    ``estimator`` in ``{"dr", "nr", "int"}`` with ``X_unlabeled`` (route c2): the ridge
+    estimators below on X whitened by the covariance of the unlabeled rows, with constants
+    recomputed for the population spectrum that whitening leaves (inverse Marchenko–Pastur with
+    ratio ``p/N``), so no known ``cov`` is needed; SE: the plug-in below plus a delete-a-group
+    jackknife over the unlabeled rows (:mod:`estimators._whitened`; note §5).
+
+    ``assume="generic"`` (route b, explicit opt-in, ``estimator="dr"``): in-sample ridge fits on
+    all rows with constants from their own spectrum, valid for any covariance and row law when
+    the coefficients are generic relative to the covariance's eigenvectors (random effects);
+    biased when they are aligned with them (e.g. all-positive coefficients with AR(1)
+    covariance). An over-identification check across penalties (``result.alignment``) warns
+    when the estimates at ``lam/4, lam, 4 lam`` disagree (:mod:`estimators._generic`; note §4).
 
     ``estimator`` in ``{"dr", "nr", "int"}``: fits ridge
     regressions of ``a`` and ``y`` on ``X`` on training folds, evaluates the INT, NR or
@@ -134,8 +154,14 @@ def ecc(
         ``a`` and the pooled mean of ``X`` are removed, exact to O(1/n)). ``False`` assumes
         mean-zero ``X``, ``a`` and ``y``.
     X_unlabeled : array_like or pandas.DataFrame, shape (N, p), optional
-        ``estimator="hoif"`` only (and required there): independent rows of the covariates
-        with the law of ``X``, ``N >= p + 3`` (``N >= 2p`` recommended).
+        Independent rows of the covariates with the law of ``X`` (a DataFrame must have the
+        columns of ``X``, in order). Required by ``estimator="hoif"`` (``N >= p + 3``); with a
+        ridge estimator it replaces ``cov`` (route c2, ``N >= p + 4``; ``N >= 2p`` recommended,
+        Gaussian rows assumed for the spectrum). Not with the OLS forms.
+    assume : {None, "generic"}
+        ``"generic"`` opts into route b (above); only with ``estimator="dr"`` and no ``split``,
+        ``cov``, ``constants`` or ``X_unlabeled``. ``lam``: a number, a pair or ``"auto"`` (both
+        ``tr(X^T X/m)/p``, a function of X alone, which keeps the estimate unbiased).
 
     Returns
     -------
@@ -164,6 +190,27 @@ def ecc(
     if not isinstance(center, bool | np.bool_):
         raise TypeError(f"`center` must be a bool; got {center!r}.")
     names = data_names(y, a, X)
+    check_unlabeled_columns(X, X_unlabeled)
+    if assume is not None:
+        assume = check_choice(assume, "assume", ("generic",))
+        if estimator != "dr":
+            raise ValueError(
+                f"`estimator` must be 'dr' with assume='generic' (the in-sample DR residual "
+                f"product with alpha_hat^T beta_hat, note §4); got {estimator!r}."
+            )
+        for arg, val in (
+            ("split", split),
+            ("cov", cov),
+            ("constants", constants),
+            ("X_unlabeled", X_unlabeled),
+        ):
+            if val is not None:
+                raise ValueError(
+                    f"`{arg}` does not apply with assume='generic' (in-sample fits on all "
+                    f"rows, constants from their spectrum); got {arg}={val!r}."
+                )
+        lam = _check_lam("auto" if lam is None else lam)
+        return _generic_result(y, a, X, lam, level, bool(center), names)
     if estimator == "hoif":
         for arg, val in (("split", split), ("lam", lam), ("cov", cov), ("constants", constants)):
             if val is not None:
@@ -177,12 +224,11 @@ def ecc(
                 "without outcomes (N >= p + 3)."
             )
         return _hoif_result(y, a, X, X_unlabeled, level, bool(center), names)
-    if X_unlabeled is not None:
+    if X_unlabeled is not None and estimator in _OLS:
         raise ValueError(
-            f"`X_unlabeled` is used by estimator='hoif' only; got estimator="
-            f"{estimator!r}. (Whitening the ridge estimators by the unlabeled "
-            f"covariance needs constants for an inverse Marchenko–Pastur population "
-            f"spectrum, not implemented.)"
+            f"`X_unlabeled` does not apply to estimator={estimator!r} (exact for any "
+            f"covariance without it); use estimator='hoif' or a ridge estimator "
+            f"('dr', 'nr', 'int') with it."
         )
     if estimator in _OLS:
         for arg, val in (("split", split), ("lam", lam), ("cov", cov), ("constants", constants)):
@@ -195,6 +241,16 @@ def ecc(
         return _ols_result(y, a, X, estimator, level, bool(center), names)
     split = check_choice(2 if split is None else split, "split", _th.SPLITS)
     lam = _check_lam("auto" if lam is None else lam)
+    if X_unlabeled is not None:
+        for arg, val in (("cov", cov), ("constants", constants)):
+            if val is not None:
+                raise ValueError(
+                    f"`{arg}` does not apply with `X_unlabeled` (covariance and constants "
+                    f"from the unlabeled rows); got {arg}={val!r}."
+                )
+        return _whitened_result(
+            y, a, X, X_unlabeled, estimator, split, lam, level, rng, bool(center), names
+        )
     constants = check_choice(
         "empirical" if constants is None else constants, "constants", ("empirical", "mp")
     )
@@ -277,6 +333,116 @@ def _hoif_result(y, a, X, XU, level, center, names):
         lam_prediction=None,
         constants="unlabeled",
         moments={"N": N, "var_labeled": var_lab, "var_unlabeled": var_unl},
+        names=names,
+    )
+
+
+def _generic_result(y, a, X, lam, level, center, names):
+    """Route (b): in-sample ridge fits, sample-trace constants, generic alignment assumed."""
+    y, a, X = _check_data(y, a, X)
+    if not np.any(np.ptp(X, axis=0) > 0):
+        raise ValueError("`X` must have a non-constant column; got every column constant.")
+    n, p = X.shape
+    m = n - 1 if center else n
+    if m < 3:
+        raise ValueError(f"assume='generic' needs at least {4 if center else 3} rows; got {n}.")
+    if center:
+        y, a, X = _center(y, a, X)
+    fit = _GenericFit(y, a, X, m)
+    la, ly = fit.auto_lambda() if lam == "auto" else lam
+    psi, theta, df_only = fit.solve("a", "y", la, ly)
+    var, mom = fit.variance(la, ly, psi)
+    check = fit.alignment_check(la, ly, mom)
+    if check["pvalue"] < _ALIGNMENT_ALPHA:
+        warnings.warn(
+            f"assume='generic' looks violated: the estimates at penalties x(1/4, 1, 4) "
+            f"disagree ({', '.join(f'{v:.4g}' for v in check['estimates'])}; chi-square "
+            f"{check['statistic']:.3g} on 2 df, p = {check['pvalue']:.2g}). The coefficients "
+            f"seem aligned with the covariance's eigenvectors, where route b is biased; use "
+            f"estimator='ols' (p < n), `X_unlabeled`, or the known `cov`.",
+            UserWarning,
+            stacklevel=3,
+        )
+    se = float(np.sqrt(var))
+    z = float(special.ndtri(0.5 + level / 2))
+    s_e, s_d, a2, b2, th = mom
+    return ECCResult(
+        estimate=float(psi),
+        se=se,
+        ci=(psi - z * se, psi + z * se),
+        variance=n * var,
+        lam=(float(la), float(ly)),
+        estimator="dr",
+        split=1,
+        level=level,
+        naive=float(df_only),
+        theta=float(theta),
+        n=n,
+        p=p,
+        m=n,
+        gamma=p / m,
+        lam_prediction=None,
+        constants="generic",
+        moments={"var_eps": s_e, "var_delta": s_d, "a2": a2, "b2": b2, "theta_I": th},
+        names=names,
+        alignment=check,
+    )
+
+
+def _whitened_result(y, a, X, XU, estimator, split, lam, level, rng, center, names, groups=10):
+    """Route (c2): ridge estimators whitened by the unlabeled covariance (``_whitened``)."""
+    y, a, X = _check_data(y, a, X)
+    if not np.any(np.ptp(X, axis=0) > 0):
+        raise ValueError("`X` must have a non-constant column; got every column constant.")
+    XU = as_numeric(XU, "X_unlabeled", 2)
+    S, dof = _wh.unlabeled_covariance(XU, X.shape[1], center, extra=4)
+    seed = int(as_generator(rng).integers(2**63))  # the same folds for the jackknife refits
+
+    def prepare(cov):
+        return _Prepared(
+            y, a, X, split, cov, center, np.random.default_rng(seed), False, check_isotropy=False
+        )
+
+    prep = prepare(S)
+    if lam == "auto":
+        lam = _auto_lambda(prep, estimator)
+    la, ly = lam
+    t = _wh.population_spectrum(prep.p, dof)
+    naive, psi, theta, var_phi, c = _wh.fit(prep, estimator, la, ly, t)
+    var_lab = float(prep.variance(estimator, la, ly, (var_phi, c))[0])
+    # delete-a-group jackknife over the unlabeled rows (every group leaves N >= p + 3 rows)
+    N, p = XU.shape
+    G = min(N, max(groups, -(-N // (N - p - 3))))
+    vals = []
+    for idx in np.array_split(np.arange(N), G):
+        keep = np.ones(N, bool)
+        keep[idx] = False
+        Sg, dg = _wh.unlabeled_covariance(XU[keep], p, center)
+        vals.append(_wh.fit(prepare(Sg), estimator, la, ly, _wh.population_spectrum(p, dg))[1][0])
+    vals = np.array(vals)
+    var_unl = (G - 1) / G * float(np.sum((vals - vals.mean()) ** 2))
+    var = var_lab + var_unl
+    se = float(np.sqrt(var))
+    est = float(psi[0])
+    z = float(special.ndtri(0.5 + level / 2))
+    return ECCResult(
+        estimate=est,
+        se=se,
+        ci=(est - z * se, est + z * se),
+        variance=prep.m * var,
+        lam=(float(la), float(ly)),
+        estimator=estimator,
+        split=prep.split,
+        level=level,
+        naive=float(naive[0]),
+        theta=float(theta[0]),
+        n=prep.n,
+        p=prep.p,
+        m=prep.m,
+        gamma=prep.gamma,
+        lam_prediction=_lam_prediction(prep),
+        constants="unlabeled",
+        moments={**prep.moments, "N": N, "var_labeled": var_lab, "var_unlabeled": var_unl},
         names=names,
     )
 

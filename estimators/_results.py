@@ -50,6 +50,15 @@ class ECCResult:
         (the optimal penalty is then infinite).
     names : dict or None
         Names of ``y``, ``a`` and the columns of ``X`` when they were pandas objects.
+    constants : str
+        ``"empirical"``/``"mp"`` (ridge, known covariance), ``"exact"`` (OLS), ``"unlabeled"``
+        (ridge whitened by unlabeled rows, route c2; also the U-statistic), ``"generic"``
+        (route b, ``assume="generic"``: ``theta`` is then ``alpha^T beta``, ``naive`` the
+        df-only estimate ``r_A^T r_Y / tr((I - H_a)(I - H_y))``).
+    alignment : dict or None
+        Route b only: the over-identification check (estimates at the penalties times 1/4, 1, 4,
+        chi-square ``statistic`` on ``df`` = 2, ``pvalue``); a small p-value says the
+        coefficients look aligned with the covariance's eigenvectors.
     """
 
     estimate: float
@@ -70,6 +79,7 @@ class ECCResult:
     constants: str = "empirical"
     moments: dict = field(default_factory=dict, repr=False)
     names: dict | None = field(default=None, repr=False)
+    alignment: dict | None = field(default=None, repr=False)
 
     @property
     def zstat(self) -> float:
@@ -98,6 +108,29 @@ class ECCResult:
                 f"theta (alpha^T Sigma beta) {self.theta:.4f}   n*Var={self.variance:.4g} "
                 f"(labeled {self.n * self.moments['var_labeled']:.4g}, unlabeled "
                 f"{self.n * self.moments['var_unlabeled']:.4g})"
+            )
+        elif self.constants == "generic":
+            head = (
+                f"ECC (route b: in-sample ridge DR, generic alignment assumed)   n={self.n}  "
+                f"p={self.p}  p/n={self.p / self.n:.3g}"
+            )
+            al = self.alignment or {}
+            tail = (
+                f"df-only {self.naive:.4f}   lam_a={self.lam[0]:.4g}  lam_y={self.lam[1]:.4g}   "
+                f"theta_I (alpha^T beta) {self.theta:.4f}   n*Var={self.variance:.4g}\n"
+                f"alignment check (penalties x 1/4, 1, 4): chi2(2) = "
+                f"{al.get('statistic', float('nan')):.3g}, p = {al.get('pvalue', float('nan')):.3g}"
+            )
+        elif self.constants == "unlabeled":
+            head = (
+                f"ECC ({self.estimator.upper()}, {self.split} splits, ridge whitened by "
+                f"{self.moments['N']} unlabeled rows)   n={self.n}  p={self.p}  m={self.m}  "
+                f"gamma={self.gamma:.3g}"
+            )
+            tail = (
+                f"naive {self.naive:.4f}   lam_a={self.lam[0]:.4g}  lam_y={self.lam[1]:.4g}   "
+                f"m*Var={self.variance:.4g} (labeled {self.m * self.moments['var_labeled']:.4g}, "
+                f"unlabeled {self.m * self.moments['var_unlabeled']:.4g})"
             )
         elif self.estimator.startswith("ols"):
             kind = "OLS residual" if self.estimator == "ols" else "OLS leave-one-out"

@@ -1,7 +1,8 @@
 """Generated bad input over every public callable of ``estimators`` (``tests/_bad_input.py``)."""
 
 import numpy as np
-from _bad_input import Case, make_tests  # loaded once by tests/conftest.py
+import pytest
+from _bad_input import Case, bad_values, check_outcome, make_tests  # loaded by tests/conftest.py
 
 import estimators as E
 
@@ -40,3 +41,22 @@ NOT_ENTRY_POINTS = {
     test_bad_input,
     test_bad_input_exhaustive,
 ) = make_tests("estimators", CASES, NOT_ENTRY_POINTS, max_examples=250)
+
+# ecc's routes for unknown covariance (note ecc_unknown_covariance.md): each new argument in a
+# valid call of its own route, every bad value of every argument (the shared harness keys cases
+# by import path, so these variants of one callable are run here)
+XU = _g.standard_normal((2 * P + 4, P))
+ROUTES = {
+    "generic": Case(E.ecc, dict(**DATA, assume="generic", lam=0.5)),
+    "unlabeled_ridge": Case(E.ecc, dict(**DATA, X_unlabeled=XU, lam=0.5, rng=0)),
+    "ols_loo": Case(E.ecc, dict(**DATA, estimator="ols_loo")),
+}
+
+
+@pytest.mark.parametrize(
+    ("label", "arg"), [(k, a) for k, c in ROUTES.items() for a in c.target_names()]
+)
+def test_bad_input_routes(label, arg):
+    case = ROUTES[label]
+    for value in bad_values(arg, case.value(arg)):
+        check_outcome(case, arg, value, f"estimators.ecc[{label}]")

@@ -66,8 +66,8 @@ def test_summary_and_bad_input():
         ecc(y, a, X, estimator="hoif", X_unlabeled=XU[:, :9])
     with pytest.raises(ValueError, match=r"at least p \+ 3 = 13 rows"):
         ecc(y, a, X, estimator="hoif", X_unlabeled=XU[:12])
-    with pytest.raises(ValueError, match="used by estimator='hoif' only"):
-        ecc(y, a, X, estimator="dr", X_unlabeled=XU)
+    with pytest.raises(ValueError, match="`X_unlabeled` does not apply to estimator='ols'"):
+        ecc(y, a, X, estimator="ols", X_unlabeled=XU)
     with pytest.raises(ValueError, match="`split` does not apply to estimator='hoif'"):
         ecc(y, a, X, estimator="hoif", X_unlabeled=XU, split=2)
     XUn = XU.copy()
