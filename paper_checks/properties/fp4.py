@@ -1,11 +1,13 @@
 """Rounding statements of the FP4 formats (Chmiel et al. 2025, arXiv 2505.19115)."""
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import minimize_scalar
+from scipy.stats import binomtest
 
 import theory.fp4 as T
 from nn import quant
@@ -45,18 +47,27 @@ def _nearest(ex) -> float:
     return float(1.0 - err / 1e-12)
 
 
-_SR_N = 1 << 16  # draws per instance; the test's SE is the exact sqrt(sr_variance / N)
-_SR_Z = 5.3  # two-sided p ~ 1e-7 per instance: no false alarm in 1000 examples (~1e-4)
+_SR_N = 1 << 16  # draws per instance
+_SR_ALPHA = 1e-7  # two-sided binomial p-value per instance: no false alarm in 1000 (~1e-4)
 
 
 @prop(
     "fp4.sr_unbiased",
     paper=PAPER,
-    statement="Stochastic rounding onto E2M1 is unbiased inside the grid's range: "
-    "E[SR(x)] = x, with the two-point variance (|x| - lo)(hi - |x|).",
+    statement="Stochastic rounding onto E2M1, alone or through a block quantiser with an exact "
+    "power-of-two block scale s, returns only the grid neighbours lo s, hi s of x s and is "
+    "unbiased: the count rounded up is Binomial(N, (x - lo) / (hi - lo)), i.e. E[SR] = x s, "
+    "with the two-point variance (x - lo)(hi - x) s^2 of sr_variance.",
     where="Sec. 3 (stochastic rounding, unbiased gradient estimates)",
     strategy=lambda st: st.fixed_dictionaries(
-        {"x": st.floats(-6.0, 6.0, allow_subnormal=False), "seed": st.integers(0, 2**31 - 1)}
+        {
+            "x": st.floats(-6.0, 6.0, allow_subnormal=False),
+            "seed": st.integers(0, 2**31 - 1),
+            # None: round_to alone; else the block [x s, 6 s] with its exact fp32 scale s = 2^e
+            # (a power of two, so x s / s = x exactly: with s = 1e-3 the element rounded is x
+            # only up to the float32 rounding of the scale, and an on-grid x is no longer on it)
+            "scale": st.one_of(st.none(), st.integers(-20, 8).map(lambda e: 2.0**e)),
+        }
     ),
     mutants=[
         wrap(
@@ -68,14 +79,32 @@ _SR_Z = 5.3  # two-sided p ~ 1e-7 per instance: no false alarm in 1000 examples 
     ],
 )
 def _sr_unbiased(ex) -> float:
-    x = np.float32(ex["x"])
-    xs = jnp.full((_SR_N,), x, jnp.float32)
-    q = np.asarray(quant.round_to(xs, "e2m1", "stochastic", key=jax.random.key(ex["seed"])))
-    var = float(quant.sr_variance(np.float64(x)))
-    if var == 0.0:  # x on the grid: SR must return x exactly
-        return 1.0 if np.all(q == x) else -1.0
-    z = abs(float(np.mean(q.astype(np.float64))) - float(x)) / np.sqrt(var / _SR_N)
-    return float(1.0 - z / _SR_Z)
+    v = np.float32(ex["x"])
+    key = jax.random.key(ex["seed"])
+    if ex["scale"] is None:
+        s = 1.0
+        xs = jnp.full((_SR_N,), v, jnp.float32)
+        q = np.asarray(quant.round_to(xs, "e2m1", "stochastic", key=key), np.float64)
+    else:
+        s = float(ex["scale"])
+        blocks = jnp.tile(jnp.array([v * s, 6 * s], jnp.float32), (_SR_N, 1))
+        fmt: Any = quant.BlockFormat(2, "fp32", False)  # quantize's fmt: a name or a BlockFormat
+        q = np.asarray(quant.quantize(blocks, fmt, "stochastic", key=key), np.float64)[:, 0]
+    grid = np.concatenate([-E2M1[::-1], E2M1])
+    x = float(v)
+    lo, hi = grid[np.searchsorted(grid, x, side="right") - 1], grid[np.searchsorted(grid, x)]
+    if not np.all((q == lo * s) | (q == hi * s)):
+        return -1.0  # a value other than the two neighbours
+    if lo == hi:  # x on the grid: SR returns it exactly
+        return 1.0
+    var = float(quant.sr_variance(np.float64(x))) * s**2
+    room_var = 1.0 - abs(var - (x - lo) * (hi - x) * s**2) / (1e-12 * var)
+    p_up = (x - lo) / (hi - lo)
+    k = int(np.sum(q == hi * s))
+    pvalue = float(binomtest(k, _SR_N, p_up).pvalue)
+    # log-scale room: 0 at p = alpha, 1 at p = 1
+    room_mean = 1.0 - math.log(max(pvalue, 1e-300)) / math.log(_SR_ALPHA)
+    return float(min(room_var, room_mean))
 
 
 @prop(
