@@ -1,26 +1,34 @@
 """Benchmark: SGD Monte Carlo in JAX against a plain NumPy loop, and the exact recursion against
 Monte Carlo at matched accuracy.
 
-Run: ``python benchmarks/sgd.py [--paths 10000] [--steps 10000] [--dim 50] [--rows 200]``.
-Prints a table of wall times and ratios measured in this run (float64 throughout).
+Run: ``python benchmarks/sgd.py [--quick | --full] [--json PATH]``. ``--quick`` (the default, under
+two minutes on 2 cores): 4000 paths x 4000 steps; ``--full``: 10 000 paths x 10 000 steps (the size
+of issue 23). Both at d = 50 on a realizable least-squares instance with 200 rows. Prints a table of
+wall times and ratios measured in this run; ``--json`` also writes it to ``PATH``.
 
-1. Monte Carlo of ``paths`` x ``steps`` SGD steps on a realizable least-squares instance in
-   dimension ``dim``: ``dynamics.sgd.expected_excess_risk(method="monte_carlo")`` (``vmap`` over
-   paths, one ``lax.scan`` over steps, compilation included) against a NumPy loop over steps
-   that is vectorised over paths (what a user would write).
-2. Exact recursion (one eigendecomposition, every T of a 20-point grid) against the Monte Carlo
-   run above, which reaches only the relative standard error printed in the table.
+1. Monte Carlo: ``dynamics.sgd.expected_excess_risk(method="monte_carlo")`` in float32 and float64
+   (compiled once beforehand; the compile time is its own row) against a NumPy loop over steps that
+   is vectorised over paths (what a user would write, float64).
+2. The machine's limit for the same arithmetic: ``4 d`` flops per path-step (a dot and an axpy of
+   length ``d``) at the float32 rate of a large jitted matrix product measured in this run.
+3. Exact recursion (one eigendecomposition, every T of a 20-point grid) against the float32 Monte
+   Carlo run, which reaches only the relative standard error printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import dynamics.sgd as S
+
+SIZES = {"quick": dict(paths=4000, steps=4000), "full": dict(paths=10_000, steps=10_000)}
+DIM, ROWS = 50, 200
 
 
 def numpy_loop(inst, eta, steps, paths, seed):
@@ -35,66 +43,106 @@ def numpy_loop(inst, eta, steps, paths, seed):
     return inst.excess_risk(W)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--paths", type=int, default=10_000)
-    ap.add_argument("--steps", type=int, default=10_000)
-    ap.add_argument("--dim", type=int, default=50)
-    ap.add_argument("--rows", type=int, default=200)
-    args = ap.parse_args(argv)
+def matmul_rate(n=2048, reps=5):
+    """float32 flop/s of a jitted ``n x n`` matrix product: the machine's arithmetic rate."""
+    x = jnp.ones((n, n), jnp.float32)
+    f = jax.jit(lambda a: a @ a)
+    f(x).block_until_ready()
+    best = min(_timed(lambda: f(x).block_until_ready()) for _ in range(reps))
+    return 2.0 * n**3 / best
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def run(paths, steps):
     jax.config.update("jax_enable_x64", True)
-    spec = 1.0 / np.arange(1, args.dim + 1)
-    inst = S.gaussian_design(args.rows, spec, rng=0)
+    inst = S.gaussian_design(ROWS, 1.0 / np.arange(1, DIM + 1), rng=0)
     eta = 1.0 / inst.beta
-    rows = []
 
-    t0 = time.perf_counter()  # compile once (same shapes as the timed run)
-    S.expected_excess_risk(
-        inst,
-        eta,
-        32,
-        method="monte_carlo",
-        key=jax.random.key(1),
-        n_paths=args.paths,
-        chunk=args.paths,
-    )
-    t_compile = time.perf_counter() - t0
+    def mc(T, key, precision):
+        return S.expected_excess_risk(
+            inst, eta, T, method="monte_carlo", key=jax.random.key(key), n_paths=paths,
+            chunk=paths, precision=precision,
+        )  # fmt: skip
+
+    t_compile = _timed(lambda: mc(64, 1, "float32"))  # compiles the shapes of the timed runs
+    mc(64, 1, "float64")
+    out = {}
+    for p in ("float32", "float64"):
+        t0 = time.perf_counter()
+        out[p] = mc(steps, 0, p)
+        out[p + "_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    mc = S.expected_excess_risk(
-        inst,
-        eta,
-        args.steps,
-        method="monte_carlo",
-        key=jax.random.key(0),
-        n_paths=args.paths,
-        chunk=args.paths,
-    )
-    t_jax = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    r_np = numpy_loop(inst, eta, args.steps, args.paths, 0)
+    r_np = numpy_loop(inst, eta, steps, paths, 0)
     t_np = time.perf_counter() - t0
-    se_np = r_np.std(ddof=1) / np.sqrt(r_np.size)
-    z = abs(r_np.mean() - mc.mean[0]) / np.hypot(se_np, mc.se[0])
-    name = f"MC {args.paths} paths x {args.steps} steps, d={args.dim}: NumPy loop"
-    rows.append((name, t_np, 1.0))
-    rows.append(("  JAX vmap + lax.scan (compiled)", t_jax, t_np / t_jax))
-    rows.append(("  JAX compile + 32 steps (once per shape)", t_compile, t_np / t_compile))
+    flops = 4.0 * DIM * paths * steps
+    rate = matmul_rate()
+    t_lim = flops / rate
 
-    grid = np.unique(np.geomspace(1, args.steps, 20).astype(int))
+    grid = np.unique(np.geomspace(1, steps, 20).astype(int))
     t0 = time.perf_counter()
     ex = S.expected_excess_risk(inst, eta, grid)
     t_ex = time.perf_counter() - t0
-    rel_se = mc.se[0] / mc.mean[0]
-    zex = abs(mc.mean[0] - ex.mean[-1]) / mc.se[0]
-    rows.append((f"exact recursion, {grid.size} horizons (vs JAX MC above)", t_ex, t_jax / t_ex))
 
-    print(f"{'task':<62}{'seconds':>10}{'speed-up':>10}")
+    m32, m64 = out["float32"], out["float64"]
+    se_np = r_np.std(ddof=1) / np.sqrt(r_np.size)
+    rows = [
+        ("NumPy loop over steps, vectorised over paths (float64)", t_np, 1.0),
+        ("expected_excess_risk MC, float32 (compiled)", out["float32_s"], t_np / out["float32_s"]),
+        ("expected_excess_risk MC, float64 (compiled)", out["float64_s"], t_np / out["float64_s"]),
+        ("  compile + 64 steps (once per shape)", t_compile, t_np / t_compile),
+        ("arithmetic limit: 4d flops/path-step at matmul rate", t_lim, t_np / t_lim),
+        (f"exact recursion, {grid.size} horizons (vs float32 MC)", t_ex, out["float32_s"] / t_ex),
+    ]
+    head = f"SGD Monte Carlo, {paths} paths x {steps} steps, d = {DIM}, n = {ROWS}"
+    print(head)
+    print(f"{'task':<58}{'seconds':>10}{'ratio':>10}")
     for name, t, r in rows:
-        print(f"{name:<62}{t:>10.2f}{r:>10.1f}")
-    print(
-        f"\nMC relative SE at T={args.steps}: {rel_se:.2e} (exact: round-off only); "
-        f"|MC - exact| = {zex:.2f} SE; |NumPy - JAX| = {z:.2f} SE"
+        print(f"{name:<58}{t:>10.3f}{r:>10.1f}")
+    ps = paths * steps
+    checks = dict(
+        mc_rel_se=float(m32.se[0] / m32.mean[0]),
+        z_float32_vs_exact=float(abs(m32.mean[0] - ex.mean[-1]) / m32.se[0]),
+        z_float64_vs_exact=float(abs(m64.mean[0] - ex.mean[-1]) / m64.se[0]),
+        z_numpy_vs_float32=float(abs(r_np.mean() - m32.mean[0]) / np.hypot(se_np, m32.se[0])),
+        ns_per_path_step_float32=1e9 * out["float32_s"] / ps,
+        flops_per_path_step=4 * DIM,
+        matmul_gflops=rate / 1e9,
+        achieved_gflops_float32=flops / out["float32_s"] / 1e9,
     )
+    print(
+        f"\nMC relative SE at T={steps}: {checks['mc_rel_se']:.2e}; |MC - exact| = "
+        f"{checks['z_float32_vs_exact']:.2f} SE (float32), {checks['z_float64_vs_exact']:.2f} SE "
+        f"(float64); |NumPy - JAX| = {checks['z_numpy_vs_float32']:.2f} SE\n"
+        f"float32: {checks['ns_per_path_step_float32']:.1f} ns per path-step, "
+        f"{checks['achieved_gflops_float32']:.1f} GFLOP/s of {4 * DIM} flops per path-step "
+        f"(matmul rate {checks['matmul_gflops']:.0f} GFLOP/s)"
+    )
+    return dict(
+        paths=paths,
+        steps=steps,
+        dim=DIM,
+        rows=[dict(task=n, seconds=t, ratio=r) for n, t, r in rows],
+        checks=checks,
+    )
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="SGD Monte Carlo benchmark (issue 23)")
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="4000 x 4000 (default; < 2 min)")
+    size.add_argument("--full", action="store_true", help="10 000 paths x 10 000 steps")
+    ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    a = ap.parse_args(argv)
+    scale = "full" if a.full else "quick"
+    out = dict(scale=scale, **run(**SIZES[scale]))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -221,7 +221,7 @@ def _mean_se(x):
 # public simulators
 # --------------------------------------------------------------------------------------------------
 def expected_excess_risk(
-    instance, eta, T, *, method="exact", key=None, n_paths=10_000, chunk=4096
+    instance, eta, T, *, method="exact", key=None, n_paths=10_000, chunk=4096, precision="auto"
 ) -> RiskCurve:
     r"""Expected last-iterate excess risk :math:`E[F(w_T)] - F_\star` of constant-step SGD.
 
@@ -239,6 +239,16 @@ def expected_excess_risk(
         serves every ``T``. ``"monte_carlo"``: ``n_paths`` JAX paths, mean and standard error.
     key : jax.random key
         Required for Monte Carlo; path ``i`` uses ``fold_in(key, i)``.
+    n_paths, chunk : int
+        Monte Carlo paths, and at most how many of them one compiled call simulates.
+    precision : {"auto", "float32", "float64"}
+        Arithmetic of the Monte Carlo paths of a quadratic instance (non-quadratic instances run
+        in float64; the risk is always evaluated in float64). ``"float32"`` halves the bytes and
+        doubles the SIMD width of every step; its rounding acts as extra noise of per-step size
+        about :math:`u\sqrt d\,M` (:math:`u = 2^{-24}`, :math:`M` a bound on the iterates), whose
+        stationary excess risk is about :math:`d u^2 M^2 / (\eta(2-\beta\eta))` (derived here,
+        checked in ``tests/dynamics/test_sgd.py``). ``"auto"`` runs float32 and repeats the run
+        in float64 when a mean comes within a factor ``1e4`` of that floor.
 
     Returns
     -------
@@ -266,10 +276,31 @@ def expected_excess_risk(
         return RiskCurve(grid, mean, np.zeros_like(mean), "exact", eta, 0, inst.name)
     n_paths = check_int(n_paths, "n_paths", lower=2)
     chunk = check_int(chunk, "chunk", lower=1)
+    check_choice(precision, "precision", ("auto", "float32", "float64"))
     _mc_budget(grid, n_paths)
-    W = simulate_recorded(inst, eta, grid, key=_key(key), n_paths=n_paths, chunk=chunk)
+    key = _key(key)
+    quad = isinstance(inst, QuadraticSum)
+    dtype = "float32" if quad and precision != "float64" else "float64"
+    W = simulate_recorded(inst, eta, grid, key=key, n_paths=n_paths, chunk=chunk, dtype=dtype)
     m, s = _mean_se(np.asarray(inst.excess_risk(W)))
+    if dtype == "float32" and precision == "auto" and np.min(m) < 1e4 * _f32_floor(inst, eta):
+        W = simulate_recorded(inst, eta, grid, key=key, n_paths=n_paths, chunk=chunk)
+        m, s = _mean_se(np.asarray(inst.excess_risk(W)))
     return RiskCurve(grid, m, s, "monte_carlo", eta, n_paths, inst.name)
+
+
+def _f32_floor(inst, eta):
+    r"""Excess risk that float32 rounding alone sustains: :math:`d u^2 M^2/(\eta(2-\beta\eta))`.
+
+    Derived here: rounding adds per step a perturbation of squared norm about :math:`d u^2 M^2`
+    (:math:`u = 2^{-24}`, :math:`M = \|w_0 - w_\star\| + \|w_\star\| + \sigma`, the iterates'
+    scale); with :math:`E\|(I - \eta a a^\top) e\|^2 \le \|e\|^2 - \eta(2 - \beta\eta)
+    e^\top H e` the stationary :math:`E[e^\top H e]` is at most the per-step perturbation divided
+    by :math:`\eta(2-\beta\eta)`.
+    """
+    u = 2.0**-24
+    M = np.sqrt(inst.dist2) + np.linalg.norm(inst.w_star) + np.sqrt(inst.noise_var)
+    return inst.dim * (u * M) ** 2 / (eta * (2.0 - inst.beta * eta))
 
 
 def expected_quadratic_form(instance, eta, T, weight=None):

@@ -47,6 +47,66 @@ def test_exact_matches_monte_carlo_blocks_and_distance():
     assert np.all(np.abs(d2.mean(0) - ex) < 3 * se)
 
 
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_blocked_simulator_matches_exact(precision):
+    # the cache-blocked quadratic simulator (blocks of 256 paths, 64-step draws) against the exact
+    # recursion: uniform rows (multiply-shift indices), non-uniform rows (Kaczmarz norm sampling,
+    # cdf search) and label noise; horizons inside, at and across step blocks; 600 paths = two
+    # full blocks and a partial one
+    gen = np.random.default_rng(7)
+    A = gen.standard_normal((9, 5)) * np.array([1.0, 0.8, 0.5, 0.3, 0.1])
+    cases = [
+        S.least_squares(A, A @ np.ones(5) + 0.2 * gen.standard_normal(9), noise_var=0.1),
+        S.kaczmarz(A * gen.uniform(0.3, 3.0, (9, 1)), A @ np.ones(5)),
+    ]
+    T = [1, 37, 64, 65, 200]
+    for inst in cases:
+        assert np.ptp(inst.probs) > 0 or inst.noise_var > 0
+        eta = 1.2 / inst.beta
+        ex = S.expected_excess_risk(inst, eta, T).mean
+        mc = S.expected_excess_risk(
+            inst, eta, T, method="monte_carlo", key=KEY, n_paths=6000, precision=precision
+        )
+        assert np.all(_z(mc, ex) < 3.0), (inst.name, mc.mean, ex, mc.se)
+
+
+def test_paths_do_not_depend_on_chunks_or_horizons():
+    inst = S.gaussian_design(30, [1.0, 0.4, 0.1], noise_var=0.05, rng=1)
+    eta = 1.0 / inst.beta
+    one = S.expected_excess_risk(inst, eta, [100], method="monte_carlo", key=KEY, n_paths=700)
+    many = S.expected_excess_risk(
+        inst, eta, [3, 64, 100], method="monte_carlo", key=KEY, n_paths=700, chunk=300
+    )
+    assert one.mean[0] == many.mean[-1] and one.se[0] == many.se[-1]
+    W = S.simulate_iterates(inst, eta, 70, key=KEY, n_paths=5)  # float64, same stream
+    sub = S.simulate_iterates(inst, eta, 70, key=KEY, n_paths=3)
+    np.testing.assert_array_equal(W[:3], sub)
+
+
+def test_float32_floor_and_auto_precision():
+    # a realizable instance run to convergence: float64 reaches ~1e-30, float32 stalls at its
+    # rounding floor, below the floor estimate of expected_excess_risk but within 1e3 of it; the
+    # "auto" precision sees the floor and returns the float64 run
+    from dynamics.sgd import _f32_floor
+
+    A = np.random.default_rng(0).standard_normal((8, 3))
+    inst = S.least_squares(A, w_star=np.array([1.0, -2.0, 0.5]), w0=np.array([3.0, 0.0, -1.0]))
+    eta, T = 1.0 / inst.beta, [10, 3000]
+    run = {
+        p: S.expected_excess_risk(
+            inst, eta, T, method="monte_carlo", key=KEY, n_paths=512, precision=p
+        )
+        for p in ("float32", "float64", "auto")
+    }
+    floor = _f32_floor(inst, eta)
+    assert run["float64"].mean[1] < 1e-25
+    assert floor / 1e3 < run["float32"].mean[1] < floor
+    np.testing.assert_array_equal(run["auto"].mean, run["float64"].mean)
+    np.testing.assert_allclose(run["float32"].mean[0], run["float64"].mean[0], rtol=1e-5)
+    with pytest.raises(ValueError, match="precision"):
+        S.expected_excess_risk(inst, eta, T, method="monte_carlo", key=KEY, precision="half")
+
+
 def test_exact_is_one_decomposition_for_all_T():
     inst = S.gaussian_design(20, [1.0, 0.5, 0.1], rng=0)
     eta = 1.0 / inst.beta
