@@ -155,9 +155,10 @@ FORMATS = {
 }
 
 
-def _as_float(x, name="x"):
+def _as_float(x, name="x", check_finite=True):
     """``x`` as a floating JAX array; concrete input must be finite (a tracer inside ``jit`` is
-    not inspected: there NaN and inf propagate as documented in the module docstring)."""
+    not inspected: there NaN and inf propagate as documented in the module docstring).
+    ``check_finite=False`` leaves that check to the caller (see :func:`_refuse_nonfinite`)."""
     if not hasattr(x, "dtype"):  # lists, scalars: refuse strings, complex, objects by name
         as_array(x, name, finite=False)
     if hasattr(x, "dtype") and not jnp.issubdtype(x.dtype, jnp.floating):
@@ -165,14 +166,20 @@ def _as_float(x, name="x"):
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         raise TypeError(f"`{name}` must be a floating array; got dtype {x.dtype}.")
-    if not _is_tracer(x) and not bool(jnp.all(jnp.isfinite(x))):
+    if check_finite and not _is_tracer(x):
+        _refuse_nonfinite(~jnp.all(jnp.isfinite(x)), name)
+    if x.dtype.itemsize < 4:
+        x = x.astype(jnp.float32)
+    return x
+
+
+def _refuse_nonfinite(flag, name="x"):
+    """Raise the ValueError for non-finite concrete input when ``flag`` (a concrete bool) is set."""
+    if bool(flag):
         raise ValueError(
             f"`{name}` must be finite; got NaN or infinite value(s) (inside jit they propagate "
             "as NaN, see the module docstring)."
         )
-    if x.dtype.itemsize < 4:
-        x = x.astype(jnp.float32)
-    return x
 
 
 def _bits(dtype):
@@ -232,12 +239,15 @@ def _grid(a, f: FloatFormat, rounding: str, u=None):
     """Round magnitudes ``0 <= a <= f.max`` (finite) onto the grid of ``f`` by exact arithmetic."""
     if f.emax - f.emin <= 4:  # few binades (E2M1): a chain of selects, cheap to compile and run
         ulp = jnp.full(a.shape, 2.0 ** (f.emin - f.man_bits), a.dtype)
+        inv = jnp.full(a.shape, 2.0 ** (f.man_bits - f.emin), a.dtype)
         for e in range(f.emin + 1, f.emax + 1):
             ulp = jnp.where(a >= 2.0**e, 2.0 ** (e - f.man_bits), ulp)
+            inv = jnp.where(a >= 2.0**e, 2.0 ** (f.man_bits - e), inv)
+        t = a * inv  # = a / ulp exactly (powers of two), without a division per element
     else:
         e = jnp.clip(_floor_log2(jnp.where(a > 0, a, 1)), f.emin, f.emax)
         ulp = _pow2(e - f.man_bits, a.dtype)
-    t = a / ulp  # exact: division by a power of two
+        t = a / ulp  # exact: division by a power of two
     if rounding == "nearest":
         q = jnp.round(t)  # half to even
     elif rounding == "stochastic":
@@ -247,7 +257,7 @@ def _grid(a, f: FloatFormat, rounding: str, u=None):
         q = jnp.ceil(t)
     else:
         raise AssertionError(rounding)
-    return jnp.minimum(q * ulp, f.max)
+    return q * ulp  # <= f.max: f.max is a grid point and a <= f.max
 
 
 def _round_mag(a, f: FloatFormat, rounding: str, u=None, cast=True):
@@ -399,6 +409,28 @@ def _check_axis(axis, ndim):
     return check_int(axis, "axis", lower=-ndim, upper=ndim - 1) % ndim
 
 
+def _max2(p, q):
+    return jnp.maximum(p[0], q[0]), jnp.maximum(p[1], q[1])
+
+
+def _block_amax(xb):
+    """Per block (last axis): the largest finite magnitude (0 if none) and whether the block holds
+    a NaN or inf, in one pass over ``xb``.
+
+    Non-negative floats order as their bit patterns read as integers, and NaN and +-inf are the
+    patterns at and above that of +inf, so both come from one two-output integer max-reduction.
+    Unlike a float ``max`` of ``where(isfinite(x), |x|, 0)`` (which XLA on CPU hands to a library
+    reduction after writing the masked copy out in full), XLA fuses it with the read of ``xb``."""
+    m, bias, _, it = _bits(xb.dtype)
+    b = jax.lax.bitcast_convert_type(jnp.abs(xb), it)
+    inf = jnp.asarray((2 * bias + 1) << m, it)  # exponent field all ones: the pattern of +inf
+    zero = jnp.zeros((), it)
+    fin, every = jax.lax.reduce(
+        (jnp.where(b < inf, b, zero), b), (zero, zero), _max2, (b.ndim - 1,)
+    )
+    return jax.lax.bitcast_convert_type(fin, xb.dtype), every >= inf
+
+
 def _scales(amax_b, bf: BlockFormat, dtype, up=False):
     """Decode scales s_b and s_enc from block maxima (finite, >= 0); ``up``: never clip."""
     fe = FORMATS[bf.elem_fmt]
@@ -437,9 +469,19 @@ def quantize_blocks(
     Returns a :class:`BlockQuantized` with the element values, block scales and tensor scale (see
     the module docstring for the scale rules, zero blocks and non-finite inputs).
     """
+    concrete = not _is_tracer(x)
+    x, bf, ax = _block_args(x, fmt, rounding, key, axis, pad)
+    b = _quantize_blocks(x, key, bf, rounding, ax)
+    if concrete:  # the finiteness check reads the per-block flags, not x again
+        _refuse_nonfinite(jnp.any(b.nonfinite))
+    return b
+
+
+def _block_args(x, fmt, rounding, key, axis, pad):
+    """The checked ``(x, BlockFormat, axis)`` of a block quantiser call; finiteness unchecked."""
     bf = _resolve(fmt)
     check_choice(rounding, "rounding", _ROUNDINGS)
-    x = _as_float(x)
+    x = _as_float(x, check_finite=False)
     if x.ndim == 0 or x.size == 0:
         raise ValueError(f"`x` must have at least one axis and one entry; got shape {x.shape}.")
     ax = _check_axis(axis, x.ndim)
@@ -450,33 +492,58 @@ def quantize_blocks(
         )
     if rounding == "stochastic":
         check_key(key)
-    return _quantize_blocks(x, key, bf, rounding, ax)
+    return x, bf, ax
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3, 4))
-def _quantize_blocks(x, key, bf, rounding, ax):
+def _block_scales(x, bf, rounding, ax):
+    """``x`` as blocks ``(..., n_blocks, block_size)`` (zero-padded), the decode scales ``s_b``,
+    the tensor scale ``s_enc``, the non-finite flags and the element divisors ``c``."""
     n, B = x.shape[ax], bf.block_size
     xm = jnp.moveaxis(x, ax, -1)
     if n % B:
         xm = jnp.pad(xm, [(0, 0)] * (xm.ndim - 1) + [(0, -n % B)])
     xb = xm.reshape(*xm.shape[:-1], -1, B)
-    u = _uniform(key, xb.shape, xb.dtype) if rounding == "stochastic" else None
-    fin = jnp.isfinite(xb)
-    a = jnp.where(fin, jnp.abs(xb), 0)
-    amax_b = jnp.max(a, axis=-1)
+    amax_b, nonfinite = _block_amax(xb)
     s_b, s_enc = _scales(amax_b, bf, x.dtype, up=rounding == "stochastic")
-    zero = s_b == 0
-    c = jnp.where(zero, 1, s_b / s_enc)[..., None]
-    q = _round_mag(a / c, FORMATS[bf.elem_fmt], rounding, u)
-    q = jnp.where(zero[..., None], 0, jnp.where(jnp.signbit(xb), -q, q))
+    return xb, s_b, s_enc, nonfinite, jnp.where(s_b == 0, 1, s_b / s_enc)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))
+def _quantize_blocks(x, key, bf, rounding, ax):
+    xb, s_b, s_enc, nonfinite, c = _block_scales(x, bf, rounding, ax)
+    u = _uniform(key, xb.shape, xb.dtype) if rounding == "stochastic" else None
+    a = jnp.where(jnp.isfinite(xb), jnp.abs(xb), 0)
+    q = _round_mag(a / c[..., None], FORMATS[bf.elem_fmt], rounding, u)
+    q = jnp.where((s_b == 0)[..., None], 0, jnp.where(jnp.signbit(xb), -q, q))
     return BlockQuantized(
         q.astype(x.dtype),
         s_b.astype(x.dtype),
         jnp.asarray(s_enc, x.dtype),
-        ~jnp.all(fin, axis=-1),
+        nonfinite,
         ax - x.ndim,
-        n,
+        x.shape[ax],
     )
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))
+def _fake_quantize(x, key, bf, rounding, ax):
+    """``_quantize_blocks(...).dequantize()`` (bit for bit, compiled as one program) without
+    writing the element values out: one pass over ``x`` for the block maxima, one to round and
+    dequantise; also whether any block held a NaN or inf.
+
+    The element loop multiplies the rounded magnitude by a per-block factor picked by the sign of
+    ``x``: ``s_b / s_enc`` or ``-s_b / s_enc`` (+0 in zero blocks, NaN in non-finite ones), which
+    folds in the sign, zero-block and NaN-block selects. Each factor ends in a division, so XLA
+    computes it once per block; a chain ending in a select would be fused into the element loop,
+    recomputing the block scale (its E4M3 rounding included) for every element."""
+    xb, s_b, s_enc, nonfinite, c = _block_scales(x, bf, rounding, ax)
+    u = _uniform(key, xb.shape, xb.dtype) if rounding == "stochastic" else None
+    q = _round_mag(jnp.abs(xb) / c[..., None], FORMATS[bf.elem_fmt], rounding, u)
+    pos = jnp.where(nonfinite, jnp.nan, s_b) / s_enc
+    neg = jnp.where(nonfinite, jnp.nan, jnp.where(s_b == 0, 0, -s_b)) / s_enc
+    out = q * jnp.where(jnp.signbit(xb), neg[..., None], pos[..., None])
+    out = out.reshape(*out.shape[:-2], -1)[..., : x.shape[ax]]
+    return jnp.moveaxis(out, -1, ax), jnp.any(nonfinite)
 
 
 def quantize(x, fmt="nvfp4", rounding="nearest", *, key=None, axis=-1, pad=False) -> jax.Array:
@@ -504,12 +571,12 @@ def quantize(x, fmt="nvfp4", rounding="nearest", *, key=None, axis=-1, pad=False
         raise ValueError(
             f"fmt must be one of ['e2m1', 'e4m3', 'mxfp4', 'nvfp4'] or a BlockFormat, got {fmt!r}"
         )
-    return _dequantize(quantize_blocks(x, fmt, rounding, key=key, axis=axis, pad=pad))
-
-
-@jax.jit
-def _dequantize(b):
-    return b.dequantize()
+    concrete = not _is_tracer(x)
+    x, bf, ax = _block_args(x, fmt, rounding, key, axis, pad)
+    out, nonfinite = _fake_quantize(x, key, bf, rounding, ax)
+    if concrete:  # one pass over x, not a separate finiteness pass before it
+        _refuse_nonfinite(nonfinite)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -531,9 +598,7 @@ class Operand:
         check_choice(self.rounding, "rounding", _ROUNDINGS)
 
     def __call__(self, x, axis, key):
-        return quantize_blocks(
-            x, self.fmt, self.rounding, key=key, axis=axis, pad=True
-        ).dequantize()
+        return quantize(x, self.fmt, self.rounding, key=key, axis=axis, pad=True)
 
 
 _OPS = ("fwd_x", "fwd_w", "bwd_g", "bwd_w", "upd_g", "upd_x")

@@ -1,6 +1,8 @@
 """FP4 formats, block quantisers and the quantised matmul (nn.quant)."""
 
 import functools
+import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -242,6 +244,148 @@ def test_axis_padding_and_scale_format_sweep():
     assert (
         errs["e1m6"] > 2 * errs["e4m3"]
     )  # too little range: small blocks underflow (paper Fig. 1)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))
+def _unfused_quantize(x, key, bf, rounding, ax):
+    """``quantize`` as nn.quant computed it before the fused path (commit cc9032c), E2M1 elements:
+    a masked copy of |x|, float block maxima, then round and dequantise with separate selects."""
+    n, B = x.shape[ax], bf.block_size
+    xm = jnp.moveaxis(x, ax, -1)
+    if n % B:
+        xm = jnp.pad(xm, [(0, 0)] * (xm.ndim - 1) + [(0, -n % B)])
+    xb = xm.reshape(*xm.shape[:-1], -1, B)
+    fin = jnp.isfinite(xb)
+    a = jnp.where(fin, jnp.abs(xb), 0)
+    s_b, s_enc = Q._scales(jnp.max(a, axis=-1), bf, x.dtype, up=rounding == "stochastic")
+    zero = s_b == 0
+    t = jnp.minimum(a / jnp.where(zero, 1, s_b / s_enc)[..., None], 6.0)
+    ulp = jnp.where(t >= 4, 2.0, jnp.where(t >= 2, 1.0, 0.5))
+    t = t / ulp
+    if rounding == "nearest":
+        q = jnp.round(t)
+    else:
+        lo = jnp.floor(t)
+        q = jnp.where(Q._uniform(key, xb.shape, xb.dtype) < t - lo, lo + 1, lo)
+    q = jnp.minimum(q * ulp, 6.0)
+    q = jnp.where(zero[..., None], 0, jnp.where(jnp.signbit(xb), -q, q))
+    out = jnp.where(~jnp.all(fin, -1)[..., None], jnp.nan, q * (s_b / s_enc)[..., None])
+    return jnp.moveaxis(out.reshape(*out.shape[:-2], -1)[..., :n], -1, ax)
+
+
+def _edge_cases(dtype, B, seed):
+    """Two tensors whose blocks hit the edge cases. The first: random rows of magnitude 2^-30 to
+    2^30. The second, with tensor maximum 2688 (NVFP4 s_enc = 1): exact zeros and -0, element
+    subnormals, block maxima sweeping the NVFP4 scale through the E4M3 subnormals to its
+    underflow at 2^-10, and elements at the E2M1 midpoints of their block and their float
+    neighbours, for E4M3 decode scales s and for MXFP4 scales 2^k (block maximum 4 * 2^k)."""
+    rng = np.random.default_rng(seed)
+    zeros = rng.standard_normal((2, 4 * B))
+    zeros[0, :B] = 0.0  # an all-zero block
+    zeros[0, B : 2 * B] = -0.0
+    zeros[1, ::3] = 0.0
+    zeros[1, 1::5] = 1e-40 * rng.choice([-1, 1], size=zeros[1, 1::5].shape)
+    rows = [zeros]
+    ratio = np.exp2(np.linspace(-24, -5, 4 * B - 1))  # amax_b / amax_T: scale 2^-13 .. 2^3
+    rows.append(np.repeat(np.concatenate([[1.0], ratio]) * 2688.0, B).reshape(-1, 4 * B))
+    mids = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0])
+    mids = np.concatenate([mids, np.nextafter(mids, 0), np.nextafter(mids, 7)])
+    sign = np.where(np.arange(4 * B) % 2, -1.0, 1.0)
+    for s in [1.0, 1.5, 0.375, 2.0**-7, 2.0**-9, 448.0]:  # E4M3 decode scales
+        r = np.resize(mids, 4 * B) * s
+        r[::B] = 6.0 * s  # each block's maximum gives decode scale s
+        rows.append(r * sign)
+    for k in [0, -3, 9, -130]:  # E8M0 scales 2^k by the floor rule
+        r = np.resize(mids, 4 * B) * 2.0**k
+        r[::B] = 4.0 * 2.0**k
+        rows.append(r * sign)
+    rows.append(np.full(4 * B, 2688.0))  # the tensor maximum
+    edges = np.vstack(rows)
+    wide = rng.standard_normal(edges.shape) * np.exp2(rng.uniform(-30, 30, (len(edges), 1)))
+    return wide.astype(dtype), edges.astype(dtype)
+
+
+FUSED_FORMATS = [Q.NVFP4, Q.MXFP4] + [
+    pytest.param(bf, marks=pytest.mark.slow)
+    for bf in [
+        Q.MXFP4.replace(scale_rule="ceil"),
+        Q.BlockFormat(8, "e8m0", False, "nearest"),
+        Q.BlockFormat(16, "fp32", False),
+        Q.BlockFormat(16, "e1m6", True),
+    ]
+]
+
+
+def _same_bits(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    u = np.uint64 if got.dtype.itemsize == 8 else np.uint32
+    assert np.array_equal(got[~nan].view(u), want[~nan].view(u))  # bit for bit, signed zeros too
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rounding", ["nearest", "stochastic"])
+@pytest.mark.parametrize(
+    "bf", FUSED_FORMATS, ids=lambda b: f"{b.block_size}-{b.scale_fmt}-{b.scale_rule}"
+)
+def test_fused_quantize_bit_identical_to_unfused(bf, rounding, dtype):
+    """The one-pass ``quantize`` gives bit for bit what the unfused computation gave as one
+    program, on edge values, with NaN/inf blocks inside jit, along either axis and with padding.
+
+    "As one program": XLA rewrites ``s_b / s_enc`` (e.g. into ``s_b * amax_T / 2688``) when it
+    sees how ``s_enc`` was made, so ``quantize_blocks(x).dequantize()`` run as two programs can
+    differ from both in the last bit of the tensor-scale formats' decode factor."""
+    B = bf.block_size
+    key = jax.random.PRNGKey(5)
+    wide, x = _edge_cases(dtype, B, seed=B)
+    bad = x.copy()
+    bad[0, 3], bad[2, B + 1], bad[9, -1] = np.nan, np.inf, -np.inf
+
+    def ref(v):
+        return _unfused_quantize(v, key, bf, rounding, 1)
+
+    fq = jax.jit(lambda v: Q.quantize(v, bf, rounding, key=key))
+    for v in [wide, x, bad]:
+        _same_bits(fq(v), ref(jnp.asarray(v)))
+    got = np.asarray(fq(bad))
+    assert (
+        np.isnan(got[0, :B]).all() and np.isnan(got[9, -B:]).all() and np.isnan(got).sum() == 3 * B
+    )
+    _same_bits(Q.quantize(x, bf, rounding, key=key), ref(jnp.asarray(x)))  # outside jit
+    blocks = jax.jit(lambda v: Q.quantize_blocks(v, bf, rounding, key=key).dequantize())
+    _same_bits(blocks(x), ref(jnp.asarray(x)))
+    xt = x[:, : 3 * B - 5].T.copy()  # blocks along axis 0, padded
+    want = _unfused_quantize(jnp.asarray(xt), key, bf, rounding, 0)
+    _same_bits(Q.quantize(xt, bf, rounding, key=key, axis=0, pad=True), want)
+
+
+def _entry_fusions(hlo):
+    """(result element counts, operand names) of each fusion in the ENTRY computation, and the
+    name of its parameter 0."""
+    lines = hlo[hlo.index("\nENTRY") :].split("\n}")[0].splitlines()[1:]
+    param = next(ln.split("=")[0].strip() for ln in lines if "parameter(0)" in ln)
+    out = []
+    for ln in lines:
+        if " fusion(" in ln:
+            lhs, args = ln.split("=", 1)[1].split(" fusion(", 1)
+            sizes = [math.prod(map(int, d.split(","))) for d in re.findall(r"\[([\d,]+)\]", lhs)]
+            out.append((sizes, re.findall(r"%[\w.\-]+", args.split(")")[0]), "ROOT" in ln))
+    return out, param
+
+
+def test_fused_quantize_is_two_passes():
+    """Compiled, the NVFP4 and MXFP4 quantisers read x in two loops (the block-maximum reduction
+    and the element loop) and write nothing of x's size but the result (before the fused path:
+    four reads and a materialised masked copy)."""
+    x = jnp.ones((64, 256), jnp.float32)
+    for fmt in ["nvfp4", "mxfp4"]:
+        hlo = jax.jit(lambda v, f=fmt: Q.quantize(v, f)).lower(x).compile().as_text()
+        fusions, param = _entry_fusions(hlo)
+        assert sum(param in args for _, args, _ in fusions) == 2, fmt
+        full = [root for sizes, _, root in fusions if x.size in sizes]
+        assert full == [True], fmt  # only the result has x's size
 
 
 def test_bad_input_raises_naming_argument():
