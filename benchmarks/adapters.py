@@ -24,8 +24,6 @@ takes under two minutes on two cores). Prints tables of median wall times (compi
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
 import equinox as eqx
@@ -33,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from _harness import run
 
 import nn
 import nn.adapters as ad
@@ -188,31 +187,20 @@ def bench_stiefel(repeat, p=4096, r=32):
     )
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    size = ap.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="small sizes (default; < 2 min)")
-    size.add_argument("--full", action="store_true", help="d_model 256, batch 16 x 128, D = 1e5")
-    ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
-    a = ap.parse_args()
-    if a.full:
-        out = {
-            "scale": "full",
+def bench(scale: str, args) -> dict:
+    if scale == "full":
+        return {
             "steps": bench_steps(20, 256, 16, 128),
             "projection": bench_projection(20, D=100_000),
             "stiefel": bench_stiefel(20),
         }
-    else:
-        out = {
-            "scale": "quick",
-            "steps": bench_steps(5, 64, 8, 32),
-            "projection": bench_projection(5, D=20_000),
-            "stiefel": bench_stiefel(5, p=1024, r=16),
-        }
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
+    return {
+        "steps": bench_steps(5, 64, 8, 32),
+        "projection": bench_projection(5, D=20_000),
+        "stiefel": bench_stiefel(5, p=1024, r=16),
+    }
 
 
 if __name__ == "__main__":
-    main()
+    run(bench, __doc__, quick="d_model 64, batch 8 x 32, D = 2e4, p = 1024",
+        full="d_model 256, batch 16 x 128, D = 1e5, p = 4096")  # fmt: skip

@@ -8,16 +8,17 @@
    i.i.d. standard error of the products (what a DoubleML user would report), against the debiased
    two-split DR estimator. Bias, 95% coverage and wall-time ratio at p/n = 0.25 and 0.5.
 
-Run: ``python benchmarks/ecc.py`` (``--quick`` for a smaller run; ``--reps`` to change the Monte
-Carlo size). DoubleML and scikit-learn are benchmark dependencies only.
+Run: ``python benchmarks/ecc.py [--quick | --full] [--reps R] [--json PATH]`` (``--quick``, the
+default, in a minute or two; ``--full`` about an hour; ``--reps`` changes the Monte Carlo size).
+DoubleML and scikit-learn are benchmark dependencies only.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
+from _harness import run
 from tqdm import tqdm
 
 from estimators import ecc
@@ -61,6 +62,8 @@ def speed(n, p, repeat):
     print(f"{'call':<32}{'seconds':>10}{'ratio to RidgeCV':>20}")
     for name, t, r in rows:
         print(f"{name:<32}{t:>10.2f}{r:>20.3f}")
+    return dict(n=n, p=p, ridgecv_seconds=t_cv,
+                calls={name: dict(seconds=t, vs_ridgecv=r) for name, t, r in rows})  # fmt: skip
 
 
 def doubleml_ecc(y, a, X):
@@ -90,6 +93,7 @@ def statistics(n, ratios, reps):
         f"{'sec/fit':>9}{'time ratio':>12}"
     )
     print(head)
+    table = {}
     for c in ratios:
         p = int(c * n)
         res = {"ours": [], "dml": []}
@@ -111,25 +115,29 @@ def statistics(n, ratios, reps):
             est, se = np.array(res[key]).T
             cover = np.mean(np.abs(est - PSI) <= 1.959963984540054 * se)
             bias = est.mean() - PSI
+            table[f"p/n={c} {key}"] = dict(bias=bias, mc_se=est.std(ddof=1) / np.sqrt(reps),
+                                         coverage=cover, seconds_per_fit=times[key] / reps,
+                                         vs_doubleml=times[key] / times["dml"])  # fmt: skip
             print(
                 f"{c:>5}  {name:<36}{bias:>+9.4f}{est.std(ddof=1) / np.sqrt(reps):>8.4f}"
                 f"{cover:>10.3f}{times[key] / reps:>9.3f}"
                 f"{times[key] / times['dml']:>12.3f}"
             )
+    return table
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller sizes (a few seconds)")
+def bench(scale: str, args) -> dict:
+    if scale == "full":
+        return dict(speed=speed(20000, 2000, 2),
+                    statistics=statistics(1000, (0.25, 0.5), args.reps or 200))  # fmt: skip
+    return dict(speed=speed(4000, 400, 1), statistics=statistics(400, (0.25, 0.5), args.reps or 10))
+
+
+def _options(ap):
     ap.add_argument("--reps", type=int, default=None, help="Monte Carlo replicates per setting")
-    args = ap.parse_args(argv)
-    if args.quick:
-        speed(4000, 400, 1)
-        statistics(400, (0.25, 0.5), args.reps or 20)
-    else:
-        speed(20000, 2000, 2)
-        statistics(1000, (0.25, 0.5), args.reps or 200)
 
 
 if __name__ == "__main__":
-    main()
+    run(bench, __doc__, quick="n = 4000 speed, n = 400 x 10 replicates",
+        full="n = 20,000, p = 2,000 speed, n = 1000 x 200 replicates (about an hour)",
+        options=_options)  # fmt: skip

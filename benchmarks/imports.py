@@ -10,11 +10,11 @@ static claim index and must stay under one second (issue 23).
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
 import sys
 import time
+
+from _harness import run
 
 PACKAGES = ("theory", "estimators", "spectral", "dynamics", "nn", "paper_checks", "figures")
 PROBE = "import sys, {m}; print(int('jax' in sys.modules), int('scipy.stats' in sys.modules))"
@@ -34,14 +34,8 @@ def _wall(code: str, runs: int) -> tuple[float, str]:
     return sorted(times)[len(times) // 2], out
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    size = ap.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="5 interpreters each (default)")
-    size.add_argument("--full", action="store_true", help="25 interpreters each")
-    ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
-    a = ap.parse_args(argv)
-    runs = 25 if a.full else 5
+def bench(scale: str, args) -> dict:
+    runs = 25 if scale == "full" else 5
     floor, _ = _wall("import numpy", runs)
     rows = {}
     for m in PACKAGES:
@@ -59,12 +53,8 @@ def main(argv=None) -> dict:
         print(f"{k:<16}{1e3 * r['seconds']:>8.0f}{1e3 * r['over_floor']:>12.0f}"
               f"{r['ratio']:>9.2f}{'yes' if r['jax'] else 'no':>6}"
               f"{'yes' if r['scipy_stats'] else 'no':>7}")  # fmt: skip
-    out = dict(scale="full" if a.full else "quick", floor_seconds=floor, rows=rows)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
-    return out
+    return dict(floor_seconds=floor, rows=rows)
 
 
 if __name__ == "__main__":
-    main()
+    run(bench, __doc__, quick="5 interpreters per import", full="25 interpreters per import")
