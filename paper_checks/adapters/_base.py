@@ -16,18 +16,12 @@ from paper_checks._registry import memo
 
 def train_loop(loss, opt):
     """A jitted loop ``(tr, fr, xs, *data) -> (tr, losses)``: one ``opt`` step on
-    ``loss(model, x, *data)`` per element ``x`` of ``xs`` (one ``lax.scan``). Passing the data as
+    ``loss(model, x, *data)`` per element ``x`` of ``xs`` (:func:`nn.fit`). Passing the data as
     arguments rather than closing over it lets every seed reuse one compilation."""
 
     @eqx.filter_jit
     def go(tr, fr, xs, *data):
-        def step(c, x):
-            tr, st = c
-            val, g = eqx.filter_value_and_grad(lambda t: loss(nn.combine(t, fr), x, *data))(tr)
-            u, st = opt.update(g, st, tr)
-            return (eqx.apply_updates(tr, u), st), val
-
-        (tr, _), ls = jax.lax.scan(step, (tr, opt.init(tr)), xs)
+        tr, _, ls = nn.fit(lambda m, x: loss(m, x, *data), opt, tr, xs, frozen=fr)
         return tr, ls
 
     return go

@@ -248,15 +248,12 @@ def _runner(method, steps, checkpoints):
             xo, yo = d["orig"]
             return task_losses(t, *d["test"]), jnp.mean((call(t, fr, xo, 0) - yo) ** 2)
 
-        def step(c, _):
-            t, st = c
-            g = eqx.filter_grad(lambda p: jnp.mean(task_losses(p, *d["train"])))(t)
-            u, st = opt.update(g, st, t)
-            return (eqx.apply_updates(t, u), st), None
+        def loss(t, _):  # ``call`` combines with ``fr`` itself
+            return jnp.mean(task_losses(t, *d["train"]))
 
         def chunk(c, _):
-            c, _ = jax.lax.scan(step, c, None, length=every)
-            return c, evaluate(c[0])
+            t, st, _ = nn.fit(loss, opt, c[0], opt_state=c[1], length=every)
+            return (t, st), evaluate(t)
 
         (t, _), curve = jax.lax.scan(chunk, (tr, opt.init(tr)), None, length=checkpoints)
         curve = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), evaluate(tr), curve)

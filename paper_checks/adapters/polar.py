@@ -117,15 +117,12 @@ def _sr_runner(method, n_train, steps):
                 feas = jnp.maximum(rm.feasibility(q.X), rm.feasibility(q.Y))
             return jnp.mean(xent(m(xv), yv)), ad.stable_rank(dw), feas
 
-        def step(c, i):
-            t, st = c
-            g = eqx.filter_grad(lambda p: jnp.mean(xent(nn.combine(p, fr)(x[i]), y[i])))(t)
-            u, st = opt.update(g, st, t)
-            return (eqx.apply_updates(t, u), st), None
+        def loss(m, i):
+            return jnp.mean(xent(m(x[i]), y[i]))
 
         def chunk(c, ii):
-            c, _ = jax.lax.scan(step, c, ii)
-            return c, probe(c[0])
+            t, st, _ = nn.fit(loss, opt, c[0], ii, frozen=fr, opt_state=c[1])
+            return (t, st), probe(t)
 
         ii = idx[: every * SR_CHECKPOINTS].reshape(SR_CHECKPOINTS, every, -1)
         _, curve = jax.lax.scan(chunk, (tr, opt.init(tr)), ii)
@@ -270,17 +267,11 @@ def _rate_runner(method, steps):
             else optax.sgd(eta)
         )
 
-        def loss(t):
-            dw = next(iter(ad.delta_weights(nn.combine(t, fr)).values()))
+        def loss(m, _):
+            dw = next(iter(ad.delta_weights(m).values()))
             return 0.5 * jnp.sum((dw - target) ** 2)
 
-        def step(c, _):
-            t, st = c
-            val, g = jax.value_and_grad(loss)(t)
-            u, st = opt.update(g, st, t)
-            return (eqx.apply_updates(t, u), st), val
-
-        _, ls = jax.lax.scan(step, (tr, opt.init(tr)), None, length=steps)
+        _, _, ls = nn.fit(loss, opt, tr, frozen=fr, length=steps)
         return ls / (0.5 * jnp.sum(target**2))
 
     over = jax.vmap(run, in_axes=(None, None, 0, None))

@@ -108,16 +108,13 @@ def base_classifier(seed: int = 0):
         z = teacher(jax.random.normal(kz, (8192, D_IN)))
         mu, sd = z.mean(0), z.std(0)
 
-        def step(c, k):
-            m, st = c
+        def loss(m, k):
             x = jax.random.normal(k, (256, D_IN))
             y = jnp.argmax((teacher(x) - mu) / sd, -1)
-            g = eqx.filter_grad(lambda m: jnp.mean(xent(m(x), y)))(m)
-            u, st = opt.update(g, st, m)
-            return (eqx.apply_updates(m, u), st), None
+            return jnp.mean(xent(m(x), y))
 
         m = nn.MLP(D_IN, N_CLASSES, WIDTH, DEPTH, activation=jax.nn.relu, key=kb)
-        (m, _), _ = jax.lax.scan(step, (m, opt.init(m)), jax.random.split(ks, steps))
+        m, _, _ = nn.fit(loss, opt, m, jax.random.split(ks, steps))
         return m
 
     with jax.enable_x64(False):
@@ -198,13 +195,7 @@ def _fit(tr, fr, lr, head_lr, batches, x, y, xv, yv, xt, yt):
         _head_labels,
     )
 
-    def step(c, i):
-        tr, st = c
-        g = eqx.filter_grad(lambda t: jnp.mean(xent(nn.combine(t, fr)(x[i]), y[i])))(tr)
-        u, st = opt.update(g, st, tr)
-        return (eqx.apply_updates(tr, u), st), None
-
-    (tr, _), _ = jax.lax.scan(step, (tr, opt.init(tr)), batches)
+    tr, _, _ = nn.fit(lambda m, i: jnp.mean(xent(m(x[i]), y[i])), opt, tr, batches, frozen=fr)
     m = nn.combine(tr, fr)
     return (jnp.mean(jnp.argmax(m(xv), -1) == yv), jnp.mean(jnp.argmax(m(xt), -1) == yt))
 
