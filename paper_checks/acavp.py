@@ -35,10 +35,10 @@ PAPER_TA_GAIN = 12.0  # percentage points, "up to" (abstract)
 SIZES = sizes(
     smoke=dict(pretrain=60, steps=8, batch=8, seeds=2, lrs=(0.03,), tasks=("geo", "perm"),
                ta_tasks=("geo",), n_low=3, widths=(2, 8), bench_batch=16),
-    quick=dict(pretrain=800, steps=80, batch=16, seeds=3, lrs=(0.01, 0.1),
+    quick=dict(pretrain=800, steps=80, batch=16, seeds=8, lrs=(0.01, 0.1),
                tasks=("geo", "perm", "colour_bg"), ta_tasks=("both",), n_low=5,
                widths=(2, 4, 8, 12), bench_batch=256),
-    full=dict(pretrain=1500, steps=300, batch=32, seeds=5, lrs=(0.01, 0.03, 0.1),
+    full=dict(pretrain=1500, steps=300, batch=32, seeds=8, lrs=(0.01, 0.03, 0.1),
               tasks=tuple(A.TASKS), ta_tasks=("geo", "colour", "both", "colour_bg"), n_low=10,
               widths=(2, 4, 8, 12), bench_batch=256),
 )  # fmt: skip
