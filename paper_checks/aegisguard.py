@@ -226,9 +226,11 @@ def _black_box_level(size, seed) -> Measurement:
     "aegisguard.ranking",
     paper=PAPER,
     statement="At equal shielded budget (a quarter and a half of the adapters), the RSM ranking "
-    "leaves the attacker a lower surrogate accuracy than random selection and than the "
-    "magnitude rule, paired over replicates at 2 SE.",
-    where="aegisguard.md Sec. 7 A5 (random control worse than RSM), Sec. 8.4 Q2",
+    "leaves the attacker a lower surrogate accuracy than random selection (paired over "
+    "replicates at 2 SE), and on the planted task it finds the planted layers (precision at "
+    "|S*| >= 0.8; random 3/8). Magnitude and the one-shot probe are reported beside it.",
+    where="aegisguard.md Sec. 7 A5 (random control worse than RSM), Sec. 8.4 Q2 (pass criteria "
+    "fixed before running: both rules; magnitude and probe recorded, not required)",
     sizes=SIZES,
     mutants=[
         wrap(
@@ -245,15 +247,18 @@ def _ranking(size, seed) -> Measurement:
     rules, extra = [], {}
     for k in budgets(L):
         rsm = selected_accuracy(r, "rsm", "b", k)
-        for base in ("random", "magnitude"):
-            rules.append(
-                paired_gap(
-                    selected_accuracy(r, base, "b", k),
-                    rsm,
-                    n_se=2.0,
-                    name=f"k={k}: acc {base} - acc RSM",
-                )  # fmt: skip
-            )
+        rules.append(
+            paired_gap(
+                selected_accuracy(r, "random", "b", k),
+                rsm,
+                n_se=2.0,
+                name=f"k={k}: acc random - acc RSM",
+            )  # fmt: skip
+        )
+        for base in ("magnitude", "probe"):  # Q2: recorded, not required
+            gap = selected_accuracy(r, base, "b", k) - rsm
+            se = float(np.std(gap, ddof=1) / np.sqrt(gap.size))
+            extra[f"k={k}: acc {base} - acc RSM (mean, SE)"] = [float(gap.mean()), se]
         extra[f"k={k} mean surrogate acc (victim b)"] = {
             n: float(np.mean(selected_accuracy(r, n, "b", k)))
             for n in (*RANKINGS, "random", "oracle")
@@ -269,9 +274,9 @@ def _ranking(size, seed) -> Measurement:
         spearmanr(s, m).statistic if np.ptp(s) > 0 and np.ptp(m) > 0 else 0.0
         for s, m in zip(r["rsm_b"], r["magnitude_b"], strict=True)
     ]
-    extra["precision@|S*| of RSM (random: 3/8)"] = float(np.mean(prec))
     extra["Spearman(RSM scores, magnitude)"] = float(np.mean(rho))
     extra["rounds trained per layer (mean)"] = r["trained"].mean(0).tolist()
+    rules.append(at_least(float(np.mean(prec)), 0.8, name="precision@|S*| of RSM (random 3/8)"))
     return measure(
         *rules,
         extra=extra,
