@@ -101,3 +101,59 @@ def _conserved(ex) -> float:
     scale = float(np.max(np.abs(np.concatenate([(v @ WV) ** 2, W2**2, np.sum(W1**2, 0)]))))
     room_value = 1.0 - float(np.max(np.abs(got - inv))) / (1e-14 * scale + 1e-300)
     return min(room_rate, room_value)
+
+
+@prop(
+    "transformer.flow_blowup_invariants",
+    paper=PAPER,
+    statement="Solved through to ||theta|| = 1e4, the stage-1 effective flow from a Gaussian "
+    "initialisation (any width and scale) blows up in finite time, before E(0)^{-1/3} when "
+    "E(0) > 0 (Thm 1); keeps the per-neuron invariants to 1e-8 ||theta(0)||^2 plus float64 "
+    "round-off at ||theta(t)|| (Prop. 2); "
+    "E never decreases and dE/dt >= 3 E^{4/3} wherever E > 0 (Eq. 16 + AM-GM); and the "
+    "initialisation is non-degenerate (Def. 4).",
+    where="Thm 1, Prop. 2, Eq. (16), Def. 4",
+    strategy=lambda st: st.fixed_dictionaries(
+        {"seed": st.integers(0, 2**31 - 1), "d": st.integers(1, 8), "scale": st.floats(0.2, 5.0)}
+    ),
+    mutants=[
+        wrap(
+            "dynamics.transformer._effective._solve_effective",
+            lambda f: lambda *a: f(*a[:7], a[7] * 1e8, a[8] * 1e8, a[9]),
+            "the ODE solver run at rtol 1e-4 instead of 1e-12",
+            name="loose_solver",
+        )
+    ],
+)
+def _flow(ex) -> float:
+    from dynamics import transformer as dt  # diffrax: loaded only when this property runs
+
+    WV, W1, W2, v = _state(ex)
+    r = dt.effective_flow(WV, W1, W2, v, stop_norm=1e4)
+    if not r.reached:
+        return -1.0
+    scale = np.sum(WV**2) + np.sum(W1**2) + np.sum(W2**2)
+    inv = np.array(
+        [
+            np.concatenate(th.conserved_quantities(u, a, b))
+            for u, a, b in zip(r.u, r.W1, r.W2, strict=True)
+        ]
+    )
+    # Prop. 2 to 1e-8 ||theta(0)||^2, plus the round-off of u_k^2 - ||W1[k]||^2 at step t
+    # (16 eps ||theta(t)||^2: the differences of O(||theta||^2) numbers once ||theta|| ~ 1e4)
+    norm2 = np.sum(r.W_V**2, (1, 2)) + np.sum(r.W1**2, (1, 2)) + np.sum(r.W2**2, 1)
+    allowed = 1e-8 * scale + 16 * np.finfo(float).eps * norm2
+    rooms = [1.0 - float(np.max(np.max(np.abs(inv - inv[0]), axis=1) / allowed))]
+    E = r.E
+    rate = np.array([th.energy_rate(u, a, b) for u, a, b in zip(r.u, r.W1, r.W2, strict=True)])
+    pos = E > 0
+    if np.any(pos):
+        rooms.append(float(np.min((rate[pos] - 3 * E[pos] ** (4 / 3)) / rate[pos])) + 1e-12)
+    rooms.append(float(np.min(np.diff(E) / np.abs(E[1:]))) + 1e-12)  # E never decreases
+    if E[0] > 0:
+        bound = th.blowup_time_bound(E[0]) * (1 + 1e-10)
+        rooms.append(1.0 if r.stop_time <= r.blowup_upper else -1.0)
+        rooms.append(1.0 - r.blowup_upper / bound)
+    q1, q2 = th.nondegeneracy(r.u[0], W1, W2)
+    rooms.append(1.0 if q1 != 0 and q2 != 0 else -1.0)
+    return float(min(rooms))
