@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import nn
 from theory._validation import as_array, check_int, check_key, check_scalar
 
 from .victim import (
@@ -125,22 +126,21 @@ def _attack(view, X, y, epochs, batch, lr_shielded, lr_exposed, key):
     Bs = tuple(jnp.where(s[i], jnp.zeros_like(b), b) for i, b in enumerate(view.Bs))
     lrs = jnp.where(s, lr_shielded, lr_exposed)
     lr_tree = (tuple(lrs[i] for i in range(len(As))), tuple(lrs[i] for i in range(len(Bs))))
-    opt = optax.scale_by_adam()
-    grad = jax.grad(lambda p, xb, yb: _ce(view.model, *p, xb, yb))
+    # Adam direction, then a per-layer step size
+    opt = optax.chain(
+        optax.scale_by_adam(),
+        optax.stateless(lambda u, _: jax.tree.map(lambda ui, lr: -lr * ui, u, lr_tree)),
+    )
     n = X.shape[0]
     nb = max(1, n // batch)
     perms = jax.vmap(lambda k: jax.random.permutation(k, n)[: nb * batch])(
         jax.random.split(k_data, epochs)
     ).reshape(epochs * nb, -1)
 
-    def step(carry, idx):
-        p, st = carry
-        u, st = opt.update(grad(p, X[idx], y[idx]), st, p)
-        u = jax.tree.map(lambda ui, lr: -lr * ui, u, lr_tree)
-        return (optax.apply_updates(p, u), st), None
+    def loss(p, idx):
+        return _ce(view.model, *p, X[idx], y[idx])
 
-    params = (As, Bs)
-    (params, _), _ = jax.lax.scan(step, (params, opt.init(params)), perms)
+    params, _, _ = nn.fit(loss, opt, (As, Bs), perms)
     return params
 
 

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+import nn
 from theory._validation import check_choice, check_int, check_key, check_scalar
 
 from .victim import (
@@ -185,30 +186,35 @@ def rsm_train(
 def _rsm_train(model, X, y, cfg, hp, key):
     rounds, period, n_sel, variant, sampler, batch = cfg
     mu, rho, eps, lr = hp
-    opt = optax.adam(lr)
     params = adapter_arrays(model)
     L = len(params[0])
-    grad = jax.grad(lambda p, xb, yb: _ce(model, *p, xb, yb))
+
+    def selected_adam(sel):  # Adam (state over every layer), applied to the selected layers only
+        def keep(u, _):
+            return tuple(tuple(jnp.where(sel[i], x, 0.0) for i, x in enumerate(g)) for g in u)
+
+        return optax.chain(optax.adam(lr), optax.stateless(keep))
 
     def one_round(carry, t):
         p, st, s, count = carry
         kt = jax.random.fold_in(key, t)
         sel = _sample(s, n_sel, jax.random.fold_in(kt, 0), sampler, eps)
 
-        def step(c, j):
-            p, st = c
-            xb, yb = _batch(jax.random.fold_in(kt, 1000 + j), X, y, batch)
-            u, st = opt.update(grad(p, xb, yb), st, p)
-            u = tuple(tuple(jnp.where(sel[i], x, 0.0) for i, x in enumerate(g)) for g in u)
-            return (optax.apply_updates(p, u), st), None
+        def loss(p, j):
+            return _ce(model, *p, *_batch(jax.random.fold_in(kt, 1000 + j), X, y, batch))
 
-        (p, st), _ = jax.lax.scan(step, (p, st), jnp.arange(period))
+        p, st, _ = nn.fit(loss, selected_adam(sel), p, jnp.arange(period), opt_state=st)
         xb, yb = _batch(jax.random.fold_in(kt, 1), X, y, batch)
         dL = _probe(model, *p, xb, yb, rho, jax.random.fold_in(kt, 2))
         s = _score_update(s, _reward(dL, sel, variant), sel, mu)
         return (p, st, s, count + sel), None
 
-    init = (params, opt.init(params), jnp.zeros(L), jnp.zeros(L, jnp.int32))
+    init = (
+        params,
+        selected_adam(jnp.ones(L, bool)).init(params),
+        jnp.zeros(L),
+        jnp.zeros(L, jnp.int32),
+    )
     (params, _, s, count), _ = jax.lax.scan(one_round, init, jnp.arange(rounds))
     return params[0], params[1], s, count
 

@@ -318,15 +318,8 @@ def train_victim(
 
 @eqx.filter_jit
 def _train(model, X, y, steps, batch, lr, key):
-    opt = optax.adam(lr)
-    params = adapter_arrays(model)
-    loss = jax.grad(lambda p, xb, yb: _ce(model, *p, xb, yb))
+    def loss(p, t):
+        return _ce(model, *p, *_batch(jax.random.fold_in(key, t), X, y, batch))
 
-    def step(carry, t):
-        p, s = carry
-        xb, yb = _batch(jax.random.fold_in(key, t), X, y, batch)
-        u, s = opt.update(loss(p, xb, yb), s, p)
-        return (optax.apply_updates(p, u), s), None
-
-    (params, _), _ = jax.lax.scan(step, (params, opt.init(params)), jnp.arange(steps))
+    params, _, _ = nn.fit(loss, optax.adam(lr), adapter_arrays(model), jnp.arange(steps))
     return params
