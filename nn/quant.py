@@ -35,29 +35,25 @@ Block formats
 ``block_size`` consecutive elements along ``axis``. With amax_b the block's and amax_T the tensor's
 largest finite magnitude, and elem_max = 6:
 
-* per-tensor scale (NVFP4): ``s_enc = elem_max * scale_max / amax_T`` (1 if amax_T = 0), block
-decode
-  scale ``s_b = round_scale(amax_b / elem_max * s_enc)`` (so the largest block's scale is exactly
-  448);
+* per-tensor scale (NVFP4): ``s_enc = elem_max * scale_max / amax_T`` (1 if amax_T = 0; at most
+  the largest float of the dtype, so a tensor with amax_T below ~7.9e-36 in float32 stays finite),
+  block decode scale ``s_b = round_scale(amax_b / elem_max * s_enc)`` (so the largest block's
+  scale is exactly 448);
 * without it: ``s_b = round_scale(amax_b / elem_max)``, clamped to the scale format's range; for
-E8M0
-  ``scale_rule`` picks ``"floor"`` (OCP MX v1.0: 2^(floor(log2 amax_b) - 2), the block max may
-  clip),
-  ``"ceil"`` (2^ceil(log2(amax_b/6)), never clips; the paper's code) or ``"nearest"``;
+  E8M0 ``scale_rule`` picks ``"floor"`` (OCP MX v1.0: 2^(floor(log2 amax_b) - 2), the block max
+  may clip), ``"ceil"`` (2^ceil(log2(amax_b/6)), never clips; the paper's code) or ``"nearest"``;
   ``scale_fmt="fp32"`` keeps the exact unrounded scale amax_b/6.
 * with ``rounding="stochastic"`` the block scale is rounded *up* on its grid (E8M0: the ``"ceil"``
   rule), so that no element clips and SR stays exactly unbiased (derived here: an RNE or floor scale
   can put the block maximum above 6, and saturating it biases SR; tested in ``test_quant.py``);
-* elements: ``q = round_e2m1(|x| s_enc / s_b)`` (saturating at 6), dequantised ``x_hat = sign(x) q
-s_b / s_enc``.
+* elements: ``q = round_e2m1(|x| s_enc / s_b)`` (saturating at 6), dequantised
+  ``x_hat = sign(x) q s_b / s_enc``.
 
 All-zero blocks, and blocks whose scale underflows to 0, dequantise to exact zeros. A block
-containing
-NaN or +-inf (inside ``jit``; concrete input raises) dequantises to all-NaN (the tensor amax
-ignores non-finite values, so other blocks are
-unaffected). ``pad=True`` zero-pads the blocked axis to a multiple of ``block_size``; otherwise a
-block
-size that does not divide it is a ``ValueError``.
+containing NaN or +-inf (inside ``jit``; concrete input raises) dequantises to all-NaN (the tensor
+amax ignores non-finite values, so other blocks are unaffected). ``pad=True`` zero-pads the
+blocked axis to a multiple of ``block_size``; otherwise a block size that does not divide it is a
+``ValueError``.
 
 Quantised matmul
 ----------------
@@ -440,6 +436,9 @@ def _scales(amax_b, bf: BlockFormat, dtype, up=False):
     if bf.tensor_scale:
         amax_t = jnp.max(amax_b)
         s_enc = jnp.where(amax_t > 0, (fe.max * fs.max) / jnp.where(amax_t > 0, amax_t, 1), 1)
+        # below amax_T ~ 7.9e-36 (float32) the ratio overflows to inf and the output would be NaN:
+        # the largest finite scale keeps every block scale finite (bits elsewhere unchanged)
+        s_enc = jnp.minimum(s_enc, jnp.finfo(s_enc.dtype).max)
     else:
         s_enc = jnp.ones((), dtype)
     ideal = amax_b / fe.max * s_enc

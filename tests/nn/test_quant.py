@@ -192,6 +192,16 @@ def test_sr_block_scales_in_range_never_clip_and_two_neighbours(seed, log2_mag, 
     assert np.all(np.asarray(b.values).reshape(x.shape)[~live] == 0)
 
 
+@pytest.mark.parametrize("scale", [1e-35, 1e-36, 1e-37, 1e-39])
+def test_nvfp4_tiny_tensor_is_finite_and_never_worse_than_zero(scale):
+    """Below amax_T ~ 7.9e-36 (float32) 2688 / amax_T overflows; the tensor scale is clamped to
+    the largest float, so the output stays finite and within amax of x (it used to be NaN)."""
+    x = np.random.default_rng(1).standard_normal((4, 64)).astype(np.float32) * np.float32(scale)
+    y = np.asarray(Q.quantize(jnp.asarray(x), "nvfp4"))
+    assert np.isfinite(y).all()
+    assert np.abs(y - x).max() <= np.abs(x).max()
+
+
 def test_mxfp4_floor_and_ceil_rules():
     rng = np.random.default_rng(3)
     x = _blocks_data(rng)
