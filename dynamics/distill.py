@@ -10,6 +10,9 @@
   and trained to match the teacher's mixer output and layer output with the un-squared per-token
   L2 norm summed over layers (the authors' code; their text says MSE), mixers only.
 - :func:`distill`: end-to-end KL training of the whole student.
+- :func:`layer_sensitivity`: SMART's per-layer score, the KL reduction when one layer of the
+  all-Mamba2 ILD model is taken from the all-MLA ILD model (feeds
+  :func:`nn.hybrid.select_mla_layers`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from nn.hybrid import HybridLM
+from nn.hybrid import HybridLM, compose_hybrid
 from theory._validation import (
     as_array,
     check_finite_result,
@@ -34,7 +37,15 @@ from theory._validation import (
     check_scalar,
 )
 
-__all__ = ["Order2Markov", "train_lm", "kl_to_teacher", "ild", "distill", "lm_ce"]
+__all__ = [
+    "Order2Markov",
+    "train_lm",
+    "kl_to_teacher",
+    "ild",
+    "distill",
+    "lm_ce",
+    "layer_sensitivity",
+]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -240,3 +251,22 @@ def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=
     )
     toks = corpus.sample(key, steps * batch, length).reshape(steps, batch, length)
     return _fit(student, lambda s, tk: _kl(teacher, s, tk), toks, lr)
+
+
+def layer_sensitivity(teacher, mla_model, mamba2_model, tokens):
+    """Per layer i: ``KL(all Mamba2) - KL(Mamba2 with layer i MLA)`` to ``teacher`` on ``tokens
+    (B, T)`` (nats/token), the models composed by :func:`nn.hybrid.compose_hybrid`. Zebra-Llama's
+    sensitivity score (Sec. 3.4, as the research note records it): the KL reduction that making
+    layer i MLA buys; larger is more useful as MLA."""
+    tokens = _check_tokens(tokens, _check_lm(teacher, "teacher"))
+    _check_lm(mla_model, "mla_model")
+    L = len(_check_lm(mamba2_model, "mamba2_model").layers)
+    base = ["mamba2"] * L
+    kl0 = float(_kl(teacher, compose_hybrid(mla_model, mamba2_model, base), tokens))
+    out = []
+    for i in range(L):
+        kinds = base[:i] + ["mla"] + base[i + 1 :]
+        out.append(
+            kl0 - float(_kl(teacher, compose_hybrid(mla_model, mamba2_model, kinds), tokens))
+        )
+    return np.array(out)

@@ -7,6 +7,10 @@ head. :func:`hybrid_from_teacher` keeps the teacher's embedding, norms, MLPs and
 each attention by MLA (SVD init, :func:`nn.mla.mla_from_gqa`) or Mamba2 (attention init,
 :func:`nn.mamba2.mamba2_from_gqa`) -- the structured initialisation -- or by randomly initialised
 mixers of the same shapes (``init="random"``, the ablation baseline).
+:func:`compose_hybrid` assembles a student from an all-MLA and an all-Mamba2 model layer by layer
+(the paper's Stage 2 after the two ILD runs); :func:`select_mla_layers` is the layer-selection rule
+(SMART, Sec. 3.4 as summarised in the research note: sensitivity scores, first layer kept,
+near-uniform spacing, maximal total score).
 """
 
 from __future__ import annotations
@@ -14,14 +18,23 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from theory._validation import check_choice, check_instance, check_int
+from theory._validation import as_array, check_bool, check_choice, check_instance, check_int
 
 from ._layers import Embedding, Linear, RMSNorm
 from .mamba2 import Mamba2, mamba2_from_gqa
 from .mla import MLA, GQAttention, mla_from_gqa
 
-__all__ = ["SwiGLU", "HybridLayer", "HybridLM", "hybrid_from_teacher", "KINDS"]
+__all__ = [
+    "SwiGLU",
+    "HybridLayer",
+    "HybridLM",
+    "hybrid_from_teacher",
+    "compose_hybrid",
+    "select_mla_layers",
+    "KINDS",
+]
 
 KINDS = ("gqa", "mla", "mamba2")
 
@@ -216,3 +229,80 @@ def hybrid_from_teacher(
     student = eqx.tree_at(lambda m: m.layers, teacher, tuple(layers))
     object.__setattr__(student, "kinds", kinds)
     return student
+
+
+def compose_hybrid(mla_model: HybridLM, mamba2_model: HybridLM, kinds):
+    """The student whose layer i is ``mla_model``'s layer i where ``kinds[i] == "mla"`` and
+    ``mamba2_model``'s elsewhere (Zebra-Llama Sec. 3.3: layers taken from the MLA-ILD and the
+    Mamba2-ILD model); embedding, final norm and head from ``mamba2_model`` (ILD leaves them at the
+    teacher's in both)."""
+    check_instance(mla_model, "mla_model", HybridLM)
+    check_instance(mamba2_model, "mamba2_model", HybridLM)
+    kinds = _check_kinds(kinds)
+    L = len(mamba2_model.layers)
+    if len(kinds) != L or len(mla_model.layers) != L:
+        raise ValueError(
+            f"`kinds` and `mla_model` must have one entry per layer of mamba2_model ({L}); got "
+            f"{len(kinds)} kinds and {len(mla_model.layers)} layers."
+        )
+    for name, model, want in (
+        ("mla_model", mla_model, "mla"),
+        ("mamba2_model", mamba2_model, "mamba2"),
+    ):
+        bad = [i for i, k in enumerate(kinds) if k == want and model.kinds[i] != want]
+        if bad or any(k not in ("mla", "mamba2") for k in kinds):
+            raise ValueError(
+                f"`{name}` must have a {want} mixer at every layer `kinds` marks {want!r}, and "
+                f"`kinds` may hold only 'mla' and 'mamba2'; got kinds {kinds}, {name} kinds "
+                f"{model.kinds}."
+            )
+    layers = tuple(
+        (mla_model if k == "mla" else mamba2_model).layers[i] for i, k in enumerate(kinds)
+    )
+    student = eqx.tree_at(lambda m: m.layers, mamba2_model, layers)
+    object.__setattr__(student, "kinds", kinds)
+    return student
+
+
+def select_mla_layers(scores, num_mla, *, keep_first=True, slack=1):
+    """Which of ``L = len(scores)`` layers become MLA: the ``num_mla`` indices (sorted) with the
+    largest total sensitivity ``sum scores[i]`` among placements whose consecutive MLA layers are
+    at least ``max(1, floor(L / num_mla) - slack)`` apart, layer 0 included when ``keep_first``.
+
+    Zebra-Llama's SMART rule (Sec. 3.4, Alg. 2) as the research note records it from a digest of
+    the paper (unverified): terminal preservation, near-uniform spread, maximal total score. The
+    authors' configs keep layer 0 but never the last layer, so only the first is kept here; the
+    spacing tolerance ``slack`` is this library's reading of "near-uniform" (every shipped config,
+    e.g. 1B 4MLA [0, 5, 10, 14] and 8B 8MLA [0, 4, ..., 25, 30], satisfies it with ``slack=1``).
+    Solved exactly by dynamic programming over (count, last index); ties go to lower indices.
+    """
+    s = as_array(scores, "scores", ndim=1, min_size=1)
+    L = s.size
+    n = check_int(num_mla, "num_mla", lower=0, upper=L)
+    keep_first = check_bool(keep_first, "keep_first")
+    slack = check_int(slack, "slack", lower=0, upper=2**31)
+    if n == 0:
+        return ()
+    gap = max(1, L // n - slack)
+    NEG = -np.inf
+    best = np.full((n + 1, L), NEG)  # best[k, i]: k layers chosen, the last at i
+    prev = np.full((n + 1, L), -1, int)
+    best[1] = np.where(np.arange(L) == 0, s, NEG) if keep_first else s
+    for k in range(2, n + 1):
+        for i in range(L):
+            for j in range(i - gap + 1):
+                v = best[k - 1, j] + s[i]
+                if v > best[k, i]:
+                    best[k, i], prev[k, i] = v, j
+    i = int(np.argmax(best[n]))
+    if not np.isfinite(best[n, i]):
+        raise ValueError(
+            f"`num_mla`={n}: no placement of {n} of {L} layers is {gap} apart"
+            + (" starting at layer 0" if keep_first else "")
+            + f"; lower num_mla or raise slack (got {slack})."
+        )
+    out = [i]
+    for k in range(n, 1, -1):
+        i = int(prev[k, i])
+        out.append(i)
+    return tuple(sorted(out))

@@ -15,6 +15,9 @@ Dao & Gu 2024, *Transformers are SSMs* (arXiv 2405.21060): per head, with scalar
   GQA), C at query width, headdim = d_state = d_h, a causal depthwise conv + SiLU on [x, B, C],
   gated
   RMSNorm(y * SiLU(z)) and out_proj.
+- :func:`mamba2_decode`: recurrent decoding one token at a time on a constant-size state (the
+  last ``d_conv - 1`` conv inputs and the SSM state ``(n_h, d_h, d_state)``), equal to
+  ``Mamba2(u)``; its per-token cost does not grow with the context.
 - :func:`mamba2_from_gqa`: the attention init (MambaInLlama ``init_with_kqvo``): x <- W^V, B <- W^K,
   C <- W^Q, out_proj <- W^O. With A = 0, dt = 1, D = 0 and no conv/gate/norm the layer is causal
   linear attention y_t = sum_{s<=t} (C_t . B_s) x_s, i.e. the teacher's attention without softmax.
@@ -34,7 +37,7 @@ from theory._validation import _is_tracer, check_array, check_instance, check_in
 from ._layers import Linear
 from .mla import GQAttention
 
-__all__ = ["ssd_scan", "ssd_chunked", "Mamba2", "mamba2_from_gqa"]
+__all__ = ["ssd_scan", "ssd_chunked", "Mamba2", "mamba2_decode", "mamba2_from_gqa"]
 
 
 def _check_ssd(x, dt, A, B, C):
@@ -186,6 +189,40 @@ class Mamba2(eqx.Module):
         idx = np.cumsum([inner, xb, xb, inner])
         return jnp.split(zxbcdt, idx, axis=-1)  # z, x, B, C, dt
 
+    def _gate_out(self, y, x, z):
+        H, P = self.num_heads, self.head_dim
+        y = (y + self.D[:, None] * x).reshape(*y.shape[:-2], H * P) * jax.nn.silu(z)
+        g = y.reshape(*y.shape[:-1], H, P)  # gated RMSNorm, group size head_dim
+        g = g * jax.lax.rsqrt(jnp.mean(g**2, axis=-1, keepdims=True) + 1e-6)
+        return self.out_proj(g.reshape(y.shape) * self.norm_scale)
+
+    def _heads(self, x, B, C):
+        H, G, P = self.num_heads, self.num_kv_heads, self.head_dim
+        x = jnp.repeat(x.reshape(*x.shape[:-1], G, P), H // G, axis=-2)
+        B = jnp.repeat(B.reshape(*B.shape[:-1], G, P), H // G, axis=-2)
+        return x, B, C.reshape(*C.shape[:-1], H, P)
+
+    def step(self, u_t, state):
+        """One decode step: ``u_t (..., d_model)`` and ``state = (conv window (..., d_conv - 1,
+        channels), SSM state (..., n_h, d_h, d_state))`` -> ``(y_t, new state)``."""
+        window, Hs = state
+        z, x, B, C, dt = self._split(self.in_proj(u_t))
+        xBC = jnp.concatenate([x, B, C], axis=-1)
+        full = jnp.concatenate([window, xBC[..., None, :]], axis=-2)  # oldest first
+        conv = jnp.einsum("...kc,ck->...c", full, self.conv_weight)
+        x, B, C = jnp.split(
+            jax.nn.silu(conv + self.conv_bias), np.cumsum([x.shape[-1], B.shape[-1]]), axis=-1
+        )
+        x, B, C = self._heads(x, B, C)
+        dt = jax.nn.softplus(dt + self.dt_bias)
+        A = -jnp.exp(self.A_log)
+        Hs = (
+            jnp.exp(dt * A)[..., None, None] * Hs
+            + (dt[..., None] * x)[..., :, None] * B[..., None, :]
+        )
+        y = jnp.einsum("...hpn,...hn->...hp", Hs, C)
+        return self._gate_out(y, x, z), (full[..., 1:, :], Hs)
+
     def __call__(self, u, *, mode="chunked", key=None):
         T = u.shape[-2]
         z, x, B, C, dt = self._split(self.in_proj(u))
@@ -196,10 +233,7 @@ class Mamba2(eqx.Module):
         x, B, C = jnp.split(
             jax.nn.silu(conv + self.conv_bias), np.cumsum([x.shape[-1], B.shape[-1]]), axis=-1
         )
-        H, G, P = self.num_heads, self.num_kv_heads, self.head_dim
-        x = jnp.repeat(x.reshape(*x.shape[:-1], G, P), H // G, axis=-2)
-        B = jnp.repeat(B.reshape(*B.shape[:-1], G, P), H // G, axis=-2)
-        C = C.reshape(*C.shape[:-1], H, P)
+        x, B, C = self._heads(x, B, C)
         dt = jax.nn.softplus(dt + self.dt_bias)
         A = -jnp.exp(self.A_log)
         if mode == "scan":
@@ -208,10 +242,34 @@ class Mamba2(eqx.Module):
             y = ssd_chunked(x, dt, A, B, C, self.chunk)
         else:
             raise ValueError(f"`mode` must be 'chunked' or 'scan'; got {mode!r}.")
-        y = (y + self.D[:, None] * x).reshape(*y.shape[:-2], H * P) * jax.nn.silu(z)
-        g = y.reshape(*y.shape[:-1], H, P)  # gated RMSNorm, group size head_dim
-        g = g * jax.lax.rsqrt(jnp.mean(g**2, axis=-1, keepdims=True) + 1e-6)
-        return self.out_proj(g.reshape(y.shape) * self.norm_scale)
+        return self._gate_out(y, x, z)
+
+
+def mamba2_decode(layer: Mamba2, u):
+    """Recurrent decoding of ``u (B, T, d_model)`` by :meth:`Mamba2.step` from a zero state (the
+    constant-size decode cache); equals ``layer(u)``."""
+    check_instance(layer, "layer", Mamba2)
+    u = check_array(u, "u", ndim=3, max_abs=1e30)
+    d = layer.in_proj.in_features
+    if u.shape[-1] != d or np.dtype(u.dtype).kind != "f" or 0 in u.shape:
+        raise ValueError(
+            f"`u` must be a non-empty floating array (batch, T, {d}); got dtype {u.dtype}, "
+            f"shape {tuple(u.shape)}."
+        )
+    return _mamba2_decode(layer, u)
+
+
+@eqx.filter_jit
+def _mamba2_decode(layer, u):
+    Bsz = u.shape[0]
+    ch = layer.conv_weight.shape[0]
+    dt = jnp.result_type(u.dtype, layer.in_proj.weight.dtype)
+    state = (
+        jnp.zeros((Bsz, layer.conv_weight.shape[1] - 1, ch), dt),
+        jnp.zeros((Bsz, layer.num_heads, layer.head_dim, layer.head_dim), dt),
+    )
+    _, ys = jax.lax.scan(lambda s, ut: layer.step(ut, s)[::-1], state, jnp.swapaxes(u, 0, 1))
+    return jnp.swapaxes(ys, 0, 1)
 
 
 def mamba2_from_gqa(gqa: GQAttention, *, chunk=16, key):

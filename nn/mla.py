@@ -10,6 +10,8 @@
   ``MLA(x)`` materialises keys and values (the naive path); ``MLA(x, absorbed=True)`` absorbs W^{UK}
   into the query and W^{UV} into the output and attends to the latent directly (DeepSeek-V2 Sec.
   2.1.2); :func:`mla_decode` is the cached one-token decode on the latent cache. All three agree.
+- :func:`gqa_decode`: the teacher's cached decode (per-token K/V cache of ``2 n_kv d_h``
+  elements), equal to ``GQAttention(x)``; the baseline of the decode-time comparison.
 - :func:`mla_from_gqa`: the structured init of Zebra-Llama (arXiv 2505.17272, Alg. 1 "SVD
   initialization for MLA"; X-EcoMLA arXiv 2503.11132): truncated SVD of the stacked per-KV-head
   [W^K; W^V] into W^{UKV} W^{DKV} (Eckart-Young optimal in Frobenius norm), of W^Q into W^{UQ}
@@ -46,7 +48,15 @@ from ._layers import Linear
 
 _DIM = 2**16  # widths, heads and head sizes beyond this cannot be allocated on one machine
 
-__all__ = ["rope", "GQAttention", "MLA", "mla_decode", "mla_from_gqa", "svd_factor"]
+__all__ = [
+    "rope",
+    "GQAttention",
+    "MLA",
+    "gqa_decode",
+    "mla_decode",
+    "mla_from_gqa",
+    "svd_factor",
+]
 
 
 def rope(x, positions, theta=10000.0):
@@ -250,21 +260,57 @@ class MLA(eqx.Module):
         return self.o_proj(_merge(jnp.einsum("...htr,hvr->...htv", o_lat, wuv)))
 
 
-def mla_decode(layer: MLA, x):
-    """Cached decoding of ``x (B, T, d)`` one token at a time on the latent cache
-    ``(B, T, kv_rank + rope_dim)`` with absorbed weights; equals ``layer(x)``."""
-    check_instance(layer, "layer", MLA)
+def _check_decode_input(x, d_model):
     x = check_array(x, "x", ndim=3, max_abs=1e30)
-    if x.shape[-1] != layer.kv_down.in_features:
-        raise ValueError(
-            f"`x` must have last axis d_model = {layer.kv_down.in_features}; got {tuple(x.shape)}."
-        )
+    if x.shape[-1] != d_model:
+        raise ValueError(f"`x` must have last axis d_model = {d_model}; got {tuple(x.shape)}.")
     if np.dtype(x.dtype).kind != "f" or 0 in x.shape:
         raise TypeError(
             f"`x` must be a non-empty floating array (batch, T, d_model); got dtype {x.dtype}, "
             f"shape {tuple(x.shape)}."
         )
-    return _mla_decode(layer, x)
+    return x
+
+
+def gqa_decode(layer: GQAttention, x):
+    """Cached decoding of ``x (B, T, d)`` one token at a time with a K/V cache ``(B, n_kv, T,
+    d_h)`` each (RoPE applied at the token's position before caching); equals ``layer(x)``."""
+    check_instance(layer, "layer", GQAttention)
+    return _gqa_decode(layer, _check_decode_input(x, layer.q_proj.in_features))
+
+
+@eqx.filter_jit
+def _gqa_decode(layer, x):
+    B, T, _ = x.shape
+    G, dh, g = layer.num_kv_heads, layer.head_dim, layer.num_heads // layer.num_kv_heads
+
+    def step(cache, t):
+        kc, vc = cache
+        xt = jax.lax.dynamic_slice_in_dim(x, t, 1, axis=1)
+        q = _heads(layer.q_proj(xt), layer.num_heads, dh)  # (B, H, 1, dh)
+        k = _heads(layer.k_proj(xt), G, dh)
+        v = _heads(layer.v_proj(xt), G, dh)
+        if layer.rope_theta is not None:
+            q, k = rope(q, t[None], layer.rope_theta), rope(k, t[None], layer.rope_theta)
+        kc = jax.lax.dynamic_update_slice_in_dim(kc, k, t, axis=2)
+        vc = jax.lax.dynamic_update_slice_in_dim(vc, v, t, axis=2)
+        qg = q.reshape(B, G, g, dh)  # query heads grouped by their KV head
+        s = jnp.einsum("bgqd,bgsd->bgqs", qg, kc) / math.sqrt(dh)
+        p = _masked_softmax(s.reshape(B, G * g, T), jnp.zeros(G * g, int) + t, T)
+        o = jnp.einsum("bgqs,bgsd->bgqd", p.reshape(B, G, g, T), vc).reshape(B, G * g, 1, dh)
+        return (kc, vc), layer.o_proj(_merge(o))[:, 0]
+
+    dt = jnp.result_type(x.dtype, layer.k_proj.weight.dtype)
+    init = (jnp.zeros((B, G, T, dh), dt), jnp.zeros((B, G, T, dh), dt))
+    _, ys = jax.lax.scan(step, init, jnp.arange(T))
+    return jnp.swapaxes(ys, 0, 1)
+
+
+def mla_decode(layer: MLA, x):
+    """Cached decoding of ``x (B, T, d)`` one token at a time on the latent cache
+    ``(B, T, kv_rank + rope_dim)`` with absorbed weights; equals ``layer(x)``."""
+    check_instance(layer, "layer", MLA)
+    return _mla_decode(layer, _check_decode_input(x, layer.kv_down.in_features))
 
 
 @eqx.filter_jit

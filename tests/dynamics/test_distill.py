@@ -74,3 +74,22 @@ def test_ild_trains_mixers_only():
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_layer_sensitivity_of_an_exact_mla_layer_is_the_mamba2_kl():
+    """Teacher without positions, one layer: the full-rank SVD MLA is the teacher (KL 0), so the
+    score of that layer is the all-Mamba2 student's KL."""
+    from dynamics.distill import layer_sensitivity
+
+    with jax.enable_x64(True):
+        t = HybridLM(7, 8, 2, 1, 4, ("gqa",), mlp_hidden=8, dtype=jnp.float64, key=KEY)
+        mla = hybrid_from_teacher(t, ("mla",), kv_rank=8, key=KEY)
+        m2 = hybrid_from_teacher(t, ("mamba2",), key=KEY)
+        toks = jax.random.randint(KEY, (3, 6), 0, 7)
+        assert float(kl_to_teacher(t, mla, toks)) == pytest.approx(0.0, abs=1e-12)
+        s = layer_sensitivity(t, mla, m2, toks)
+        assert s.shape == (1,)
+        assert s[0] == pytest.approx(float(kl_to_teacher(t, m2, toks)), rel=1e-10)
+        assert s[0] > 1e-4
+        with pytest.raises(ValueError, match="mla_model"):
+            layer_sensitivity(t, m2, m2, toks)

@@ -82,3 +82,26 @@ def test_layer_modes_agree_and_kqvo_init_copies_teacher():
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@settings(max_examples=6, deadline=None)
+@given(T=st.integers(1, 9), heads=st.sampled_from([(2, 1), (4, 2)]), d_conv=st.integers(1, 4))
+def test_recurrent_decode_equals_the_layer(T, heads, d_conv):
+    from nn.mamba2 import mamba2_decode
+
+    with jax.enable_x64(True):
+        m = Mamba2(12, *heads, 3, d_conv=d_conv, chunk=4, dtype=jnp.float64, key=KEY)
+        u = jax.random.normal(jax.random.fold_in(KEY, T), (2, T, 12), jnp.float64)
+        np.testing.assert_allclose(mamba2_decode(m, u), m(u), atol=1e-12)
+
+
+def test_decode_state_size_does_not_grow_with_context():
+    from nn.mamba2 import mamba2_decode
+
+    m = Mamba2(8, 2, 1, 4, key=KEY)
+    win = jnp.zeros((1, 3, m.conv_weight.shape[0]))
+    Hs = jnp.zeros((1, 2, 4, 4))
+    y, (w2, H2) = m.step(jnp.ones((1, 8)), (win, Hs))
+    assert w2.shape == win.shape and H2.shape == Hs.shape and y.shape == (1, 8)
+    with pytest.raises(ValueError, match="`u`"):
+        mamba2_decode(m, jnp.zeros((1, 3, 5)))

@@ -122,3 +122,33 @@ def test_svd_factor_q_rank_reconstructs():
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    T=st.integers(1, 7),
+    heads=st.sampled_from([(2, 1), (4, 2), (3, 3)]),
+    rope_theta=st.sampled_from([None, 50.0]),
+)
+def test_gqa_cached_decode_equals_the_full_pass(T, heads, rope_theta):
+    from nn.mla import gqa_decode
+
+    with jax.enable_x64(True):
+        H, G = heads
+        g = GQAttention(10, H, G, 4, rope_theta=rope_theta, dtype=jnp.float64, key=KEY)
+        x = jax.random.normal(jax.random.fold_in(KEY, T), (2, T, 10), jnp.float64)
+        np.testing.assert_allclose(gqa_decode(g, x), g(x), atol=1e-12)
+        # the cache matters: decoding a changed earlier token changes later outputs only
+        x2 = x.at[:, 0].add(1.0)
+        d = jnp.abs(gqa_decode(g, x2) - gqa_decode(g, x)).max(axis=(0, 2))
+        assert float(d[0]) > 1e-6 and (T == 1 or float(d[-1]) > 1e-6)
+
+
+def test_gqa_decode_bad_input_names_the_argument():
+    from nn.mla import gqa_decode
+
+    g = GQAttention(8, 2, 1, 4, key=KEY)
+    with pytest.raises(ValueError, match="`x`"):
+        gqa_decode(g, jnp.zeros((1, 3, 6)))
+    with pytest.raises(TypeError, match="`layer`"):
+        gqa_decode(MLA(8, 2, 1, kv_rank=4, nope_dim=4, v_dim=4, key=KEY), jnp.zeros((1, 3, 8)))
