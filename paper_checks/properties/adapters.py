@@ -1,6 +1,7 @@
 """Merging an adapter into the dense weights changes no output (every mergeable method)."""
 
 import functools
+import math
 
 import equinox as eqx
 import jax
@@ -210,5 +211,73 @@ def _unilora(ex) -> float:
             1.0 if set(np.unique(counts)) <= {D // d, D // d + 1} else -1.0,  # balanced groups
             1.0 - norm_err / (1e-13 * np.linalg.norm(theta)),
             1.0 if np.array_equal(ad.isometric_projection(D, d, ex["seed"])[0], idx) else -1.0,
+        )
+    )
+
+
+@prop(
+    "adapters.tfb_refactor",
+    paper="TFB 2025 (arXiv 2412.05723)",
+    statement="TFB's re-factorisation of a trained LoRA, B' = U diag(d), A' = V^T A from the thin "
+    "SVD B = U diag(d) V^T, keeps the update (B'A' = BA) and makes B' column-orthogonal with "
+    "B'^T B' = diag(d^2), for every shape and rank.",
+    where="Sec. 3 (re-factorisation before the posterior on A'); adapters.md Sec. 7.1",
+    strategy=lambda st: st.fixed_dictionaries(
+        {
+            "r": st.integers(1, 8),
+            "m": st.integers(1, 16),
+            "n": st.integers(1, 16),
+            "seed": st.integers(0, 2**31 - 1),
+        }
+    ),
+    mutants=[
+        wrap(
+            "nn.adapters._tfb.tfb_refactor",
+            lambda f: lambda b, a: (lambda bp, ap, d: (bp / d, d[:, None] * ap, d))(*f(b, a)),
+            "diag(d) put on A' instead of B' (B' = U): BA kept, B'^T B' = I",
+            name="scale_on_a",
+        )
+    ],
+)
+def _tfb(ex) -> float:
+    rng = np.random.default_rng(ex["seed"])
+    b, a = rng.standard_normal((ex["m"], ex["r"])), rng.standard_normal((ex["r"], ex["n"]))
+    with jax.enable_x64(True):
+        bp, ap, d = (np.asarray(x) for x in ad.tfb_refactor(b, a))
+    ba = b @ a
+    err_ba = np.max(np.abs(bp @ ap - ba)) / np.max(np.abs(ba))
+    err_gram = np.max(np.abs(bp.T @ bp - np.diag(d**2))) / np.max(d) ** 2
+    return float(min(1.0 - err_ba / 1e-12, 1.0 - err_gram / 1e-12))
+
+
+@prop(
+    "adapters.ct_at_zero",
+    paper=CT_PAPER,
+    statement="The CT activation phi_{beta,c}(x) = c x sigmoid(beta x / (1 - beta)) + "
+    "(1 - c)(1 - beta) softplus(x / (1 - beta)) takes the value (1 - c)(1 - beta) ln 2 at 0 "
+    "with slope 1/2 there, for every 0 <= beta < 1 and 0 <= c <= 1 (derived here).",
+    where="Sec. 3 (phi_{beta,c})",
+    strategy=lambda st: st.fixed_dictionaries(
+        {"beta": st.floats(0.0, 0.999), "c": st.floats(0.0, 1.0)}
+    ),
+    mutants=[
+        wrap(
+            "nn.adapters._curvature.ctu",
+            lambda f: lambda x, beta, c: f(x, beta, 1 - c),
+            "the two branches' weights c and 1 - c swapped",
+            name="mix_swapped",
+        )
+    ],
+)
+def _ct_zero(ex) -> float:
+    beta, c = ex["beta"], ex["c"]
+    with jax.enable_x64(True):
+        x0 = jnp.asarray(0.0, jnp.float64)
+        value = float(ad.ctu(x0, beta, c))
+        slope = float(jax.grad(lambda x: ad.ctu(x, beta, c))(x0))
+    return float(
+        min(
+            1.0 - abs(value - (1 - c) * (1 - beta) * math.log(2)) / 1e-15,
+            1.0 - abs(slope - 0.5) / 1e-13,
         )
     )

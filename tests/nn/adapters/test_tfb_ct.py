@@ -6,25 +6,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import nn
 import nn.adapters as ad
+from paper_checks import PROPERTIES, verify
 
 
-@given(
-    st.sampled_from([1, 3, 6]),
-    st.sampled_from([6, 12]),
-    st.sampled_from([6, 12]),
-    st.integers(0, 2**16),
-)
-def test_refactor_keeps_ba(r, m, n, seed):
-    rng = np.random.default_rng(seed)
-    b, a = rng.standard_normal((m, r)), rng.standard_normal((r, n))
-    bp, ap, d = ad.tfb_refactor(b, a)
-    np.testing.assert_allclose(bp @ ap, b @ a, atol=1e-12 * np.abs(b @ a).max())
-    np.testing.assert_allclose(bp.T @ bp, np.diag(np.asarray(d) ** 2), atol=1e-12 * d.max() ** 2)
+def test_refactor_keeps_ba():
+    """B'A' = BA and B'^T B' = diag(d^2): the registry property ``adapters.tfb_refactor`` (its one
+    copy, searched by ``theorylab verify`` over every shape)."""
+    row = verify(PROPERTIES["adapters.tfb_refactor"], examples=30)
+    assert row["status"] == "holds" and row["min_slack"] >= 0, row
 
 
 def _trained_lora(seed=0):
@@ -97,13 +89,11 @@ def test_tfb_mean_is_the_lora_and_ece():
         ad.expected_calibration_error(p[:, 0], y)
 
 
-@given(st.floats(0.0, 0.999), st.floats(0.0, 1.0))
-def test_ct_values_at_zero(beta, c):
-    f = lambda x: ad.ctu(x, beta, c)  # noqa: E731
-    np.testing.assert_allclose(
-        float(f(jnp.asarray(0.0))), (1 - c) * (1 - beta) * math.log(2), atol=1e-15
-    )
-    np.testing.assert_allclose(float(jax.grad(f)(jnp.asarray(0.0))), 0.5, atol=1e-13)
+def test_ct_values_at_zero():
+    """phi(0) = (1 - c)(1 - beta) ln 2 and phi'(0) = 1/2: the registry property
+    ``adapters.ct_at_zero`` (its one copy, searched by ``theorylab verify``)."""
+    row = verify(PROPERTIES["adapters.ct_at_zero"], examples=30)
+    assert row["status"] == "holds" and row["min_slack"] >= 0, row
 
 
 def test_ct_beta_one_is_the_relu_network_exactly():
