@@ -202,30 +202,24 @@ def _fit(tr0, frozen, lrs, keys, idx, counts, x_pool, y_pool, evals, steps, batc
     def one(tr, lr, key, idx_r, n_r):
         opt = optax.adam(lr)
 
-        def apply(t, x):
-            m = nn.combine(t, frozen)
+        def forward(m, x):
             return jax.vmap(m)(x) if isinstance(m, eqx.nn.Linear) else m(x)
 
-        def loss(t, xb, yb):
-            return nn.cross_entropy(apply(t, xb), yb)
-
-        def step(carry, t):
-            tr, st = carry
+        def loss(m, t):
             k1, k2 = jax.random.split(jax.random.fold_in(key, t))
             ids = idx_r[jax.random.randint(k1, (batch,), 0, n_r)]
-            xb, yb = x_pool[ids], y_pool[ids]
+            xb = x_pool[ids]
             if augment:
                 xb = trivial_augment(xb, k2)
-            val, g = eqx.filter_value_and_grad(loss)(tr, xb, yb)
-            up, st = opt.update(g, st, tr)
-            return (eqx.apply_updates(tr, up), st), val
+            return nn.cross_entropy(forward(m, xb), y_pool[ids])
 
-        (tr, _), losses = jax.lax.scan(step, (tr, opt.init(tr)), jnp.arange(steps))
+        tr, _, losses = nn.fit(loss, opt, tr, jnp.arange(steps), frozen=frozen)
 
         # one forward pass over every evaluation set (one compiled graph, not six)
         xs = (evals[0], evals[2], *evals[4:], x_pool[idx_r])
         ys = (evals[1], *[evals[3]] * (len(evals) - 3), y_pool[idx_r])
-        hit = jnp.argmax(apply(tr, jnp.concatenate(xs)), -1) == jnp.concatenate(ys)
+        logits = forward(nn.combine(tr, frozen), jnp.concatenate(xs))
+        hit = jnp.argmax(logits, -1) == jnp.concatenate(ys)
         bounds = np.cumsum([0, *(len(y) for y in ys)])
         accs = [jnp.mean(hit[a:b]) for a, b in zip(bounds[:-2], bounds[1:-1], strict=True)]
         w = (jnp.arange(idx_r.size) < n_r).astype(jnp.float32)
