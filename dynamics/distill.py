@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import nn
 from nn.hybrid import HybridLM, compose_hybrid
 from theory._validation import (
     as_array,
@@ -183,16 +184,7 @@ def _fit(model, loss, batches, lr, mask=None):
     trained leaves (default every inexact array). Returns the model and the loss trace."""
     mask = eqx.is_inexact_array if mask is None else mask
     params, static = eqx.partition(model, mask)
-    opt = optax.adam(lr)
-
-    @jax.jit
-    def step(carry, batch):
-        p, s = carry
-        val, g = jax.value_and_grad(lambda q: loss(eqx.combine(q, static), batch))(p)
-        u, s = opt.update(g, s, p)
-        return (optax.apply_updates(p, u), s), val
-
-    (params, _), losses = jax.lax.scan(step, (params, opt.init(params)), batches)
+    params, _, losses = nn.fit(loss, optax.adam(lr), params, batches, frozen=static)
     check_finite_result(np.asarray(losses), "the training loss", lr=lr)
     return eqx.combine(params, static), np.asarray(losses)
 
