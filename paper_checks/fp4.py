@@ -406,19 +406,11 @@ def _train_seeds(make_model, loss_fn, batch_fn, eval_fn, matmul, steps, seeds, l
         model = nn.set_matmul(make_model(jax.random.fold_in(sk, 0)), matmul)
         tr, fr = eqx.partition(model, eqx.is_inexact_array)
 
-        def body(carry, t):
-            tr, st = carry
+        def loss(m, t):
             k = jax.random.fold_in(jax.random.fold_in(sk, 1), t)
-            batch = batch_fn(jax.random.fold_in(k, 0))
+            return loss_fn(m, batch_fn(jax.random.fold_in(k, 0)), key=jax.random.fold_in(k, 1))
 
-            def f(tr):
-                return loss_fn(eqx.combine(tr, fr), batch, key=jax.random.fold_in(k, 1))
-
-            loss, g = eqx.filter_value_and_grad(f)(tr)
-            upd, st = opt.update(g, st, tr)
-            return (eqx.apply_updates(tr, upd), st), loss
-
-        (tr, _), losses = jax.lax.scan(body, (tr, opt.init(tr)), jnp.arange(steps))
+        tr, _, losses = nn.fit(loss, opt, tr, jnp.arange(steps), frozen=fr)
         return losses, eval_fn(eqx.combine(tr, fr), jax.random.fold_in(sk, 2))
 
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(seed), i))(jnp.arange(seeds))
