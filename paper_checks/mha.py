@@ -294,20 +294,12 @@ def train_vit(depth, alpha_prime, seeds, steps, seed):
     )
     Xtr, ytr = jnp.asarray(Xtr), jnp.asarray(ytr)
 
-    def loss(p, ix):
-        logits = eqx.combine(p, static)(Xtr[ix])
-        return nn.cross_entropy(logits, ytr[ix])
-
-    def step(carry, ix):
-        p, s = carry
-        g = jax.vmap(jax.grad(loss))(p, ix)
-        u, s = jax.vmap(opt.update)(g, s, p)
-        return (optax.apply_updates(p, u), s), None
+    def loss(m, ix):
+        return nn.cross_entropy(m(Xtr[ix]), ytr[ix])
 
     @jax.jit
-    def run(p):
-        (p, _), _ = jax.lax.scan(step, (p, jax.vmap(opt.init)(p)), idx)
-        return p
+    def run(p):  # idx is (steps, seeds, batch): seeds on axis 1
+        return jax.vmap(lambda p, ix: nn.fit(loss, opt, p, ix, frozen=static)[0], (0, 1))(p, idx)
 
     p = run(params)
 
