@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import nn
 from theory._validation import check_int, check_key, check_scalar
 
 from .victim import _batch, _ce, check_data, check_layer_vector, check_victim
@@ -121,9 +122,18 @@ def _sac(model, As, Bs, X, y, shielded, s, cfg, hp, key):
     n_groups = [b.shape[0] // group for b in Bs]
     total = jnp.sum(jnp.asarray(n_groups) * shielded)
     target = jnp.round(ratio * total)
-    opt = optax.adam(lr)
-    grad = jax.grad(lambda p, xb, yb: _ce(model, *p, xb, yb))
     L = len(As)
+
+    def adam_pruned(keep):
+        # Adam, with pruned output groups of B held at zero: their update is -B (the same
+        # projection-as-update as optax.keep_params_nonnegative)
+        def hold(u, p):
+            rows = (jnp.repeat(k, group)[:, None] for k in keep)
+            return u[0], tuple(
+                jnp.where(r, ub, -b) for r, ub, b in zip(rows, u[1], p[1], strict=True)
+            )
+
+        return optax.chain(optax.adam(lr), optax.stateless(hold))
 
     def event(keep, carry_q, pruned, imp, t):
         remaining = target - pruned
@@ -147,15 +157,10 @@ def _sac(model, As, Bs, X, y, shielded, s, cfg, hp, key):
         p, st, keep, q, pruned = carry
         kt = jax.random.fold_in(key, t)
 
-        def step(c, j):
-            p, st = c
-            xb, yb = _batch(jax.random.fold_in(kt, 1000 + j), X, y, batch)
-            u, st = opt.update(grad(p, xb, yb), st, p)
-            p = optax.apply_updates(p, u)
-            Bm = tuple(b * _expand(k, b, group) for b, k in zip(p[1], keep, strict=True))
-            return ((p[0], Bm), st), None
+        def loss(p, j):
+            return _ce(model, *p, *_batch(jax.random.fold_in(kt, 1000 + j), X, y, batch))
 
-        (p, st), _ = jax.lax.scan(step, (p, st), jnp.arange(period))
+        p, st, _ = nn.fit(loss, adam_pruned(keep), p, jnp.arange(period), opt_state=st)
         xb, yb = _batch(jax.random.fold_in(kt, 1), X, y, batch)
         imp = _importance(model, *p, xb, yb, group)
         keep, q, pruned = event(keep, q, pruned, imp, t)
@@ -164,6 +169,6 @@ def _sac(model, As, Bs, X, y, shielded, s, cfg, hp, key):
 
     keep0 = tuple(jnp.ones(g, bool) for g in n_groups)
     params = (As, Bs)
-    init = (params, opt.init(params), keep0, jnp.zeros(L), jnp.zeros(()))
+    init = (params, adam_pruned(keep0).init(params), keep0, jnp.zeros(L), jnp.zeros(()))
     (params, _, keep, _, _), _ = jax.lax.scan(one_round, init, jnp.arange(T))
     return params[0], params[1], list(keep)
