@@ -1,7 +1,8 @@
 """Benchmarks for spectral/: the detector and the threshold solver against what a user would write.
 
-1. Detector at n = 4000: L_σ(Ŷ) and its top eigenpair by Lanczos (``spectral.detect``) against a
-   dense ``scipy.linalg.eigh`` of L (all eigenpairs, and the top one only via subset_by_index).
+1. Detector at n = 4000 (2000 at quick): L_σ(Ŷ) and its top eigenpair by Lanczos
+   (``spectral.detect``) against a dense ``scipy.linalg.eigh`` of L (all eigenpairs, and the top
+   one only via subset_by_index).
 2. β*(σ) for σ = tanh (planted submatrix): ``spectral.critical_threshold`` (single root, split
    Gauss–Legendre) against the nested formulation of the official code written plainly: brentq in
    β of H'(θ(β)), θ by brentq, every expectation by ``scipy.integrate.quad``.
@@ -9,7 +10,8 @@
    ``scipy.integrate.dblquad``, and our full β* (the nested dblquad β* takes minutes; its time is
    estimated as evaluations × the single-evaluation time).
 
-Run: ``python benchmarks/spectral.py`` (prints a table of times and ratios).
+Run: ``python benchmarks/spectral.py [--quick | --full] [--json PATH]`` (prints a table of times
+and ratios; quick runs the detector at n = 2000, full at 4000).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+
+from _harness import run
 
 # this file is named like the package it measures: keep its folder off the import path
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -67,10 +71,10 @@ def quad_nested_threshold():
     return brentq(hprime, 0.5, 1.5, xtol=1e-13), calls[0]
 
 
-def main():
+def bench(scale: str, args) -> dict:
     rows = []
     rng = np.random.default_rng(0)
-    n = 4000
+    n = 4000 if scale == "full" else 2000
     s = sigmas.tanh(A, B)
     inst = spectral.planted_submatrix(n, 1.2, rng=rng)
     t_ours, det = timeit(lambda: spectral.detect(inst.Y, s, rng=0), repeat=2)
@@ -79,7 +83,7 @@ def main():
     t_top, _ = timeit(lambda: scipy.linalg.eigh(L, subset_by_index=[n - 1, n - 1]), repeat=1)
     assert abs(w[-1] - det.eigenvalue) < 1e-8
     rows += [
-        ("detector n=4000: eigsh (ours)", t_ours, 1.0),
+        (f"detector n={n}: eigsh (ours)", t_ours, 1.0),
         ("  dense eigh, all pairs", t_full, t_full / t_ours),
         ("  dense eigh, top pair only", t_top, t_top / t_ours),
     ]
@@ -129,6 +133,8 @@ def main():
         f"(diff {abs(sval - dval):.1e})"
     )
 
+    return {name.strip(): dict(seconds=t, ratio=r) for name, t, r in rows}
+
 
 if __name__ == "__main__":
-    main()
+    run(bench, __doc__, quick="detector at n = 2000", full="detector at n = 4000")

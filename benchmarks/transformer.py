@@ -7,16 +7,17 @@ from N(0, eps^2) weights, over stage 1, the escape and the first part of stage 2
 Error: max over 201 equally spaced times of ``||theta(t) - theta_ref(t)|| / max_t ||theta_ref||``.
 For each target error, the fewest GD steps (step ``T / (200 m)``, m doubling) and the loosest
 solver tolerance (rtol by decades) reaching it; wall times are of compiled runs
-(best of 2), measured in this run. Run: ``python benchmarks/transformer.py [--eps 1e-2]``.
+(best of 2), measured in this run. Run: ``python benchmarks/transformer.py [--quick | --full]
+[--eps 1e-2] [--json PATH]`` (quick: the 1e-2 target only).
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import jax
 import numpy as np
+from _harness import run
 
 import dynamics.transformer as dt
 from dynamics.transformer._model import PARAMS
@@ -35,7 +36,7 @@ def _best_time(fn, reps=2):
     return best, out
 
 
-def main(eps: float = 1e-2, targets=(1e-2, 1e-3)) -> None:
+def compare(eps: float, targets) -> dict:
     jax.config.update("jax_enable_x64", True)
     X, y = dt.gaussian_task(64, 4, 8, labels="bilinear", rng=0)
     key = jax.random.key(0)
@@ -77,6 +78,7 @@ def main(eps: float = 1e-2, targets=(1e-2, 1e-3)) -> None:
         f"{'target err':>10} | {'GD steps':>9} {'GD s':>8} | {'ODE steps':>9} {'ODE s':>8} "
         f"{'rtol':>7} | {'steps GD/ODE':>12} {'time GD/ODE':>11}"
     )
+    table = {}
     for tgt in targets:
         g = next((r for r in gd if r[2] <= tgt), None)
         o = next((r for r in ode if r[2] <= tgt), None)
@@ -90,11 +92,23 @@ def main(eps: float = 1e-2, targets=(1e-2, 1e-3)) -> None:
             f"{tgt:10.0e} | {g[0]:9d} {g[1]:8.3f} | {o[0]:9d} {o[1]:8.3f} {o[3]:7.0e} | "
             f"{g[0] / o[0]:12.1f} {g[1] / o[1]:11.1f}"
         )
+        table[f"{tgt:.0e}"] = dict(gd_steps=g[0], gd_seconds=g[1], ode_steps=o[0], ode_seconds=o[1],
+                                   rtol=o[3], steps_gd_over_ode=g[0] / o[0],
+                                   time_gd_over_ode=g[1] / o[1])  # fmt: skip
     print("GD errors by steps:  " + ", ".join(f"{s}:{e:.1e}" for s, _, e in gd))
     print("ODE errors by rtol:  " + ", ".join(f"{r:.0e}:{e:.1e} ({s} steps)" for s, _, e, r in ode))
 
+    return dict(eps=eps, horizon=T, targets=table)
+
+
+def bench(scale: str, args) -> dict:
+    return compare(args.eps, (1e-2,) if scale == "quick" else (1e-2, 1e-3))
+
+
+def _options(ap):
+    ap.add_argument("--eps", type=float, default=1e-2, help="initial weight scale (default 1e-2)")
+
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--eps", type=float, default=1e-2)
-    main(ap.parse_args().eps)
+    run(bench, __doc__, quick="target error 1e-2", full="target errors 1e-2 and 1e-3",
+        options=_options)  # fmt: skip
