@@ -64,8 +64,9 @@ _SR_ALPHA = 1e-7  # two-sided binomial p-value per instance: no false alarm in 1
             "x": st.floats(-6.0, 6.0, allow_subnormal=False),
             "seed": st.integers(0, 2**31 - 1),
             # None: round_to alone; else the block [x s, 6 s] with its exact fp32 scale s = 2^e
-            # (a power of two, so x s / s = x exactly: with s = 1e-3 the element rounded is x
-            # only up to the float32 rounding of the scale, and an on-grid x is no longer on it)
+            # (a power of two, so every step is exact; for other s the quantiser's decode scale
+            # is s to the last float32 bit only, e.g. s = 0.4204482 gives 0.42044824, so the
+            # values are the neighbours times the quantiser's own scale, not times s)
             "scale": st.one_of(st.none(), st.integers(-20, 8).map(lambda e: 2.0**e)),
         }
     ),
