@@ -17,10 +17,9 @@ wall times and ratios measured in this run; ``--json`` also writes it to ``PATH`
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
+import _harness
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -131,19 +130,9 @@ def run(paths, steps):
     )
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="SGD Monte Carlo benchmark (issue 23)")
-    size = ap.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="4000 x 4000 (default; < 2 min)")
-    size.add_argument("--full", action="store_true", help="10 000 paths x 10 000 steps")
-    ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
-    a = ap.parse_args(argv)
-    scale = "full" if a.full else "quick"
-    out = dict(scale=scale, **run(**SIZES[scale]))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
+def bench(scale: str, args) -> dict:
+    return run(**SIZES[scale])
 
 
 if __name__ == "__main__":
-    main()
+    _harness.run(bench, __doc__, quick="4000 x 4000", full="10 000 paths x 10 000 steps")
