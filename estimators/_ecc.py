@@ -421,36 +421,23 @@ def _whitened_result(y, a, X, XU, estimator, split, lam, level, rng, center, nam
         vals.append(_wh.fit(prepare(Sg), estimator, la, ly, _wh.population_spectrum(p, dg))[1][0])
     vals = np.array(vals)
     var_unl = (G - 1) / G * float(np.sum((vals - vals.mean()) ** 2))
-    var = var_lab + var_unl
-    se = float(np.sqrt(var))
-    est = float(psi[0])
-    z = float(special.ndtri(0.5 + level / 2))
-    return ECCResult(
-        estimate=est,
-        se=se,
-        ci=(est - z * se, est + z * se),
-        variance=prep.m * var,
-        lam=(float(la), float(ly)),
-        estimator=estimator,
-        split=prep.split,
-        level=level,
-        naive=float(naive[0]),
-        theta=float(theta[0]),
-        n=prep.n,
-        p=prep.p,
-        m=prep.m,
-        gamma=prep.gamma,
-        lam_prediction=_lam_prediction(prep),
-        constants="unlabeled",
-        moments={**prep.moments, "N": N, "var_labeled": var_lab, "var_unlabeled": var_unl},
-        names=names,
-    )
+    moments = {**prep.moments, "N": N, "var_labeled": var_lab, "var_unlabeled": var_unl}
+    return _pack(prep, estimator, (la, ly), level, (naive, psi, theta), var_lab + var_unl,
+                 "unlabeled", moments, names)  # fmt: skip
 
 
 def _result(prep, estimator, lam, level, constants, names=None):
     la, ly = lam
     naive, psi, theta, var_phi, c = prep.fit(estimator, la, ly, constants)
     var = float(prep.variance(estimator, la, ly, (var_phi, c))[0])
+    return _pack(prep, estimator, lam, level, (naive, psi, theta), var, constants,
+                 dict(prep.moments), names)  # fmt: skip
+
+
+def _pack(prep, estimator, lam, level, fitted, var, constants, moments, names):
+    """The :class:`ECCResult` of a ridge-route fit: ``fitted`` = (naive, psi, theta) arrays whose
+    first entry is reported, ``var`` the variance of the estimate."""
+    naive, psi, theta = fitted
     se = float(np.sqrt(var))
     est = float(psi[0])
     z = float(special.ndtri(0.5 + level / 2))
@@ -459,7 +446,7 @@ def _result(prep, estimator, lam, level, constants, names=None):
         se=se,
         ci=(est - z * se, est + z * se),
         variance=prep.m * var,
-        lam=(float(la), float(ly)),
+        lam=(float(lam[0]), float(lam[1])),
         estimator=estimator,
         split=prep.split,
         level=level,
@@ -471,7 +458,7 @@ def _result(prep, estimator, lam, level, constants, names=None):
         gamma=prep.gamma,
         lam_prediction=_lam_prediction(prep),
         constants=constants,
-        moments=dict(prep.moments),
+        moments=moments,
         names=names,
     )
 
