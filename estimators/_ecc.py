@@ -16,6 +16,7 @@ from scipy import special
 
 from theory import ecc as _th
 from theory._validation import as_array, as_generator, check_choice, check_scalar
+from theory.marchenko_pastur import LAM_MIN
 
 from . import _whitened as _wh
 from ._data import as_numeric, check_unlabeled_columns, data_names
@@ -474,7 +475,7 @@ def ecc_path(
     ``ecc_ridge.md`` §3.4), at ``lam_a = lam_y``.
     """
     split = check_choice(split, "split", _th.SPLITS)
-    lams = as_array(lams, "lams", ndim=1, min_size=1, lower=0.0, upper=1e50, closed="right")
+    lams = as_array(lams, "lams", ndim=1, min_size=1, lower=LAM_MIN, upper=1e50)
     constants = check_choice(constants, "constants", ("empirical", "mp"))
     prep = _Prepared(y, a, X, split, cov, bool(center), rng)
     out = {"lams": lams, "naive": {}, "debiased": {}, "se": {}}
@@ -507,8 +508,8 @@ def asymptotic_variance(
     """
     estimator = check_choice(estimator, "estimator", _th.ESTIMATORS)
     split = check_choice(split, "split", _th.SPLITS)
-    lam_a = check_scalar(lam_a, "lam_a", lower=0.0, closed="neither")
-    lam_y = check_scalar(lam_y, "lam_y", lower=0.0, closed="neither")
+    lam_a = check_scalar(lam_a, "lam_a", lower=LAM_MIN, upper=1e50)
+    lam_y = check_scalar(lam_y, "lam_y", lower=LAM_MIN, upper=1e50)
     gamma = check_scalar(gamma, "gamma", lower=0.0, closed="neither")
     a2, b2, theta, ve, vd, ced = _th._check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
     v = _th.asymptotic_variance(
@@ -539,7 +540,7 @@ def variance_curve(
     split = check_choice(split, "split", _th.SPLITS)
     if lams is None:
         lams = paper_lambda_grid()
-    lams = as_array(lams, "lams", ndim=1, min_size=1, lower=0.0, upper=1e50, closed="right")
+    lams = as_array(lams, "lams", ndim=1, min_size=1, lower=LAM_MIN, upper=1e50)
     prep = _Prepared(y, a, X, split, cov, bool(center), rng)
     with np.errstate(all="ignore"):
         V = prep.m * prep.variance(estimator, lams, lams)

@@ -10,6 +10,7 @@ from scipy import linalg
 
 from theory import ecc as _th
 from theory._validation import as_array, as_generator, check_scalar
+from theory.marchenko_pastur import LAM_MIN
 
 from ._data import check_data as _check_data
 
@@ -126,7 +127,7 @@ def _check_lam(lam):
             ) from err
         if len(vals) != 2:
             raise ValueError(f"`lam` must be a pair (lam_a, lam_y); got {len(vals)} values.")
-    return tuple(check_scalar(v, "lam", lower=0.0, upper=1e50, closed="right") for v in vals)
+    return tuple(check_scalar(v, "lam", lower=LAM_MIN, upper=1e50) for v in vals)
 
 
 def _folds(n, split, rng):

@@ -32,6 +32,10 @@ import numpy as np
 
 from ._validation import as_array, check_callable, check_finite_result, check_int, check_scalar
 
+#: the smallest ridge penalty accepted: the resolvent functionals hold up to four factors
+#: 1/lam, which stay finite in float64 down to here (1e-300 overflowed to a NaN constant)
+LAM_MIN = 1e-50
+
 __all__ = [
     "edges",
     "atom",
@@ -131,8 +135,9 @@ def _sqrt_upper(T):
     return U
 
 
-def _stieltjes_matrix(gamma: float, nodes: Sequence[np.ndarray]) -> np.ndarray:
-    """``m(J)`` for the bidiagonal matrices ``J`` with diagonal ``nodes`` (batched)."""
+def _stieltjes_matrix(gamma: float, nodes: Sequence[np.ndarray], sup: float = 1.0) -> np.ndarray:
+    """``m(J)`` for the bidiagonal matrices ``J`` with diagonal ``nodes`` and superdiagonal
+    ``sup`` (batched)."""
     nodes = np.broadcast_arrays(*[np.asarray(t, dtype=np.float64) for t in nodes])
     k = len(nodes)
     shape = nodes[0].shape
@@ -140,12 +145,35 @@ def _stieltjes_matrix(gamma: float, nodes: Sequence[np.ndarray]) -> np.ndarray:
     for i, t in enumerate(nodes):
         J[..., i, i] = t
         if i + 1 < k:
-            J[..., i, i + 1] = 1.0
+            J[..., i, i + 1] = sup
     eye = np.eye(k)
     B = (1.0 - gamma) * eye + J
     D = B @ B + 4.0 * gamma * J
     S = _sqrt_upper(D)
     return 2.0 * np.linalg.inv(S + B)
+
+
+def _continuous_matrix(g: float, nodes: Sequence[np.ndarray]) -> tuple[np.ndarray, float]:
+    """``m_c(J)`` of the continuous part of F_g, and that part's mass.
+
+    For ``g > 1``, ``F_g = (1 - 1/g) delta_0 + F_c``: the nonzero eigenvalues of ``X^T X / m`` are
+    those of ``X X^T / m``, distributed as ``g Y`` with ``Y ~ F_{1/g}``, so
+    ``m_c(t) = m_{1/g}(t / g) / g^2`` (derived here; checked against ``m - (1 - 1/g)/t`` and
+    quadrature in ``tests/theory/test_marchenko_pastur.py``). The ``x``-power recursions run on
+    ``F_c`` alone: the atom adds nothing to any power ``>= 1``, and carried through the recursion
+    its ``1/t^k`` terms cancel catastrophically for small ``t`` (at ``t = 1e-8`` the float64 result
+    was off by orders of magnitude).
+    """
+    if g <= 1.0:
+        return _stieltjes_matrix(g, nodes), 1.0
+    return _stieltjes_matrix(1.0 / g, [t / g for t in nodes], sup=1.0 / g) / g**2, 1.0 / g
+
+
+def _atom(g: float, nodes: Sequence[np.ndarray]) -> np.ndarray | float:
+    """The atom's share of ``∫ prod_l (x + t_l)^{-1} dF_g``: ``(1 - 1/g) / prod t_l`` for g > 1."""
+    if g <= 1.0:
+        return 0.0
+    return (1.0 - 1.0 / g) / np.prod(np.stack(np.broadcast_arrays(*nodes)), axis=0)
 
 
 def stieltjes(lam, gamma, *, derivative: int = 0):
@@ -171,7 +199,7 @@ def stieltjes(lam, gamma, *, derivative: int = 0):
 
 
 def _lams(lam, name):
-    return as_array(lam, name, lower=0.0, upper=1e50, closed="right")
+    return as_array(lam, name, lower=LAM_MIN, upper=1e50)
 
 
 def resolvent_moment(gamma, lams, power: int = 0):
@@ -212,12 +240,13 @@ def resolvent_moment(gamma, lams, power: int = 0):
     if k == 0:
         return np.asarray(moment(j, g))
     nodes = np.broadcast_arrays(*nodes)
-    M = _stieltjes_matrix(g, list(nodes))
-    # F[i] = ∫ x^q prod_{l >= i} Q_l for the current power q; F[k] = moment(q).
-    F = [((-1) ** (k - i - 1)) * M[..., i, k - 1] for i in range(k)] + [np.ones(nodes[0].shape)]
+    M, mass = _continuous_matrix(g, list(nodes))
+    # F[i] = ∫ x^q prod_{l >= i} Q_l dF_c for the current power q; F[k] = its moment q.
+    F = [((-1) ** (k - i - 1)) * M[..., i, k - 1] for i in range(k)]
+    F.append(np.full(nodes[0].shape, mass))
     for q in range(1, j + 1):
         F = [F[i + 1] - nodes[i] * F[i] for i in range(k)] + [np.full(nodes[0].shape, moment(q, g))]
-    return F[0]
+    return F[0] + _atom(g, nodes) if j == 0 else F[0]
 
 
 def resolvent_table(gamma, lam_a, lam_y, *, max_power: int = 4) -> dict:
@@ -238,12 +267,12 @@ def resolvent_table(gamma, lam_a, lam_y, *, max_power: int = 4) -> dict:
 
 def _table(g, la, ly, J):
     t = [la, la, ly, ly]
-    M = _stieltjes_matrix(g, t)
+    M, mass = _continuous_matrix(g, t)
     shape = la.shape
-    # G[(i, e)]: ∫ x^q prod_{l=i..e} Q_l for the current power q (e = i - 1: empty product).
+    # G[(i, e)]: ∫ x^q prod_{l=i..e} Q_l dF_c for the current power q (e = i - 1: empty product).
     G = {(i, e): ((-1) ** (e - i)) * M[..., i, e] for i in range(4) for e in range(i, 4)}
     for i in range(5):
-        G[(i, i - 1)] = np.ones(shape)
+        G[(i, i - 1)] = np.full(shape, mass)
     out = {}
 
     def record(q):
@@ -252,6 +281,10 @@ def _table(g, la, ly, J):
                 out[(q, a, b)] = G[(2 - a, 1 + b)]
 
     record(0)
+    for a in range(3):  # the atom at 0 (g > 1) enters the power-0 integrals only
+        for b in range(3):
+            sub = t[2 - a : 2 + b]
+            out[(0, a, b)] = out[(0, a, b)] + (_atom(g, sub) if sub else (g > 1) * (1 - 1 / g))
     for q in range(1, J + 1):
         mq = np.full(shape, moment(q, g))
         new = {}

@@ -48,6 +48,24 @@ def test_resolvent_moment_quadrature(gamma, la, ly):
                 assert cf == pytest.approx(q, rel=1e-8, abs=1e-13), (a, b, j)
 
 
+@pytest.mark.parametrize("gamma", [1.5, 5.0, 10.0])
+@pytest.mark.parametrize("la,ly", [(1e-8, 1e-8), (1e-5, 3e-5), (1e-10, 0.05)])
+def test_small_lambda_with_an_atom_no_cancellation(gamma, la, ly):
+    """gamma > 1, tiny penalties: the atom's 1/lam^k terms are kept out of the x-power recursion
+    (they cancelled catastrophically: at lam = 1e-8 the table's (1, 2, 2) entry was -2e15)."""
+    T = mp.resolvent_table(gamma, np.array(la), np.array(ly))
+    for a in range(3):
+        for b in range(3):
+            for j in range(a + b + 1):
+                q = mp.integrate(
+                    lambda x, j=j, a=a, b=b: x**j / (x + la) ** a / (x + ly) ** b, gamma
+                )
+                cf = mp.resolvent_moment(gamma, [la] * a + [ly] * b, j)
+                assert cf == pytest.approx(q, rel=1e-8, abs=1e-13), (a, b, j)
+                if a + b:
+                    assert float(T[(j, a, b)]) == pytest.approx(q, rel=1e-8, abs=1e-13), (j, a, b)
+
+
 def test_table_matches_resolvent_moment():
     la, ly = np.array([0.05, 1.0, 7.0]), np.array([0.3, 1.0, 0.01])
     T = mp.resolvent_table(1.7, la, ly)
