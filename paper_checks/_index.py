@@ -19,8 +19,9 @@ FIELDS = ("id", "kind", "mutants", "paper", "where", "statement")
 
 
 def entries(registry, properties) -> list[dict]:
-    """One row per claim, then per property, in registry order."""
-    return [
+    """One row per claim, then per property, each sorted by id (a registry's own order depends
+    on which module was imported first)."""
+    rows = [
         dict(
             id=x.id,
             kind=kind,
@@ -32,6 +33,7 @@ def entries(registry, properties) -> list[dict]:
         for kind, pool in (("claim", registry), ("property", properties))
         for x in pool
     ]
+    return sorted(rows, key=lambda r: (r["kind"] != "claim", r["id"]))
 
 
 def load() -> list[dict]:
