@@ -81,6 +81,8 @@ class AdapterLayer(eqx.Module):
     ``frozen_shared(config)`` the shared arrays that never train, ``saved`` the fields an adapter
     file stores (default: the trainable ones; frozen ones are regenerated from the key).
     A method with ``replaces_base`` computes the whole layer output in ``forward``.
+    ``options`` names the hyperparameters the method accepts; :meth:`check_config` rejects any
+    other before the method's own :meth:`complete_config` validates them.
     """
 
     shape: tuple = eqx.field(static=True)
@@ -90,10 +92,22 @@ class AdapterLayer(eqx.Module):
     context_keys: ClassVar[tuple] = ()
     frozen: ClassVar[tuple] = ()
     saved: ClassVar[tuple | None] = None
+    options: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def check_config(cls, config: dict, shapes: list) -> dict:
         """Validate and complete the hyperparameters (defaults filled in)."""
+        unknown = sorted(set(config) - set(cls.options))
+        if unknown:
+            raise ValueError(
+                f"`config` of method {cls.method!r} takes the options {list(cls.options)}; got "
+                f"unknown option(s) {unknown}."
+            )
+        return cls.complete_config(config, shapes)
+
+    @classmethod
+    def complete_config(cls, config: dict, shapes: list) -> dict:
+        """The method's checks and defaults on known options (default: none)."""
         return config
 
     @classmethod

@@ -30,19 +30,6 @@ def lora_scale(r: int, alpha: float, rslora: bool = False) -> float:
     return alpha / math.sqrt(r) if rslora else alpha / r
 
 
-def _lora_config(config, shapes, *, default_r=8):
-    unknown = set(config) - {"r", "alpha", "rslora", "init"}
-    if unknown:
-        raise ValueError(f"unknown LoRA option(s) {sorted(unknown)}; use r, alpha, rslora, init.")
-    r = _check_rank(config.get("r", default_r), shapes)
-    alpha = check_scalar(config.get("alpha", float(r)), "alpha", lower=0, closed="neither")
-    rslora = config.get("rslora", False)
-    if not isinstance(rslora, bool):
-        raise TypeError(f"`rslora` must be a bool; got {rslora!r}.")
-    init = check_choice(config.get("init", "kaiming"), "init", ("kaiming", "gaussian"))
-    return {"r": r, "alpha": alpha, "rslora": rslora, "init": init}
-
-
 @register_method("lora")
 class LoRALinear(AdapterLayer):
     """LoRA on one layer: ``A (r, fan_in)`` and ``B (out, r)`` trainable."""
@@ -51,9 +38,17 @@ class LoRALinear(AdapterLayer):
     B: jax.Array
     scale: float = eqx.field(static=True)
 
+    options = ("r", "alpha", "rslora", "init")
+
     @classmethod
-    def check_config(cls, config, shapes):
-        return _lora_config(config, shapes)
+    def complete_config(cls, config, shapes):
+        r = _check_rank(config.get("r", 8), shapes)
+        alpha = check_scalar(config.get("alpha", float(r)), "alpha", lower=0, closed="neither")
+        rslora = config.get("rslora", False)
+        if not isinstance(rslora, bool):
+            raise TypeError(f"`rslora` must be a bool; got {rslora!r}.")
+        init = check_choice(config.get("init", "kaiming"), "init", ("kaiming", "gaussian"))
+        return {"r": r, "alpha": alpha, "rslora": rslora, "init": init}
 
     @classmethod
     def build(cls, w, *, key, r, alpha, rslora, init, **_):

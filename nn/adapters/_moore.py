@@ -78,11 +78,10 @@ class MoORELinear(AdapterLayer):
     context_keys = ("task",)
     frozen = ("U", "sigma", "V", "bias")
 
+    options = ("r", "num_experts", "task_dim", "num_tasks")
+
     @classmethod
-    def check_config(cls, config, shapes):
-        unknown = set(config) - {"r", "num_experts", "task_dim", "num_tasks"}
-        if unknown:
-            raise ValueError(f"unknown MoORE option(s) {sorted(unknown)}.")
+    def complete_config(cls, config, shapes):
         r = check_int(config.get("r", 8), "r", lower=0)
         if r % 2:
             raise ValueError(f"`r` (Householder reflections) must be even (paired init); got {r}.")

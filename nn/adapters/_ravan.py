@@ -63,11 +63,10 @@ class RavanLinear(AdapterLayer):
 
     frozen = ("B", "A")
 
+    options = ("r", "heads", "init")
+
     @classmethod
-    def check_config(cls, config, shapes):
-        unknown = set(config) - {"r", "heads", "init"}
-        if unknown:
-            raise ValueError(f"unknown Ravan option(s) {sorted(unknown)}; use r, heads, init.")
+    def complete_config(cls, config, shapes):
         r = check_int(config.get("r", 4), "r", lower=1)
         h = check_int(config.get("heads", 4), "heads", lower=1)
         init = check_choice(config.get("init", "orthogonal"), "init", ("orthogonal", "random"))

@@ -28,11 +28,10 @@ class TiedLoRALinear(AdapterLayer):
     u: jax.Array
     v: jax.Array
 
+    options = ("r", "train_ab")
+
     @classmethod
-    def check_config(cls, config, shapes):
-        unknown = set(config) - {"r", "train_ab"}
-        if unknown:
-            raise ValueError(f"unknown Tied-LoRA option(s) {sorted(unknown)}; use r, train_ab.")
+    def complete_config(cls, config, shapes):
         r = _check_rank(config.get("r", 8), shapes)
         train_ab = config.get("train_ab", True)
         if not isinstance(train_ab, bool):

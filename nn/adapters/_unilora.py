@@ -192,11 +192,10 @@ def _uni_layout(shapes, r):
 class UniLoRALinear(ProjectedLoRALinear):
     """Uni-LoRA: one trainable vector ``theta in R^d`` for the whole model (isometric ``P``)."""
 
+    options = ("r", "d", "seed", "init_bound")
+
     @classmethod
-    def check_config(cls, config, shapes):
-        unknown = set(config) - {"r", "d", "seed", "init_bound"}
-        if unknown:
-            raise ValueError(f"unknown Uni-LoRA option(s) {sorted(unknown)}; use r, d, seed.")
+    def complete_config(cls, config, shapes):
         r = _check_rank(config.get("r", 4), shapes)
         D = sum(r * (m + n) for m, n in shapes)
         if "d" not in config:
@@ -234,11 +233,10 @@ class UniLoRALinear(ProjectedLoRALinear):
 class VeRALinear(ProjectedLoRALinear):
     """VeRA: ``Delta W = diag(lambda_b) B diag(lambda_d) A`` (frozen shared random ``A, B``)."""
 
+    options = ("r", "d_initial")
+
     @classmethod
-    def check_config(cls, config, shapes):
-        unknown = set(config) - {"r", "d_initial"}
-        if unknown:
-            raise ValueError(f"unknown VeRA option(s) {sorted(unknown)}; use r, d_initial.")
+    def complete_config(cls, config, shapes):
         # VeRA's r may exceed a layer's size (A, B are random, not factors of it), but not D.
         r = check_int(config.get("r", 256), "r", lower=1)
         d0 = check_scalar(config.get("d_initial", 0.1), "d_initial")

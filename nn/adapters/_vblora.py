@@ -45,18 +45,17 @@ class VBLoRALinear(AdapterLayer):
     logits_B: jax.Array
     k: int = eqx.field(static=True)
 
+    options = (
+        "r",
+        "num_vectors",
+        "vector_length",
+        "topk",
+        "init_logits_std",
+        "init_vector_bank_bound",
+    )
+
     @classmethod
-    def check_config(cls, config, shapes):
-        unknown = set(config) - {
-            "r",
-            "num_vectors",
-            "vector_length",
-            "topk",
-            "init_logits_std",
-            "init_vector_bank_bound",
-        }
-        if unknown:
-            raise ValueError(f"unknown VB-LoRA option(s) {sorted(unknown)}.")
+    def complete_config(cls, config, shapes):
         r = _check_rank(config.get("r", 4), shapes)
         h = check_int(config.get("num_vectors", 256), "num_vectors", lower=1)
         b = check_int(config.get("vector_length", 256), "vector_length", lower=1)

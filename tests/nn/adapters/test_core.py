@@ -141,6 +141,16 @@ def test_targets_on_transformer_and_train_selector():
     np.testing.assert_array_equal(fwd(a, toks), fwd(lm, toks))  # B = 0 at init: exactly the base
 
 
+@pytest.mark.parametrize("method", sorted(set(ad.METHODS) - {"tfb"}))
+def test_unknown_option_rejected_by_every_method(method):
+    """One check in ``AdapterLayer.check_config``: every method names its options and rejects others
+    (``tfb`` is built from a trained LoRA, not by ``inject``)."""
+    cls = ad.METHODS[method]
+    assert cls.options and "rank" not in cls.options
+    with pytest.raises(ValueError, match=r"takes the options .*unknown option\(s\) \['rank'\]"):
+        ad.inject(_base(), method, key=jax.random.key(0), rank=2)
+
+
 def test_bad_input():
     base = _base()
     k = jax.random.key(0)
