@@ -15,7 +15,14 @@ import numpy as np
 from scipy import special
 
 from theory import ecc as _th
-from theory._validation import as_array, as_generator, check_choice, check_scalar
+from theory._validation import (
+    NumericalError,
+    as_array,
+    as_generator,
+    check_bool,
+    check_choice,
+    check_scalar,
+)
 from theory.marchenko_pastur import LAM_MIN
 
 from . import _whitened as _wh
@@ -188,8 +195,8 @@ def ecc(
     """
     estimator = check_choice(estimator, "estimator", _th.ESTIMATORS + _OLS + ("hoif",))
     level = check_scalar(level, "level", lower=0.0, upper=1.0, closed="neither")
-    if not isinstance(center, bool | np.bool_):
-        raise TypeError(f"`center` must be a bool; got {center!r}.")
+    center = check_bool(center, "center")
+    as_generator(rng)  # checked on every route, also those that do not draw (OLS, generic)
     names = data_names(y, a, X)
     check_unlabeled_columns(X, X_unlabeled)
     if assume is not None:
@@ -353,6 +360,7 @@ def _generic_result(y, a, X, lam, level, center, names):
     la, ly = fit.auto_lambda() if lam == "auto" else lam
     psi, theta, df_only = fit.solve("a", "y", la, ly)
     var, mom = fit.variance(la, ly, psi)
+    _check_variance(var, (la, ly))
     check = fit.alignment_check(la, ly, mom)
     if check["pvalue"] < _ALIGNMENT_ALPHA:
         warnings.warn(
@@ -435,10 +443,23 @@ def _result(prep, estimator, lam, level, constants, names=None):
                  dict(prep.moments), names)  # fmt: skip
 
 
+def _check_variance(var, lam):
+    """Refuse a plug-in variance that is not finite and positive (the formula broke down)."""
+    if not (np.isfinite(var) and var > 0):
+        raise NumericalError(
+            f"the plug-in variance of the estimate is {var:.3g} at lam=({lam[0]:.3g}, "
+            f"{lam[1]:.3g}), not finite and positive: the plug-in formula breaks down at this "
+            f"penalty for these data; choose another `lam` (or lam='auto').",
+            lam=tuple(lam),
+            variance=var,
+        )
+
+
 def _pack(prep, estimator, lam, level, fitted, var, constants, moments, names):
     """The :class:`ECCResult` of a ridge-route fit: ``fitted`` = (naive, psi, theta) arrays whose
     first entry is reported, ``var`` the variance of the estimate."""
     naive, psi, theta = fitted
+    _check_variance(var, lam)
     se = float(np.sqrt(var))
     est = float(psi[0])
     z = float(special.ndtri(0.5 + level / 2))
@@ -477,7 +498,7 @@ def ecc_path(
     split = check_choice(split, "split", _th.SPLITS)
     lams = as_array(lams, "lams", ndim=1, min_size=1, lower=LAM_MIN, upper=1e50)
     constants = check_choice(constants, "constants", ("empirical", "mp"))
-    prep = _Prepared(y, a, X, split, cov, bool(center), rng)
+    prep = _Prepared(y, a, X, split, cov, check_bool(center, "center"), rng)
     out = {"lams": lams, "naive": {}, "debiased": {}, "se": {}}
     for est in _th.ESTIMATORS:
         naive, psi, _, var_phi, c = prep.fit(est, lams, lams, constants)
@@ -541,27 +562,58 @@ def variance_curve(
     if lams is None:
         lams = paper_lambda_grid()
     lams = as_array(lams, "lams", ndim=1, min_size=1, lower=LAM_MIN, upper=1e50)
-    prep = _Prepared(y, a, X, split, cov, bool(center), rng)
-    with np.errstate(all="ignore"):
-        V = prep.m * prep.variance(estimator, lams, lams)
-    Vf = np.where(np.isfinite(V), V, np.inf)
-    i = int(np.argmin(Vf))
+    prep = _Prepared(y, a, X, split, cov, check_bool(center, "center"), rng)
+    V = _curve(prep, estimator, lams)
+    ok = np.isfinite(V) & (V > 0)
+    if not ok.any():
+        raise NumericalError(
+            f"the plug-in variance is not finite and positive at any of the {lams.size} "
+            f"penalties in `lams` (from {lams.min():.3g} to {lams.max():.3g}); the plug-in "
+            f"formula breaks down there for these data.",
+            lams=lams,
+            variance=V,
+        )
+    if not ok.all():
+        warnings.warn(
+            f"variance_curve: the plug-in variance is not finite and positive at "
+            f"{int((~ok).sum())} of the {lams.size} penalties in `lams` (first "
+            f"{lams[~ok][0]:.3g}); they are left out of the curve and listed in "
+            f"`undefined_lams`.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    i = int(np.argmin(np.where(ok, V, np.inf)))
     lp = _lam_prediction(prep)
     vp = None
     if lp is not None:
-        with np.errstate(all="ignore"):
-            vp = float(prep.m * prep.variance(estimator, lp[0], lp[1])[()])
+        vp = float(_curve(prep, estimator, np.array([lp[0]]), np.array([lp[1]]))[0])
+        vp = vp if np.isfinite(vp) and vp > 0 else None
     return VarianceCurve(
-        lams=lams,
-        variance=V,
+        lams=lams[ok],
+        variance=V[ok],
         lam_opt=float(lams[i]),
         variance_opt=float(V[i]),
         lam_prediction=lp,
         variance_at_prediction=vp,
+        undefined_lams=lams[~ok],
         estimator=estimator,
         split=split,
         gamma=prep.gamma,
     )
+
+
+def _curve(prep, estimator, lam_a, lam_y=None):
+    """``m Var`` at each penalty (pair); NaN where the theory layer refuses a penalty's
+    constants (float64 cannot hold them), so one penalty out of range spares the others."""
+    lam_y = lam_a if lam_y is None else lam_y
+    with np.errstate(all="ignore"):
+        try:
+            return prep.m * np.asarray(prep.variance(estimator, lam_a, lam_y), dtype=float)
+        except NumericalError:
+            if lam_a.size == 1:
+                return np.full(1, np.nan)
+            pairs = zip(lam_a, lam_y, strict=True)
+            return np.concatenate([_curve(prep, estimator, la[None], ly[None]) for la, ly in pairs])
 
 
 def paper_lambda_grid() -> np.ndarray:

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from theory._validation import NumericalError
+
 __all__ = ["GenericFit"]
 
 #: penalty multipliers of the over-identification check
@@ -47,11 +49,23 @@ class GenericFit:
 
     def __init__(self, y, a, X, m):
         n, p = X.shape
-        U, sv, _ = np.linalg.svd(X, full_matrices=False)
+        try:
+            U, sv, _ = np.linalg.svd(X, full_matrices=False)
+        except np.linalg.LinAlgError as err:  # e.g. entries near the float64 underflow limit
+            raise NumericalError(
+                f"the SVD of `X` (shape {X.shape}) did not converge ({err}); rescale `X`.",
+                shape=X.shape,
+            ) from err
         keep = sv > sv[0] * max(n, p) * np.finfo(float).eps
         U, sv = U[:, keep], sv[keep]
         self.n, self.p, self.m, self.r = n, p, m, sv.size
         self.d = sv**2 / m
+        if not (np.all(np.isfinite(self.d)) and np.all(self.d > 0)):
+            raise NumericalError(
+                f"the spectrum of `X` is not representable in float64 (largest squared singular "
+                f"value / m = {self.d.max(initial=0.0):.3g}); rescale `X`.",
+                shape=X.shape,
+            )
         self.z = {"a": U.T @ a, "y": U.T @ y}
         raw = {"a": a, "y": y}
         # products of the parts orthogonal to the column space, per pair of targets

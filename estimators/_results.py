@@ -184,7 +184,14 @@ class VarianceCurve:
     ``lam_opt`` minimises the curve; ``lam_prediction`` is the prediction-optimal pair of
     Lemma F.2 (``gamma sigma^2 / ||alpha||^2`` for each nuisance) and ``variance_at_prediction``
     the variance at that pair; both are None when a plug-in signal is not positive (the optimal
-    penalty is then infinite).
+    penalty is then infinite), and ``variance_at_prediction`` also when the plug-in variance is
+    undefined there.
+
+    The plug-in formula can break down (a variance that is not finite, or not positive, e.g. at
+    penalties far above the spectrum where its terms cancel in float64): such penalties are left
+    out of ``lams``/``variance`` (which hold only finite, positive values) and listed in
+    ``undefined_lams``, with a ``RuntimeWarning``; when no penalty is left,
+    :func:`variance_curve` raises :class:`theory.NumericalError`.
     """
 
     lams: np.ndarray
@@ -196,17 +203,21 @@ class VarianceCurve:
     estimator: str
     split: int
     gamma: float
+    undefined_lams: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def summary(self) -> str:
         head = (
             f"{self.estimator.upper()} {self.split}-split, gamma={self.gamma:.3g}: "
             f"variance-optimal lam={self.lam_opt:.4g} (m*Var={self.variance_opt:.4g}); "
         )
+        if self.undefined_lams.size:
+            head += f"plug-in undefined at {self.undefined_lams.size} penalties; "
         if self.lam_prediction is None:
             return head + "prediction-optimal lam undefined (no plug-in signal)"
+        vp = self.variance_at_prediction
         return head + (
             f"prediction-optimal lam=({self.lam_prediction[0]:.4g}, "
-            f"{self.lam_prediction[1]:.4g}) (m*Var={self.variance_at_prediction:.4g})"
+            f"{self.lam_prediction[1]:.4g}) (m*Var={'undefined' if vp is None else f'{vp:.4g}'})"
         )
 
 

@@ -3,13 +3,14 @@ the ridge path (one eigendecomposition per training fold serves every penalty)."
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 
 import numpy as np
 from scipy import linalg
 
 from theory import ecc as _th
-from theory._validation import as_array, as_generator, check_scalar
+from theory._validation import NumericalError, as_array, as_generator, check_bool, check_scalar
 from theory.marchenko_pastur import LAM_MIN
 
 from ._data import check_data as _check_data
@@ -215,7 +216,7 @@ def plugin_moments(y, a, X, *, center=True) -> dict:
     True
     """
     y, a, X = _check_data(y, a, X)
-    if center:
+    if check_bool(center, "center"):
         y, a, X = _center(y, a, X)
         n = X.shape[0] - 1
     else:
@@ -243,6 +244,22 @@ def _moments(y, a, X, n):
         "var_delta": float(vd),
         "cov_eps_delta": ced,
     }
+
+
+@contextlib.contextmanager
+def _penalty_guard(lam_a, lam_y):
+    """The theory layer's refusal of bias constants that float64 cannot hold (``s_a s_y`` or
+    ``Gamma`` rounded to 0 at a penalty far above the spectrum) as the :class:`NumericalError`
+    of a valid call, naming the penalty to reduce; the inputs were validated before."""
+    try:
+        yield
+    except ValueError as err:
+        raise NumericalError(
+            f"the debiasing constants at lam_a={np.max(lam_a):.3g}, lam_y={np.max(lam_y):.3g} "
+            f"are not representable in float64 ({err}); use a smaller `lam`/`lams`.",
+            lam_a=lam_a,
+            lam_y=lam_y,
+        ) from err
 
 
 class _Prepared:
@@ -338,8 +355,9 @@ class _Prepared:
     def fit(self, estimator, lam_a, lam_y, kind="empirical"):
         lam_a, lam_y = np.atleast_1d(lam_a).astype(float), np.atleast_1d(lam_y).astype(float)
         naive, phi, theta_hat = self.scores(estimator, lam_a, lam_y)
-        c = self.constants(lam_a, lam_y, kind)
-        psi, theta = _th.debias(estimator, self.split, naive, theta_hat, c)
+        with _penalty_guard(lam_a, lam_y):
+            c = self.constants(lam_a, lam_y, kind)
+            psi, theta = _th.debias(estimator, self.split, naive, theta_hat, c)
         var_phi = phi.var(0, ddof=1)
         return naive, psi, theta, var_phi, c
 
@@ -349,8 +367,9 @@ class _Prepared:
         ``score=(var_phi, c)`` from :meth:`fit` puts the model-free conditional variance of the
         evaluated score in place of the evaluation-fold term.
         """
-        integ = _th.SpectralIntegrator(self.gamma, lam_a, lam_y)
-        comp = _th.variance_components(estimator, self.split, integ, **self.moments)
+        with _penalty_guard(lam_a, lam_y):
+            integ = _th.SpectralIntegrator(self.gamma, lam_a, lam_y)
+            comp = _th.variance_components(estimator, self.split, integ, **self.moments)
         ev = comp["eval"]
         if score is not None:
             var_phi, c = score

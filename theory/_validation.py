@@ -287,7 +287,8 @@ def check_bool(value, name) -> bool:
     if isinstance(value, bool | np.bool_):
         return bool(value)
     raise TypeError(
-        f"`{name}` must be True or False; got {_show(value)} of type {type(value).__name__}."
+        f"`{name}` must be a bool (True or False); got {_show(value)} of type "
+        f"{type(value).__name__}."
     )
 
 

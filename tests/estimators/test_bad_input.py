@@ -60,3 +60,64 @@ def test_bad_input_routes(label, arg):
     case = ROUTES[label]
     for value in bad_values(arg, case.value(arg)):
         check_outcome(case, arg, value, f"estimators.ecc[{label}]")
+
+
+# --- classes of fixes from the hostile fuzz (issue 20) ----------------------------------------
+
+
+def test_flags_and_rng_are_checked_on_every_entry_point_and_route():
+    calls = (
+        lambda c: E.plugin_moments(Y, A, X, center=c),
+        lambda c: E.ecc_path(Y, A, X, [0.5], center=c),
+        lambda c: E.variance_curve(Y, A, X, lams=[0.5], center=c),
+        lambda c: E.ecc(Y, A, X, estimator="ols", center=c),
+    )
+    for call in calls:
+        with pytest.raises(TypeError, match=r"`center` must be a bool"):
+            call("no")
+    # routes that never draw still refuse an rng no other route would take
+    for call in (
+        lambda r: E.ecc(Y, A, X, estimator="ols_loo", rng=r),
+        lambda r: E.ecc(Y, A, X, assume="generic", lam=0.5, rng=r),
+    ):
+        with pytest.raises(TypeError, match=r"`rng` must be None, a non-negative int"):
+            call("seed")
+
+
+_g1 = np.random.default_rng(1)
+XW = _g1.standard_normal((40, 38))  # gamma ~ 2: the plug-in cancels at large penalties
+AW = XW @ np.full(38, 0.3) + _g1.standard_normal(40)
+YW = XW @ np.full(38, 0.2) + 0.5 * AW + _g1.standard_normal(40)
+
+
+def test_variance_curve_leaves_out_penalties_where_the_plug_in_breaks_down():
+    from theory._validation import NumericalError
+
+    lams = np.array([0.3, 1.0, 1e5, 1e12])
+    with pytest.warns(RuntimeWarning, match="2 of the 4 penalties"):
+        curve = E.variance_curve(YW, AW, XW, lams=lams, rng=0)
+    np.testing.assert_array_equal(curve.lams, lams[:2])
+    np.testing.assert_array_equal(curve.undefined_lams, lams[2:])
+    assert np.all(np.isfinite(curve.variance)) and np.all(curve.variance > 0)
+    assert curve.lam_opt in curve.lams and curve.variance_opt == curve.variance.min()
+    assert "undefined at 2 penalties" in curve.summary()
+    with pytest.raises(NumericalError, match="not finite and positive at any of the 1"):
+        E.variance_curve(YW, AW, XW, lams=[1e12], rng=0)
+
+
+@pytest.mark.parametrize("lam,split", [(1e5, 2), (1e12, 3)])
+def test_a_penalty_where_the_plug_in_breaks_down_is_a_numerical_error(lam, split):
+    from theory._validation import NumericalError
+
+    with pytest.raises(NumericalError, match=r"lam") as info:
+        E.ecc(YW, AW, XW, lam=lam, split=split, rng=0)
+    assert info.value.diagnostics  # the penalty and what broke, for the caller
+
+
+def test_data_at_the_float_limits_is_a_numerical_error_not_a_crash():
+    from theory._validation import NumericalError
+
+    with pytest.raises(NumericalError, match="spectrum of `X`"):
+        E.ecc(Y, A, X * 1e-300, assume="generic", lam=0.5)
+    with pytest.raises(NumericalError, match="plug-in variance"):
+        E.ecc_test(Y * 1e-300, A, X, lam=0.5, rng=0)  # pyright: ignore[reportArgumentType]

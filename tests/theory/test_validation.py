@@ -55,7 +55,7 @@ def test_scalars_ints_flags_and_choices_are_strict():
     with pytest.raises(ValueError, match="`n` must fit in 64 bits"):
         check_int(10**30, "n")
     for bad in ("no", 0, 1, None):
-        with pytest.raises(TypeError, match="`flag` must be True or False"):
+        with pytest.raises(TypeError, match=r"`flag` must be a bool \(True or False\)"):
             V.check_bool(bad, "flag")
     assert V.check_bool(np.bool_(True), "flag") is True
     with pytest.raises(ValueError, match="`split` must be one of 2, 3; got 3.0"):
