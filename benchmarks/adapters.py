@@ -53,11 +53,12 @@ def bench_steps(repeat, d_model, batch, seq):
     lm = nn.TransformerLM(256, d_model, 4, 12, seq, key=jax.random.key(0), dtype=jnp.float32)
     tokens = jax.random.randint(jax.random.key(1), (batch, seq + 1), 0, 256)
     targets = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    adamw0 = optax.adamw(1e-3, weight_decay=0.0)  # PoLAR's inner optimiser (weight decay 0)
     setups = {
         "dense fine-tuning": (None, {}, optax.adamw(1e-3)),
         "lora r=8": ("lora", dict(r=8), optax.adamw(1e-3)),
-        "polar r=8 landing": ("polar", dict(r=8), ad.polar_optimizer(1e-3, stiefel="landing")),
-        "polar r=8 qr": ("polar", dict(r=8), ad.polar_optimizer(1e-3, stiefel="qr")),
+        "polar r=8 landing": ("polar", dict(r=8), ad.polar_optimizer(adamw0, stiefel="landing")),
+        "polar r=8 qr": ("polar", dict(r=8), ad.polar_optimizer(adamw0, stiefel="qr")),
         "unilora d=1024": ("unilora", dict(r=8, d=1024), optax.adamw(1e-3)),
         "vera r=64": ("vera", dict(r=64), optax.adamw(1e-3)),
         "tied_lora r=8": ("tied_lora", dict(r=8), optax.adamw(1e-3)),

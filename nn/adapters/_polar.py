@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import optax
 
 from nn import riemannian as _rm
-from theory._validation import check_choice, check_scalar
+from theory._validation import check_choice, check_scalar, check_transform
 
 from ._core import AdapterLayer, _check_rank, register_method
 
@@ -41,11 +41,10 @@ class PoLARLinear(AdapterLayer):
     Y: jax.Array
     scale: float = eqx.field(static=True)
 
+    options = ("r", "alpha")
+
     @classmethod
-    def check_config(cls, config, shapes):
-        unknown = set(config) - {"r", "alpha"}
-        if unknown:
-            raise ValueError(f"unknown PoLAR option(s) {sorted(unknown)}; use r, alpha.")
+    def complete_config(cls, config, shapes):
         r = _check_rank(config.get("r", 8), shapes)
         alpha = check_scalar(config.get("alpha", float(r)), "alpha", lower=0, closed="neither")
         return {"r": r, "alpha": alpha}
@@ -88,39 +87,35 @@ def stiefel_mask(tree):
 
 
 def polar_optimizer(
-    learning_rate,
+    inner: optax.GradientTransformation,
     *,
     stiefel: str = "landing",
     lam: float = 1.0,
-    base: str = "adam",
-    weight_decay: float = 0.0,
 ) -> optax.GradientTransformation:
-    """The PoLAR optimiser for a whole trainable tree.
+    """The PoLAR optimiser for a whole trainable tree, around the optax transform ``inner``.
 
-    Stiefel leaves (X, Y) get ``chain(landing(lam), base(lr))`` (``stiefel="landing"``; the
-    official code replaces the gradient of X and Y by the landing field before AdamW, weight
-    decay 0, with ``reg_lambda = 5e-3`` in its scripts, i.e. ``lam = 2.5e-3`` here, see
-    :mod:`nn.riemannian`; ``lam = 1.0`` is the default of its ``finetune_commonsense.py``) or
-    ``chain(base(lr), stiefel_retraction(stiefel))`` for ``stiefel`` in {"qr", "polar",
-    "cayley"} (a feasible Riemannian method). Every other trainable leaf gets ``base(lr)``
-    (AdamW with ``weight_decay`` when given). ``base`` in {"adam", "sgd"}.
+    Stiefel leaves (X, Y) get ``chain(landing(lam), inner)`` (``stiefel="landing"``; the official
+    code replaces the gradient of X and Y by the landing field before AdamW, weight decay 0, i.e.
+    ``inner=optax.adamw(lr, weight_decay=0.0)``, with ``reg_lambda = 5e-3`` in its scripts, i.e.
+    ``lam = 2.5e-3`` here, see :mod:`nn.riemannian`; ``lam = 1.0`` is the default of its
+    ``finetune_commonsense.py``) or ``chain(inner, stiefel_retraction(stiefel))`` for ``stiefel``
+    in {"qr", "polar", "cayley"} (a feasible Riemannian method). Every other trainable leaf gets
+    ``inner`` (its own state: ``optax.partition`` initialises ``inner`` once per group).
+
+    >>> import optax
+    >>> opt = polar_optimizer(optax.sgd(0.05), stiefel="qr")
+    >>> isinstance(opt, optax.GradientTransformation)
+    True
     """
+    check_transform(inner, "inner")
     check_choice(stiefel, "stiefel", ("landing", *_rm.RETRACTIONS))
-    check_choice(base, "base", ("adam", "sgd"))
-    weight_decay = check_scalar(weight_decay, "weight_decay", lower=0)
-
-    def make_base():
-        if base == "sgd":
-            return optax.sgd(learning_rate)
-        return optax.adamw(learning_rate, weight_decay=weight_decay)
-
     if stiefel == "landing":
-        st = optax.chain(_rm.landing(lam), make_base())
+        st = optax.chain(_rm.landing(lam), inner)
     else:
-        st = optax.chain(make_base(), _rm.stiefel_retraction(stiefel))
+        st = optax.chain(inner, _rm.stiefel_retraction(stiefel))
 
     def labels(params):
         mask = stiefel_mask(params)
         return jax.tree.map(lambda b: "stiefel" if b else "euclid", mask)
 
-    return optax.partition({"stiefel": st, "euclid": make_base()}, labels)
+    return optax.partition({"stiefel": st, "euclid": inner}, labels)

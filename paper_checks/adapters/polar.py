@@ -102,7 +102,7 @@ def _sr_runner(method, n_train, steps):
             return lr * shape(t)
 
         opt = (
-            ad.polar_optimizer(sched, stiefel=SR_STIEFEL)
+            ad.polar_optimizer(optax.adamw(sched, weight_decay=0.0), stiefel=SR_STIEFEL)
             if method == "polar"
             else optax.adamw(sched, weight_decay=0.0)
         )
@@ -262,7 +262,7 @@ def _rate_runner(method, steps):
 
     def run(tr, fr, eta, target):
         opt = (
-            ad.polar_optimizer(eta, stiefel="landing", lam=1.0, base="sgd")
+            ad.polar_optimizer(optax.sgd(eta), stiefel="landing", lam=1.0)
             if method == "polar"
             else optax.sgd(eta)
         )

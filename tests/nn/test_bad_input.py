@@ -215,7 +215,7 @@ CASES = {
     "nn.adapters.unload": Case(AD_.unload, dict(adapted=AD)),
     "nn.adapters.disabled": Case(AD_.disabled, dict(adapted=AD)),
     "nn.adapters.lora_scale": Case(AD_.lora_scale, dict(r=2, alpha=4.0)),
-    "nn.adapters.polar_optimizer": Case(AD_.polar_optimizer, dict(learning_rate=0.01)),
+    "nn.adapters.polar_optimizer": Case(AD_.polar_optimizer, dict(inner=optax.adamw(0.01))),
     "nn.adapters.stiefel_mask": Case(AD_.stiefel_mask, dict(tree=ADP)),
     "nn.adapters.ravan_select_heads": Case(AD_.ravan_select_heads, dict(model=ADR, k=1, key=KEY)),
     "nn.adapters.tfb_bayesianize": Case(AD_.tfb_bayesianize, dict(adapted=AD, sigma=0.1)),

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 
 import nn
 import nn.adapters as ad
@@ -50,7 +51,7 @@ def test_retraction_optimiser_reaches_eckart_young():
     def loss(model, batch, key=None):
         return 0.5 * jnp.sum((model(eye).T - target) ** 2)
 
-    opt = ad.polar_optimizer(0.05, stiefel="qr", base="sgd")
+    opt = ad.polar_optimizer(optax.sgd(0.05), stiefel="qr")
     res = nn.train(a, loss, lambda t: None, opt, 600, key=jax.random.key(0), progress=False)
     s = np.linalg.svd(target, compute_uv=False)
     best = 0.5 * np.sum(s[r:] ** 2)
@@ -67,7 +68,7 @@ def test_landing_optimiser_keeps_factors_near_manifold():
     def loss(model, batch, key=None):
         return 0.5 * jnp.sum((model(eye).T - target) ** 2)
 
-    opt = ad.polar_optimizer(0.05, stiefel="landing", lam=1.0, base="sgd")
+    opt = ad.polar_optimizer(optax.sgd(0.05), stiefel="landing", lam=1.0)
     res = nn.train(a, loss, lambda t: None, opt, 600, key=jax.random.key(0), progress=False)
     layer = res.model.layers()[""]
     s = np.linalg.svd(target, compute_uv=False)
@@ -82,6 +83,32 @@ def test_stiefel_mask_selects_only_factors():
     mask = ad.stiefel_mask(tr)
     n_true = sum(bool(b) for b in jax.tree.leaves(mask))
     assert n_true == 4  # X and Y of two layers
-    opt = ad.polar_optimizer(1e-2)
+    opt = ad.polar_optimizer(optax.adamw(1e-2, weight_decay=0.0))
     opt.init(tr)  # builds without error on the trainable half
     assert isinstance(opt, optax.GradientTransformation)
+
+
+def test_inner_transform_acts_on_every_leaf():
+    """One step with ``inner = sgd(0.5)``: Theta moves by ``-0.5 G``, X and Y by ``-0.5`` times the
+    landing field, ``(G - X G^T X) / 2`` on feasible factors (Ablin & Peyre 2022, eq. 5)."""
+    a = ad.inject(nn.MLP(6, 3, 10, 1, key=jax.random.key(0)), "polar", key=jax.random.key(1), r=2)
+    tr, _ = nn.split(a)
+    leaves, tdef = jax.tree.flatten(tr)
+    keys = jax.random.split(jax.random.key(2), len(leaves))
+    grads = jax.tree.unflatten(
+        tdef, [jax.random.normal(k, p.shape, p.dtype) for k, p in zip(keys, leaves, strict=True)]
+    )
+    opt = ad.polar_optimizer(optax.sgd(0.5), stiefel="landing", lam=1.0)
+    upd, _ = opt.update(grads, opt.init(tr), tr)
+    got, g = upd.layers(), grads.layers()  # pyright: ignore[reportAttributeAccessIssue]
+    for path, layer in a.layers().items():
+        np.testing.assert_allclose(got[path].Theta, -0.5 * g[path].Theta, rtol=1e-6)
+        for f in ("X", "Y"):
+            x, gx = np.asarray(getattr(layer, f), float), np.asarray(getattr(g[path], f), float)
+            want = -0.5 * 0.5 * (gx - x @ gx.T @ x)
+            np.testing.assert_allclose(getattr(got[path], f), want, atol=1e-6)
+
+
+def test_polar_optimizer_rejects_a_non_transform():
+    with pytest.raises(TypeError, match="`inner` must be an optax GradientTransformation"):
+        ad.polar_optimizer(1e-3)  # pyright: ignore[reportArgumentType]
