@@ -16,20 +16,28 @@ imports every public module of the package on first use, so adding an area needs
 ``size`` is the row of the table for the scale asked for (attributes, plus ``size.scale``);
 ``seed`` changes every random draw of the check. A mutant is a plausible bug in the library code
 the claim exercises, applied by patching for the length of one run (:func:`run_claim`).
+
+A claim that is a large Monte Carlo declares its independent replicates (:class:`Replicates`,
+``replicates=`` of :func:`claim`) and its check obtains them through :func:`run_replicates`: in
+a loop here, or computed beforehand in chunks on a Dask cluster (``theorylab._tasks``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import fnmatch
 import functools
 import importlib
 import pkgutil
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+from threadpoolctl import threadpool_limits
+from tqdm import tqdm
 
 __all__ = [
     "Measurement",
@@ -46,6 +54,8 @@ __all__ = [
     "scaled",
     "memo",
     "clear_caches",
+    "Replicates",
+    "run_replicates",
     "run_claim",
 ]
 
@@ -236,11 +246,59 @@ def clear_caches() -> None:
         sys.modules["jax"].clear_caches()
 
 
+# ------------------------------------------------------------------------------------ replicates
+@dataclass(frozen=True)
+class Replicates:
+    """``count`` independent Monte Carlo replicates: replicate ``i`` is ``fn(*args, i)``, a
+    function of its arguments alone (the seed among them), so its result is the same in whichever
+    process, chunk or order it runs. ``fn`` is a module-level function and ``args`` hashable;
+    ``label`` names the loop in progress bars."""
+
+    fn: Callable[..., Any]
+    args: tuple
+    count: int
+    label: str = field(default="", compare=False)
+
+    def run(self, start: int = 0, stop: int | None = None, *, progress: bool = False) -> list:
+        """Replicates ``start`` to ``stop`` (default: to the end), in index order. Each runs on
+        one BLAS thread, as on a Dask worker, so a result does not depend on where it ran."""
+        stop = self.count if stop is None else stop
+        idx = range(start, stop)
+        with threadpool_limits(limits=1, user_api="blas"):
+            return [
+                self.fn(*self.args, i)
+                for i in tqdm(idx, desc=self.label, leave=False, disable=None if progress else True)
+            ]
+
+
+#: the replicate results a claim's check reads instead of computing them (set by run_claim)
+_PROVIDED: contextvars.ContextVar[Mapping[Replicates, list] | None] = contextvars.ContextVar(
+    "replicates", default=None
+)
+
+
+def run_replicates(reps: Replicates) -> list:
+    """The results of ``reps`` in index order: computed here in a loop, or, inside
+    :func:`run_claim` given ``results``, those computed beforehand (chunks on a cluster)."""
+    provided = _PROVIDED.get()
+    if provided is None:
+        return reps.run(progress=True)
+    try:
+        return provided[reps]
+    except KeyError:
+        raise ValueError(
+            f"the check runs replicates it does not declare: {reps.fn.__qualname__}"
+            f"{reps.args} x {reps.count}; add them to the claim's `replicates`."
+        ) from None
+
+
 # ------------------------------------------------------------------------------------ claims
 @dataclass(frozen=True)
 class Claim:
     """A paper's claim: ``id`` is ``AREA.NAME``; ``where`` the theorem/table/figure stating it;
-    ``sizes`` its row per scale; ``mutants`` the bugs it must catch."""
+    ``sizes`` its row per scale; ``mutants`` the bugs it must catch; ``replicates`` (optional)
+    ``(size, seed) -> [Replicates, ...]``, the Monte Carlo its check runs through
+    :func:`run_replicates`."""
 
     id: str
     paper: str
@@ -249,20 +307,39 @@ class Claim:
     check: Callable[[Sizes, int], Measurement] = field(repr=False)
     sizes: dict[str, Sizes] = field(default_factory=lambda: NO_SIZES, repr=False)
     mutants: tuple[Mutant, ...] = ()
+    replicates: Callable[[Sizes, int], Sequence[Replicates]] | None = field(
+        default=None, repr=False
+    )
 
     def mutant(self, name: str) -> Mutant:
         return find_mutant(self, name)
 
+    def replicate_plan(self, scale: str, seed: int) -> list[Replicates]:
+        """The replicates the check runs at ``scale`` with ``seed`` (none when undeclared)."""
+        return [] if self.replicates is None else list(self.replicates(self.sizes[scale], seed))
 
-def run_claim(c: Claim, scale: str, seed: int = 0, mutant: str | None = None) -> Measurement:
-    """Run ``c`` at ``scale`` with ``seed``, under the mutant named ``mutant`` if given."""
+
+def run_claim(
+    c: Claim,
+    scale: str,
+    seed: int = 0,
+    mutant: str | None = None,
+    results: Mapping[Replicates, list] | None = None,
+) -> Measurement:
+    """Run ``c`` at ``scale`` with ``seed``, under the mutant named ``mutant`` if given; with
+    ``results`` (the replicates of :meth:`Claim.replicate_plan` already computed, under the same
+    mutant) the check reads them instead of computing them, and any other is an error."""
     if scale not in SCALES:
         raise ValueError(f"`scale` must be one of {SCALES}; got {scale!r}.")
     size = c.sizes[scale]
-    if mutant is None:
-        return c.check(size, seed)
-    with c.mutant(mutant).apply():
-        return c.check(size, seed)
+    token = _PROVIDED.set(results)
+    try:
+        if mutant is None:
+            return c.check(size, seed)
+        with c.mutant(mutant).apply():
+            return c.check(size, seed)
+    finally:
+        _PROVIDED.reset(token)
 
 
 def _broken_claim(name: str, err: Exception) -> Claim:
@@ -346,9 +423,12 @@ def claim(
     where: str,
     sizes: dict | None = None,
     mutants=(),
+    replicates: Callable[[Sizes, int], Sequence[Replicates]] | None = None,
     registry: Registry = REGISTRY,
 ):
-    """Decorator registering ``check(size, seed) -> Measurement`` as the claim ``id``."""
+    """Decorator registering ``check(size, seed) -> Measurement`` as the claim ``id``;
+    ``replicates(size, seed)`` lists the :class:`Replicates` the check runs (through
+    :func:`run_replicates`), so that a cluster can run them as chunks."""
     table = NO_SIZES if sizes is None else sizes
     if set(table) != set(SCALES):
         raise ValueError(f"claim {id!r}: `sizes` must come from paper_checks.sizes(...).")
@@ -363,6 +443,7 @@ def claim(
                 check=check,
                 sizes=table,
                 mutants=tuple(mutants),
+                replicates=replicates,
             )
         )
         return check

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.stats import norm
-from threadpoolctl import threadpool_limits
-from tqdm import tqdm
 
 from estimators import asymptotic_variance, ecc_path, paper_lambda_grid
 from theory import ecc as th
 
-from ._registry import Measurement, claim, memo, scaled, sizes, wrap
+from ._registry import (
+    Measurement,
+    Replicates,
+    claim,
+    memo,
+    run_replicates,
+    scaled,
+    sizes,
+    wrap,
+)
 from ._rules import measure, paired_gap, within
 
 PAPER = "McGrath, Mukherjee, Mukherjee & Wang 2025 (arXiv 2509.25536)"
@@ -64,36 +71,50 @@ def variance_optimal_lambda(theta: float, gamma: float) -> float:
     return float(grid[np.argmin(V)])
 
 
+def _penalties(p: int, seed: int) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """The signals ``alpha, beta``, the variance-optimal ``lam_opt`` and the penalties (``LAMS``
+    with ``lam_opt``) of the simulation at ``p`` and ``seed``."""
+    al, be = _signals(p, seed)
+    lam_opt = variance_optimal_lambda(float(al @ be), p / FOLD)
+    return al, be, lam_opt, np.unique(np.append(LAMS, lam_opt))
+
+
+def paper_replicate(split: int, p: int, seed: int, r: int) -> dict:
+    """Replicate ``r`` of :func:`simulate_paper`: design, noise and folds drawn from
+    ``[seed, split, p, r]``, one fit serving the whole penalty grid. Returns ``naive``,
+    ``debiased`` and ``se``, each ``{estimator: array over the penalties}``."""
+    al, be, _, lams = _penalties(p, seed)
+    n = split * FOLD
+    L = np.linalg.cholesky([[1.0, PSI], [PSI, 1.0]])
+    rng = np.random.default_rng([seed, split, p, r])
+    X = rng.standard_normal((n, p))
+    e = rng.standard_normal((n, 2)) @ L.T
+    res = ecc_path(X @ be + e[:, 0], X @ al + e[:, 1], X, lams, split=split, rng=rng, center=False)
+    return {k: {est: res[k][est] for est in th.ESTIMATORS} for k in ("naive", "debiased", "se")}
+
+
+def paper_replicates(split: int, p: int, reps: int, seed: int) -> Replicates:
+    """The ``reps`` independent replicates of :func:`simulate_paper`."""
+    return Replicates(paper_replicate, (split, p, seed), reps, label=f"ECC {split}-split p={p}")
+
+
 @memo
 def simulate_paper(split: int, p: int, reps: int, seed: int = 0) -> dict:
     """Naive and debiased estimates (and plug-in SEs) of INT, NR, DR over the penalties ``LAMS``
-    and the two-split DR variance-optimal penalty ``lam_opt`` of the derived variance.
+    and the two-split DR variance-optimal penalty ``lam_opt`` of the derived variance, over
+    ``reps`` replicates (:func:`paper_replicate`; the matrices are small, so each runs on one
+    BLAS thread).
 
     Returns ``lams``, ``theta``, ``gamma``, ``reps`` and arrays ``naive[est]``, ``debiased[est]``,
-    ``se[est]`` of shape ``(reps, len(lams))``. One fit per replicate serves the whole grid; every
-    draw (coefficients, design, noise, folds) derives from ``seed``. The matrices are small, so
-    one BLAS thread is fastest on a shared machine.
+    ``se[est]`` of shape ``(reps, len(lams))``; every draw (coefficients, design, noise, folds)
+    derives from ``seed``.
     """
-    al, be = _signals(p, seed)
-    lam_opt = variance_optimal_lambda(float(al @ be), p / FOLD)
-    lams = np.unique(np.append(LAMS, lam_opt))
-    n = split * FOLD
-    L = np.linalg.cholesky([[1.0, PSI], [PSI, 1.0]])
+    al, be, lam_opt, lams = _penalties(p, seed)
+    res = run_replicates(paper_replicates(split, p, reps, seed))
     out = {
-        k: {e: np.empty((reps, lams.size)) for e in th.ESTIMATORS}
+        k: {est: np.array([r[k][est] for r in res]) for est in th.ESTIMATORS}
         for k in ("naive", "debiased", "se")
     }
-    with threadpool_limits(limits=1, user_api="blas"):
-        for r in tqdm(range(reps), desc=f"ECC {split}-split p={p}", leave=False, disable=None):
-            rng = np.random.default_rng([seed, split, p, r])
-            X = rng.standard_normal((n, p))
-            e = rng.standard_normal((n, 2)) @ L.T
-            res = ecc_path(
-                X @ be + e[:, 0], X @ al + e[:, 1], X, lams, split=split, rng=rng, center=False
-            )
-            for k in out:
-                for est in th.ESTIMATORS:
-                    out[k][est][r] = res[k][est]
     return dict(
         out,
         lams=lams,
@@ -104,6 +125,19 @@ def simulate_paper(split: int, p: int, reps: int, seed: int = 0) -> dict:
         split=split,
         p=p,
     )
+
+
+def _plan(splits_ps):
+    """A claim's ``replicates``: those of :func:`simulate_paper` for each ``(split, p)``, with
+    ``reps`` at p = 250 and ``reps_wide`` at p = 1000."""
+
+    def plan(size, seed) -> list[Replicates]:
+        return [
+            paper_replicates(split, p, size.reps if p == 250 else size.reps_wide, seed)
+            for split, p in splits_ps
+        ]
+
+    return plan
 
 
 def theory_curves(sim: dict) -> dict:
@@ -187,6 +221,7 @@ def _gamma_over_all_rows(init):
             name="gamma_all_rows",
         ),
     ],
+    replicates=_plan([(2, 250), (2, 1000), (3, 250), (3, 1000)]),
 )
 def _debiasing(size, seed) -> Measurement:
     z_naive, z_deb, detail = [], [], []
@@ -283,6 +318,7 @@ def prediction_vs_variance_optimal(reps: int, seed: int = 0) -> dict:
             name="risk_noise_dropped",
         ),
     ],
+    replicates=_plan([(2, 250)]),
 )
 def _tuning(size, seed) -> Measurement:
     r = prediction_vs_variance_optimal(size.reps, seed)
@@ -320,6 +356,7 @@ def _tuning(size, seed) -> Measurement:
             name="se_x0.8",
         )
     ],
+    replicates=_plan([(2, 250), (3, 250)]),
 )
 def _coverage(size, seed) -> Measurement:
     covers, labels = [], []

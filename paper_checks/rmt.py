@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.sparse.linalg import eigsh
-from tqdm import tqdm
 
 import theory.bbp as theory_bbp
 from spectral import goe
 from theory.bbp import tw_edge_shift
 
-from ._registry import Measurement, claim, memo, scaled, sizes, wrap
+from ._registry import Measurement, Replicates, claim, memo, run_replicates, scaled, sizes, wrap
 from ._rules import measure, within
 
 PAPER = "Baik, Ben Arous & Péché 2005; Benaych-Georges & Nadakuditi 2011"
@@ -25,31 +24,40 @@ SIZES = sizes(
 )
 
 
+def bbp_trial(n: int, seed: int, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """Trial ``t``: top eigenvalue and squared overlap at every beta of ``BETAS`` for one GOE
+    matrix and one spike direction drawn from ``[seed, t]`` (common random numbers across beta).
+    The top eigenpair is found by Lanczos."""
+    rng = np.random.default_rng([seed, t])
+    w = goe(n, rng) / np.sqrt(n)
+    x = rng.standard_normal(n)
+    x /= np.linalg.norm(x)
+    v0 = rng.standard_normal(n)
+    lam, ov = np.empty(len(BETAS)), np.empty(len(BETAS))
+    for j, beta in enumerate(BETAS):
+        vals, vecs = eigsh(w + beta * np.outer(x, x), k=1, which="LA", v0=v0, tol=1e-10)
+        lam[j], ov[j] = vals[0], (vecs[:, 0] @ x) ** 2
+    return lam, ov
+
+
+def bbp_replicates(n: int, trials: int, seed: int) -> Replicates:
+    """The ``trials`` independent trials of :func:`simulate_bbp`."""
+    return Replicates(bbp_trial, (n, seed), trials, label=f"BBP n={n}")
+
+
 @memo
 def simulate_bbp(n: int, trials: int, seed: int = 0) -> dict:
-    """Top eigenvalue and squared overlap of the spiked Wigner model on the grid ``BETAS``.
-
-    Each trial draws one GOE matrix and one spike direction and reuses them for every beta
-    (common random numbers; trials are independent). The top eigenpair is found by Lanczos.
-    Returns per-beta means and standard errors of the mean, with ``n`` and ``trials``.
+    """Top eigenvalue and squared overlap of the spiked Wigner model on the grid ``BETAS`` over
+    ``trials`` independent trials (:func:`bbp_trial`). Returns per-beta means and standard errors
+    of the mean, with ``n`` and ``trials``.
     """
-    betas = np.array(BETAS)
-    lam = np.empty((trials, betas.size))
-    ov = np.empty_like(lam)
-    for t in tqdm(range(trials), desc=f"BBP n={n}", leave=False, disable=None):
-        rng = np.random.default_rng([seed, t])
-        w = goe(n, rng) / np.sqrt(n)
-        x = rng.standard_normal(n)
-        x /= np.linalg.norm(x)
-        v0 = rng.standard_normal(n)
-        for j, beta in enumerate(betas):
-            vals, vecs = eigsh(w + beta * np.outer(x, x), k=1, which="LA", v0=v0, tol=1e-10)
-            lam[t, j], ov[t, j] = vals[0], (vecs[:, 0] @ x) ** 2
+    res = np.array(run_replicates(bbp_replicates(n, trials, seed)))  # (trials, 2, beta)
+    lam, ov = res[:, 0], res[:, 1]
     se = lambda a: a.std(0, ddof=1) / np.sqrt(trials)  # noqa: E731
     return dict(
         n=n,
         trials=trials,
-        beta=betas,
+        beta=np.array(BETAS),
         lam=lam.mean(0),
         lam_se=se(lam),
         overlap=ov.mean(0),
@@ -99,6 +107,7 @@ def finite_n_allowance(beta: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray
             name="goe_scale",
         ),
     ],
+    replicates=lambda size, seed: [bbp_replicates(size.n, size.trials, seed)],
 )
 def _bbp(size, seed) -> Measurement:
     sim = simulate_bbp(size.n, size.trials, seed)

@@ -11,14 +11,22 @@ import dataclasses
 import math
 
 import numpy as np
-from tqdm import tqdm
 
 import spectral
 from spectral import sigmas
 from theory.bbp import TW1_MEAN
 from theory.nonlinear_laplacian import null_law
 
-from ._registry import Measurement, claim, memo, scaled, sizes, wrap
+from ._registry import (
+    Measurement,
+    Replicates,
+    claim,
+    memo,
+    run_replicates,
+    scaled,
+    sizes,
+    wrap,
+)
 from ._rules import at_most, holds, measure, within
 
 PAPER = "Ma & Kunisky 2025 (arXiv 2505.12528)"
@@ -358,33 +366,57 @@ def _between(size, seed) -> Measurement:
 
 
 # ---------------------------------------------------------------- simulations shared with figures
+def phase_instance(
+    n: int, trials: int, betas: tuple, seed: int, sigma: str, i: int
+) -> tuple[float, float, float]:
+    """Instance ``i`` of :func:`simulate_phase_transition`: ``beta = betas[j]``, trial ``t``
+    with ``(j, t) = divmod(i, trials)``, drawn from ``[seed, j, t]`` (so every sigma sees the same
+    instances). Returns the realised beta = k/sqrt(n), lambda_1 and <v1, x>^2 of L_sigma, the
+    top eigenpair by Lanczos (tolerance 1e-8, far below the spread)."""
+    j, t = divmod(i, trials)
+    rng = np.random.default_rng([seed, j, t])
+    inst = spectral.planted_submatrix(n, float(betas[j]), rng=rng)
+    val, vec = spectral.top_eigenpair(
+        spectral.nonlinear_laplacian(inst.Y, SIGMAS[sigma]), rng=rng, tol=1e-8
+    )
+    return float(inst.beta), float(val), float((vec @ inst.x) ** 2) if inst.beta > 0 else 0.0
+
+
+def phase_replicates(n: int, trials: int, betas: tuple, seed: int, sigma: str) -> Replicates:
+    """The ``len(betas) * trials`` independent instances of :func:`simulate_phase_transition`."""
+    return Replicates(
+        phase_instance,
+        (n, trials, tuple(betas), seed, sigma),
+        len(betas) * trials,
+        label=f"phase transition n={n}",
+    )
+
+
+def _phase_plan(size, seed) -> list[Replicates]:
+    """The replicates of the tanh simulation behind ``phase_transition`` and ``null_edge``."""
+    return [phase_replicates(size.n, size.trials, size.betas, seed, "tanh")]
+
+
 @memo
 def simulate_phase_transition(
     n: int, trials: int, betas: tuple, seed: int = 0, sigma: str = "tanh"
 ):
     """λ1 and ⟨v1, x⟩² of L_σ on planted submatrices against β (Sec. 5), σ = ``SIGMAS[sigma]``
-    (``"tanh"``: the tanh optimum; ``"pca"``: σ = 0).
-
-    Each (β, trial) draws one instance from ``[seed, j, t]`` (so both σ see the same instances).
-    The top eigenpair is found by Lanczos (tolerance 1e-8, far below the spread). Returns per-β
-    means and standard errors and the realised β = k/√n.
+    (``"tanh"``: the tanh optimum; ``"pca"``: σ = 0), over ``trials`` instances per β
+    (:func:`phase_instance`). Returns per-β means and standard errors and the realised β = k/√n.
     """
-    betas = np.asarray(betas, float)
-    lam, ov = np.empty((trials, betas.size)), np.empty((trials, betas.size))
-    eff = np.empty(betas.size)
-    for j in tqdm(range(betas.size), desc=f"phase transition n={n}", leave=False, disable=None):
-        for t in range(trials):
-            rng = np.random.default_rng([seed, j, t])
-            inst = spectral.planted_submatrix(n, float(betas[j]), rng=rng)
-            eff[j] = inst.beta
-            val, vec = spectral.top_eigenpair(
-                spectral.nonlinear_laplacian(inst.Y, SIGMAS[sigma]), rng=rng, tol=1e-8
-            )
-            lam[t, j] = val
-            ov[t, j] = (vec @ inst.x) ** 2 if inst.beta > 0 else 0.0
+    res = np.array(run_replicates(phase_replicates(n, trials, betas, seed, sigma)))
+    res = res.reshape(len(betas), trials, 3)  # (beta, trial, [beta_k, lambda_1, overlap])
+    lam, ov = res[:, :, 1].T, res[:, :, 2].T
     se = lambda a: a.std(0, ddof=1) / np.sqrt(trials)  # noqa: E731
     return dict(
-        n=n, trials=trials, beta=eff, lam=lam.mean(0), lam_se=se(lam), ov=ov.mean(0), ov_se=se(ov)
+        n=n,
+        trials=trials,
+        beta=res[:, -1, 0],
+        lam=lam.mean(0),
+        lam_se=se(lam),
+        ov=ov.mean(0),
+        ov_se=se(ov),
     )
 
 
@@ -431,6 +463,7 @@ def edge_scale(sigma) -> float:
         ),
         wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale"),
     ],
+    replicates=_phase_plan,
 )
 def _phase(size, seed) -> Measurement:
     sim = r = simulate_phase_transition(size.n, size.trials, size.betas, seed)
@@ -469,6 +502,7 @@ def _phase(size, seed) -> Measurement:
         ),
         wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale"),
     ],
+    replicates=_phase_plan,
 )
 def _null(size, seed) -> Measurement:
     sim = r = simulate_phase_transition(size.n, size.trials, size.betas, seed)

@@ -2,19 +2,32 @@
 in this process, or as independent tasks on a Dask cluster (``--workers N`` starts a local one,
 ``--scheduler ADDRESS`` joins an existing one). No scheduler of our own: Dask's distributed
 scheduler places the tasks; each task is seeded by its id, so the results do not depend on the
-order or the worker.
+order or the worker. A claim that declares its Monte Carlo replicates
+(:class:`paper_checks._registry.Replicates`) becomes, on a cluster, chunks of replicates (one
+task each, under the run's mutant) and one task that combines them into the report row.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import time
 import traceback
 from pathlib import Path
+from typing import cast
 
 from tqdm import tqdm
 
-__all__ = ["setup_jax", "claim_row", "figure_row", "property_row", "execute", "device_name"]
+__all__ = [
+    "setup_jax",
+    "claim_row",
+    "replicate_chunk",
+    "figure_row",
+    "property_row",
+    "execute",
+    "device_name",
+]
 
 
 def _cache_dir() -> Path:
@@ -57,11 +70,24 @@ def _error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}{where}"
 
 
-def _measure(c, scale: str, seed: int, mutant: str | None) -> dict:
+def _measure(c, scale: str, seed: int, mutant: str | None, chunks=None) -> dict:
     from paper_checks import run_claim
 
+    results = None
+    if chunks is not None:  # [(Replicates, [replicate_chunk output, ...]), ...]
+        failed = [ch["error"] for _, outs in chunks for ch in outs if ch["error"]]
+        if failed:
+            return dict(
+                status="error",
+                measured=None,
+                expected=None,
+                tolerance=None,
+                rule="",
+                detail=failed[0],
+            )
+        results = {reps: [x for ch in outs for x in ch["results"]] for reps, outs in chunks}
     try:
-        m = run_claim(c, scale, seed, mutant)
+        m = run_claim(c, scale, seed, mutant, results)
         return dict(
             status="pass" if m.passed else "fail",
             measured=m.measured,
@@ -89,16 +115,25 @@ def claim_row(
     mutants: bool = False,
     mutant: str | None = None,
     compile_cache: bool | None = None,
+    chunks: dict | None = None,
 ) -> dict:
     """One claim's report row (under ``mutant`` if named); with ``mutants`` also every declared
     mutant's status in ``mutant_runs`` and the number killed (a mutant is killed when it fails).
-    ``compile_cache`` set: first set JAX up (a task on a worker)."""
+    ``compile_cache`` set: first set JAX up (a task on a worker). ``chunks``: per run (``mutant``
+    and, with ``mutants``, each mutant's name) the claim's replicates as computed by
+    :func:`replicate_chunk` tasks; ``seconds`` then adds the chunks' time to this task's."""
     if compile_cache is not None:
         setup_jax(compile_cache)
     t0 = time.perf_counter()
-    row = _measure(c, scale, seed, mutant)
+    given = (lambda run: None) if chunks is None else chunks.__getitem__
+    row = _measure(c, scale, seed, mutant, given(mutant))
     runs = (
-        {m.name: _measure(c, scale, seed, m.name)["status"] for m in c.mutants} if mutants else None
+        {m.name: _measure(c, scale, seed, m.name, given(m.name))["status"] for m in c.mutants}
+        if mutants
+        else None
+    )
+    chunk_seconds = sum(
+        ch["seconds"] for per in (chunks or {}).values() for _, outs in per for ch in outs
     )
     return dict(
         id=c.id,
@@ -108,9 +143,80 @@ def claim_row(
         mutants=len(c.mutants),
         killed=None if runs is None else sum(s == "fail" for s in runs.values()),
         mutant_runs=runs,
-        seconds=round(time.perf_counter() - t0, 3),
+        seconds=round(time.perf_counter() - t0 + chunk_seconds, 3),
         **row,
     )
+
+
+def replicate_chunk(
+    reps, start: int, stop: int, mutant=None, compile_cache: bool | None = None
+) -> dict:
+    """Replicates ``start`` to ``stop`` of ``reps`` under ``mutant`` (a
+    :class:`~paper_checks.Mutant`, or None): one task of a chunked claim. Returns ``results``
+    (in index order), ``seconds`` and ``error`` (the text of what it raised, else None)."""
+    if compile_cache is not None:
+        setup_jax(compile_cache)
+    t0 = time.perf_counter()
+    try:
+        with mutant.apply() if mutant is not None else contextlib.nullcontext():
+            results, error = reps.run(start, stop), None
+    except Exception as err:  # reported in the claim's row, the run goes on
+        results, error = None, _error_text(err)
+    return dict(results=results, error=error, seconds=time.perf_counter() - t0)
+
+
+def _chunk_key(c, run: str | None, reps, start: int, stop: int) -> str:
+    """A Dask key naming the computation, so claims that share a simulation share its chunks;
+    under a mutant the key is the claim's own (the patch changes what the chunk computes)."""
+    from dask.base import tokenize
+
+    fn = f"{reps.fn.__module__}.{reps.fn.__qualname__}"
+    key = f"replicates-{fn}-{start}-{stop}-{tokenize(fn, reps.args, reps.count)}"
+    return key if run is None else f"{key}-{c.id}-{run}"
+
+
+def _submit_chunks(client, c, scale: str, seed: int, runs, slots: int, compile_cache: bool):
+    """Submit ``c``'s replicates for each run (None or a mutant name) in chunks of about
+    ``count / (2 slots)``, for each run: ``[(Replicates, [chunk futures])]``."""
+    plan = c.replicate_plan(scale, seed)
+    out = {}
+    for run in runs:
+        mutant = None if run is None else c.mutant(run)
+        per = []
+        for reps in plan:
+            step = max(1, math.ceil(reps.count / (2 * slots)))
+            futures = [
+                client.submit(
+                    replicate_chunk,
+                    reps,
+                    lo,
+                    min(lo + step, reps.count),
+                    mutant,
+                    compile_cache=compile_cache,
+                    key=_chunk_key(c, run, reps, lo, min(lo + step, reps.count)),
+                )
+                for lo in range(0, reps.count, step)
+            ]
+            per.append((reps, futures))
+        out[run] = per
+    return out
+
+
+def _submit(client, job, compile_cache: bool, slots: int):
+    """Submit one job; a claim that declares replicates goes as chunks plus its row task."""
+    fn, args, kwargs = job
+    if fn is claim_row and args[0].replicates is not None:
+        c, scale, seed = args
+        runs = [kwargs.get("mutant")]
+        if kwargs.get("mutants"):
+            runs += [m.name for m in c.mutants]
+        try:
+            kwargs = dict(
+                kwargs, chunks=_submit_chunks(client, c, scale, seed, runs, slots, compile_cache)
+            )
+        except Exception:  # a declaration that raises: the row task runs the check whole
+            pass
+    return client.submit(fn, *args, pure=False, compile_cache=compile_cache, **kwargs)
 
 
 def figure_row(
@@ -157,7 +263,8 @@ def execute(
     """Run ``jobs`` (``(function, args, kwargs)``) and return their results in job order.
 
     Serially here when neither ``workers`` nor ``scheduler`` is given (appending to ``rows`` as
-    each finishes, so an interrupted run keeps what it has); else as Dask tasks, one per job.
+    each finishes, so an interrupted run keeps what it has); else as Dask tasks, one per job, and
+    for a claim with declared replicates also one per chunk of them.
     """
     rows = [] if rows is None else rows
     if workers is None and scheduler is None:
@@ -179,10 +286,8 @@ def execute(
     )
     try:
         with Client(scheduler or cluster) as client:
-            futures = [
-                client.submit(fn, *args, pure=False, compile_cache=compile_cache, **kwargs)
-                for fn, args, kwargs in jobs
-            ]
+            slots = max(1, sum(cast(dict, client.nthreads()).values()))
+            futures = [_submit(client, job, compile_cache, slots) for job in jobs]
             for _ in tqdm(
                 as_completed(futures), total=len(futures), desc=desc, unit="task", disable=None
             ):

@@ -1,5 +1,6 @@
 """The `theorylab` command on temporary registries: exit codes, report files, error rows."""
 
+import dataclasses
 import json
 
 import pytest
@@ -237,3 +238,87 @@ def test_reproduce_on_two_dask_workers_gives_the_serial_report(tmp_path):
         return body, sorted(p.name for p in out.iterdir())
 
     assert report([]) == report(["--workers", "2"])
+
+
+def _chunked_registry():
+    from paper_checks import REGISTRY
+
+    reg = Registry()
+    for c in REGISTRY:
+        if c.replicates is not None:
+            reg.add(c)
+    return reg
+
+
+@pytest.mark.slow
+def test_chunked_claims_and_their_mutants_on_two_dask_workers_give_the_serial_rows(tmp_path):
+    """The claims that declare replicates run as chunks of them on the cluster (their mutants'
+    chunks too, under the mutant) and report what the serial run reports."""
+    pytest.importorskip("dask.distributed", reason="the test extra installs dask[distributed]")
+    reg = _chunked_registry()
+    assert {"rmt.bbp", "spectral.phase_transition", "ecc.debiasing"} <= {c.id for c in reg}
+
+    def rows(extra):
+        out = tmp_path / ("parallel" if extra else "serial")
+        argv = ["reproduce", "--scale", "smoke", "--mutants", "--out", str(out), *extra]
+        main(argv, registry=reg, figures_package=None)
+        body = json.loads((out / "report.json").read_text())["claims"]
+        for r in body:
+            r.pop("seconds")
+        return body
+
+    serial = rows([])
+    assert all(r["status"] != "error" and r["killed"] is not None for r in serial), serial
+    assert serial == rows(["--workers", "2"])
+
+
+class _Client:
+    """Records what is submitted; a future is the key it was submitted under."""
+
+    def __init__(self):
+        self.submitted = {}
+
+    def submit(self, fn, *args, key=None, pure=True, **kwargs):
+        key = key or f"{fn.__name__}-{len(self.submitted)}"
+        self.submitted.setdefault(key, (fn, args, kwargs))
+        return key
+
+
+def test_a_claim_with_replicates_is_submitted_as_chunks_shared_unless_mutated():
+    from paper_checks import REGISTRY
+    from theorylab._tasks import _submit, claim_row, replicate_chunk
+
+    client = _Client()
+    deb, cov = REGISTRY["ecc.debiasing"], REGISTRY["ecc.coverage"]
+    row = _submit(client, (claim_row, (deb, "quick", 0), dict(mutants=True)), False, slots=2)
+    _submit(client, (claim_row, (cov, "quick", 0), dict(mutants=False)), False, slots=2)
+    chunks = {k: v for k, v in client.submitted.items() if v[0] is replicate_chunk}
+    rows = [v for v in client.submitted.values() if v[0] is claim_row]
+    assert len(rows) == 2 and client.submitted[row][2]["chunks"].keys() == {
+        None,
+        *(m.name for m in deb.mutants),
+    }
+    # quick: (2, 250) and (3, 250) x 300 reps, (2, 1000) and (3, 1000) x 20 reps; four chunks
+    # each (count / (2 slots)), for the run and each of 3 mutants; coverage's own (2, 250) and
+    # (3, 250) chunks are debiasing's unmutated ones
+    assert len(chunks) == 4 * 4 * (1 + len(deb.mutants))
+    plan = deb.replicate_plan("quick", 0)
+    for reps, keys in client.submitted[row][2]["chunks"][None]:
+        spans = [chunks[k][1][1:3] for k in keys]
+        assert spans[0][0] == 0 and spans[-1][1] == reps.count
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+        assert all(chunks[k][1][0] == reps and chunks[k][1][3] is None for k in keys)
+    assert [r for r, _ in client.submitted[row][2]["chunks"][None]] == plan
+    for name, per in client.submitted[row][2]["chunks"].items():
+        if name is not None:
+            assert all(chunks[k][1][3] is deb.mutant(name) for _, keys in per for k in keys)
+
+
+def test_a_claim_whose_replicate_declaration_raises_is_submitted_whole(registry):
+    from theorylab._tasks import _submit, claim_row
+
+    broken = dataclasses.replace(registry["demo.true"], replicates=lambda size, seed: 1 / 0)
+    client = _Client()
+    _submit(client, (claim_row, (broken, "smoke", 0), {}), False, slots=2)
+    [(fn, args, kwargs)] = client.submitted.values()
+    assert fn is claim_row and "chunks" not in kwargs

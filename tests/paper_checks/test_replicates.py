@@ -1,0 +1,69 @@
+"""Claims that declare their Monte Carlo replicates: the declaration matches what the check runs,
+and a check fed replicates computed elsewhere, in chunks, measures what the serial check does."""
+
+import numpy as np
+import pytest
+
+from paper_checks import REGISTRY, Registry, claim, clear_caches, measure, run_claim, within
+from paper_checks._registry import Replicates, run_replicates
+
+CHUNKED = [c.id for c in REGISTRY if c.replicates is not None]
+
+
+class _Recording(dict):
+    """Provided replicate results that remember which were read."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.read = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def _chunked(reps):
+    """``reps`` computed as three chunks of uneven length, concatenated."""
+    cuts = [0, reps.count // 3, reps.count // 3 + 1, reps.count]
+    return [x for a, b in zip(cuts, cuts[1:], strict=False) for x in reps.run(a, b)]
+
+
+def test_the_heavy_monte_carlo_claims_declare_replicates():
+    assert {"rmt.bbp", "spectral.phase_transition", "ecc.debiasing", "ecc.coverage"} <= set(CHUNKED)
+
+
+@pytest.mark.parametrize("claim_id", CHUNKED)
+def test_declared_replicates_are_what_the_check_reads_and_give_the_serial_numbers(claim_id):
+    c = REGISTRY[claim_id]
+    plan = c.replicate_plan("smoke", 0)
+    assert plan and len(set(plan)) == len(plan)
+    given = _Recording({reps: _chunked(reps) for reps in plan})
+    clear_caches()  # a memoised simulation would not read the given results
+    chunked = run_claim(c, "smoke", 0, results=given)
+    assert given.read == set(plan), "declared replicates the check does not read"
+    clear_caches()
+    serial = run_claim(c, "smoke", 0)
+    assert (chunked.passed, chunked.rule, chunked.detail) == (
+        serial.passed,
+        serial.rule,
+        serial.detail,
+    )
+    np.testing.assert_array_equal(np.asarray(chunked.measured), np.asarray(serial.measured))
+
+
+def _draw(seed, i):
+    return float(np.random.default_rng([seed, i]).standard_normal())
+
+
+def test_undeclared_replicates_are_an_error_and_each_result_depends_on_its_index_alone():
+    reg = Registry()
+
+    @claim("demo.mc", paper="-", statement="-", where="-", registry=reg)
+    def _mc(size, seed):
+        x = run_replicates(Replicates(_draw, (seed,), 8))
+        return measure(within(float(np.mean(x)), 0.0, 10.0, name="mean"))
+
+    with pytest.raises(ValueError, match="does not declare.*_draw"):
+        run_claim(reg["demo.mc"], "smoke", 0, results={})
+    reps = Replicates(_draw, (3,), 8)
+    assert reps.run(5, 8) == reps.run()[5:] == [_draw(3, i) for i in (5, 6, 7)]
