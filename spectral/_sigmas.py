@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import as_array, check_scalar
+from theory._validation import as_array, call_real, check_instance, check_scalar
 
 __all__ = ["Sigma", "tanh", "zshape", "step", "constant", "zero", "monotone_mlp", "custom"]
 
@@ -228,7 +228,7 @@ class _Custom(Sigma):
         self.fn, self.upper, self.lower, self.breaks, self.name = fn, upper, lower, breaks, name
 
     def __call__(self, t):
-        return np.asarray(self.fn(np.asarray(t, dtype=float)), dtype=float)
+        return call_real(self.fn, np.asarray(t, dtype=float), "fn")
 
     def gap_upper(self, t):
         return np.clip(self.upper - self(t), 0.0, None)
@@ -250,11 +250,12 @@ def custom(fn, *, upper: float, lower: float, breaks=(), name: str = "custom") -
         raise TypeError(f"`fn` must be callable; got {type(fn).__name__}.")
     upper = check_scalar(upper, "upper")
     lower = check_scalar(lower, "lower")
+    check_instance(name, "name", str)
     if lower > upper:
         raise ValueError(f"`lower` must be <= `upper`; got lower={lower:g}, upper={upper:g}.")
     br = tuple(float(x) for x in as_array(breaks, "breaks").ravel())
     grid = np.sort(np.concatenate([np.linspace(-40, 40, 16001), br]))
-    vals = np.asarray(fn(grid), dtype=float)
+    vals = call_real(fn, grid, "fn")
     if vals.shape != grid.shape or not np.all(np.isfinite(vals)):
         raise ValueError("`fn` must be vectorised and finite on [-40, 40].")
     tol = 1e-12 * max(1.0, abs(upper), abs(lower))

@@ -26,6 +26,7 @@ __all__ = [
     "NumericalError",
     "ConvergenceError",
     "as_array",
+    "to_array",
     "check_array",
     "check_scalar",
     "check_int",
@@ -35,6 +36,8 @@ __all__ = [
     "check_key",
     "check_instance",
     "check_callable",
+    "call_real",
+    "call_scalar",
     "check_transform",
     "as_path",
     "check_memory",
@@ -178,6 +181,16 @@ def as_array(
     return arr
 
 
+def to_array(x, name) -> np.ndarray:
+    """``np.asarray(x)`` keeping its dtype, for callers that check the dtype themselves: ragged
+    nesting or an object NumPy cannot read raises ``TypeError`` naming ``name``, not NumPy's
+    "setting an array element with a sequence"."""
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"`{name}` must be array-like; got {type(x).__name__} ({err}).") from err
+
+
 def check_array(x, name, *, ndim=None, min_ndim=None, finite=True, max_abs=None):
     """Validate a NumPy/JAX array (or tracer) without converting it: real floating or integer
     dtype, ``ndim`` (or at least ``min_ndim``) axes, finite entries (at most ``max_abs`` in
@@ -206,13 +219,20 @@ def check_array(x, name, *, ndim=None, min_ndim=None, finite=True, max_abs=None)
     return x
 
 
+def _dtype_kind(value) -> str:
+    """NumPy kind of ``value.dtype``; "V" for dtypes NumPy cannot read (JAX PRNG keys)."""
+    try:
+        return np.dtype(value.dtype).kind
+    except TypeError:
+        return "V"
+
+
 def _real(value, name, what="a real number"):
     """``value`` as a Python number, accepting 0-d arrays (NumPy or JAX) of a real dtype."""
     if isinstance(value, bool | np.bool_):
         raise TypeError(f"`{name}` must be {what}; got the boolean {value!r}.")
     if not isinstance(value, numbers.Number) and getattr(value, "ndim", None) == 0:
-        kind = np.dtype(value.dtype).kind
-        if kind in "iuf":
+        if _dtype_kind(value) in "iuf":
             value = value.item()
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise TypeError(
@@ -252,7 +272,7 @@ def check_scalar(value, name, *, lower=None, upper=None, closed="both", finite=T
         lo = "-inf" if lower is None else f"{lower:g}"
         hi = "inf" if upper is None else f"{upper:g}"
         raise ValueError(f"`{name}` must lie in {left}{lo}, {hi}{right}; got {value:g}.")
-    return value
+    return value + 0.0  # -0.0 -> 0.0: a signed zero flips the sign of what is built from it
 
 
 def check_int(value, name, *, lower=None, upper=None):
@@ -261,7 +281,7 @@ def check_int(value, name, *, lower=None, upper=None):
     Floats are rejected even when integral (``2.0``): a size given as a float is usually a bug.
     """
     if not isinstance(value, numbers.Integral) and getattr(value, "ndim", None) == 0:
-        if np.dtype(value.dtype).kind in "iu":
+        if _dtype_kind(value) in "iu":
             value = value.item()
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise TypeError(
@@ -384,6 +404,25 @@ def check_callable(f: _T, name: str) -> _T:
     if not callable(f):
         raise TypeError(f"`{name}` must be callable; got {_show(f)} of type {type(f).__name__}.")
     return f
+
+
+def call_real(f, x, name) -> np.ndarray:
+    """``f(x)`` as a float64 array: a user callable ``name`` that returns no real numbers (text,
+    an object, complex, a frozen scipy distribution when ``f`` was the distribution itself)
+    raises ``TypeError`` naming it. Exceptions raised inside ``f`` are the caller's and pass
+    unchanged."""
+    out = f(x)
+    if isinstance(out, np.ndarray) and out.dtype == np.float64:
+        return out
+    return as_array(out, f"{name}(x)", finite=False)
+
+
+def call_scalar(f, x, name) -> float:
+    """``f(x)`` as one float, checked as in :func:`call_real`."""
+    out = call_real(f, x, name)
+    if out.size != 1:
+        raise ValueError(f"`{name}` must return one number; got shape {out.shape}.")
+    return float(out.reshape(()))
 
 
 def check_transform(tx, name):

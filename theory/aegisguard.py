@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ._validation import check_bool, check_int, check_scalar
+from ._validation import check_bool, check_finite_result, check_int, check_scalar
 
 __all__ = [
     "TEECost",
@@ -140,7 +140,8 @@ def serial_latency(
     c0 = check_scalar(transition_seconds, "transition_seconds", lower=0, upper=1e3)
     bw = check_scalar(bandwidth, "bandwidth", lower=0, upper=1e15, closed="right")
     fl = check_scalar(tee_flops, "tee_flops", lower=0, upper=1e18, closed="right")
-    return t + cost.messages * c0 + cost.transfer_bytes / bw + cost.flops / fl
+    total = t + cost.messages * c0 + cost.transfer_bytes / bw + cost.flops / fl
+    return check_finite_result(total, "the latency", bandwidth=bw, tee_flops=fl)
 
 
 def amdahl_speedup(f: float, c: float) -> float:

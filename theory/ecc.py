@@ -133,7 +133,7 @@ class SpectralIntegrator:
     """
 
     def __init__(self, gamma, lam_a, lam_y, eigenvalues=None):
-        self.gamma = check_scalar(gamma, "gamma", lower=0.0, upper=1e8, closed="right")
+        self.gamma = check_scalar(gamma, "gamma", lower=_mp.GAMMA_MIN, upper=1e8)
         lam_a = as_array(lam_a, "lam_a", lower=0.0, upper=1e50, closed="right")
         lam_y = as_array(lam_y, "lam_y", lower=0.0, upper=1e50, closed="right")
         self.lam_a, self.lam_y = np.broadcast_arrays(lam_a, lam_y)

@@ -14,7 +14,7 @@ from functools import cache
 
 import numpy as np
 
-from ._validation import as_array, check_callable, check_int, check_scalar
+from ._validation import as_array, call_real, check_callable, check_int, check_scalar
 
 __all__ = ["gaussian_expectation", "gauss_hermite_expectation", "gaussian_nodes", "piece_rule"]
 
@@ -120,7 +120,7 @@ def gaussian_expectation(
     s_arr = as_array(s, "s")
     f = check_callable(f, "f")
     x, w = gaussian_nodes(s_arr, breaks, half_width=half_width, step=step, order=order)
-    fx = np.asarray(f(x), dtype=np.float64)
+    fx = call_real(f, x, "f")
     if fx.shape != x.shape:
         raise ValueError(
             f"`f` must be vectorised (same output shape as input); got {fx.shape} for "
@@ -146,7 +146,7 @@ def gauss_hermite_expectation(f, s=0.0, *, order: int = 60):
     order = check_int(order, "order", lower=1, upper=200)
     s_arr = as_array(s, "s")
     x, w = np.polynomial.hermite_e.hermegauss(order)
-    out = (w * np.asarray(f(s_arr[..., None] + x), dtype=np.float64)).sum(-1) / _SQRT2PI
+    out = (w * call_real(f, s_arr[..., None] + x, "f")).sum(-1) / _SQRT2PI
     if not np.all(np.isfinite(out)):
         raise ValueError("`f` returned non-finite values on the quadrature nodes.")
     return out if out.ndim else float(out)

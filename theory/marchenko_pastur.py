@@ -30,7 +30,14 @@ from math import comb
 
 import numpy as np
 
-from ._validation import as_array, check_callable, check_finite_result, check_int, check_scalar
+from ._validation import (
+    as_array,
+    call_scalar,
+    check_callable,
+    check_finite_result,
+    check_int,
+    check_scalar,
+)
 
 #: the smallest ridge penalty accepted: the resolvent functionals hold up to four factors
 #: 1/lam, which stay finite in float64 down to here (1e-300 overflowed to a NaN constant)
@@ -50,8 +57,13 @@ __all__ = [
 ]
 
 
+#: least aspect ratio accepted: below it the closed forms cancel in float64 (the DR variance of
+#: ``theory.ecc`` drifts by 1e-5 relative at gamma = 1e-12 and by 10% at 1e-15)
+GAMMA_MIN = 1e-10
+
+
 def _gamma(gamma):
-    return check_scalar(gamma, "gamma", lower=0.0, upper=1e8, closed="neither")
+    return check_scalar(gamma, "gamma", lower=GAMMA_MIN, upper=1e8)
 
 
 def edges(gamma) -> tuple[float, float]:
@@ -351,7 +363,7 @@ def integrate(f, gamma, *, epsabs: float = 1e-13, epsrel: float = 1e-12) -> floa
     c = 1.0 / (2 * np.pi * g)
     if a > 0:
         val, _ = _integrate.quad(
-            lambda x: f(x) * c / x,
+            lambda x: call_scalar(f, x, "f") * c / x,
             a,
             b,
             weight="alg",
@@ -362,7 +374,7 @@ def integrate(f, gamma, *, epsabs: float = 1e-13, epsrel: float = 1e-12) -> floa
         )
     else:  # gamma == 1: sqrt((b - x) x) / x = x^{-1/2} (b - x)^{1/2}
         val, _ = _integrate.quad(
-            lambda x: f(x) * c,
+            lambda x: call_scalar(f, x, "f") * c,
             a,
             b,
             weight="alg",
@@ -371,4 +383,5 @@ def integrate(f, gamma, *, epsabs: float = 1e-13, epsrel: float = 1e-12) -> floa
             epsrel=epsrel,
             limit=200,
         )
-    return check_finite_result(float(val + atom(g) * f(0.0)), "the integral of `f`", gamma=g)
+    val = val + atom(g) * call_scalar(f, 0.0, "f")
+    return check_finite_result(float(val), "the integral of `f`", gamma=g)

@@ -74,6 +74,7 @@ class EtaLaw:
     name: str = "eta"
 
     def __post_init__(self):
+        check_instance(self.name, "name", str)
         v = as_array(self.nodes, "nodes", ndim=1, min_size=1, lower=0.0, upper=1e100)
         p = as_array(self.probs, "probs", shape=v.shape, lower=0.0)
         if abs(p.sum() - 1) > 1e-9:

@@ -110,10 +110,11 @@ def hopfield_bound_log10(res0, depth, alpha_prime, c1, c2):
     a = check_scalar(alpha_prime, "alpha_prime", lower=0.0, upper=1.0, closed="neither")
     c1 = check_scalar(c1, "c1", lower=0.0, closed="neither")
     c2 = check_scalar(c2, "c2", lower=0.0, closed="neither")
+    # logs of the factors apart: c1 * (1 - a) may underflow to 0 where its log is finite
+    l1 = math.log10(c1) + math.log10(1 - a)
+    l2 = math.log10(c2) + math.log10(a)
     terms = [
-        (3.0**m - 1) / 2 * math.log10(c1 * (1 - a))
-        + 3.0**m * (L - m) * math.log10(c2 * a)
-        + 3.0**m * math.log10(res0)
+        (3.0**m - 1) / 2 * l1 + 3.0**m * (L - m) * l2 + 3.0**m * math.log10(res0)
         for m in range(L + 1)
     ]
     return check_finite_result(max(terms), "the log10 bound", depth=L)

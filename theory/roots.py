@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_callable, check_int, check_scalar
+from ._validation import call_scalar, check_callable, check_int, check_scalar
 
 __all__ = ["RootResult", "find_root", "NoRootError"]
 
@@ -100,7 +100,7 @@ def find_root(
         if expand is None:
             raise ValueError("`hi` may be infinite only together with `expand`.")
         hi = lo + 1.0 if lo >= 0 else abs(lo) + 1.0
-    flo, fhi = float(f(lo)), float(f(hi))
+    flo, fhi = call_scalar(f, lo, "f"), call_scalar(f, hi, "f")
     calls, width = 2, hi - lo
     grow = 1.0 if expand is None else expand
     for _ in range(0 if expand is None else max_expand):
@@ -112,7 +112,7 @@ def find_root(
         hi = lo + width
         if not math.isfinite(hi):
             break
-        fhi = float(f(hi))
+        fhi = call_scalar(f, hi, "f")
         calls += 1
     if math.isnan(flo) or math.isnan(fhi):
         raise ValueError(f"`f` is NaN at a bracket end: f({lo})={flo}, f({hi})={fhi}.")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_array, check_scalar
+from ._validation import as_array, check_finite_result, check_scalar
 
 __all__ = ["semicircle_pdf", "semicircle_cdf", "semicircle_stieltjes", "semicircle_edge"]
 
@@ -73,8 +73,10 @@ def semicircle_stieltjes(z, scale: float = 1.0):
         raise TypeError(f"`z` must be a real or complex number or array; got dtype {z.dtype}.")
     if not np.all(np.isfinite(z)):
         raise ValueError("`z` must be finite.")
-    u = z.astype(np.complex128) / s
-    out = (-u + np.sqrt(u - 2) * np.sqrt(u + 2)) / (2 * s)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: NumericalError below
+        u = z.astype(np.complex128) / s
+        out = (-u + np.sqrt(u - 2) * np.sqrt(u + 2)) / (2 * s)
     if np.all(np.abs(out.imag) <= 1e-300) and np.all(np.imag(z) == 0):
         out = out.real
+    check_finite_result(out, "m(z) (z / scale overflows float64)", scale=s)
     return out if out.ndim else out.item()

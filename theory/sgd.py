@@ -18,6 +18,8 @@ here" and name the test that checks them.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy.optimize import minimize_scalar
 
@@ -62,7 +64,22 @@ def _horizon(T, name="T"):
     return arr
 
 
+def _bound(fn):
+    """Evaluate a bound with float64 overflow left to :func:`_out` (which raises
+    :class:`NumericalError` on a non-finite result) instead of a RuntimeWarning."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _out(arr):
+    """A bound as float (scalar) or array; one that overflows float64 (a step size or horizon at
+    the edge of its range) is a :class:`NumericalError`, never an inf."""
+    arr = check_finite_result(arr, "the bound (float64 overflow: `eta`, `T` or a constant extreme)")
     return float(arr) if np.ndim(arr) == 0 else arr
 
 
@@ -94,6 +111,7 @@ def _beta(beta):
 # --------------------------------------------------------------------------------------------------
 # Attia et al. 2025, Theorem 1 and its corollaries
 # --------------------------------------------------------------------------------------------------
+@_bound
 def bias_term(T, eta, beta, dist2, *, c_bias=1.0):
     r"""Bias (optimisation) term of the last-iterate bound.
 
@@ -112,6 +130,7 @@ def bias_term(T, eta, beta, dist2, *, c_bias=1.0):
     return _out(c_bias * dist2 / (eta * (2.0 - be) * T ** (1.0 - be / 2.0)))
 
 
+@_bound
 def noise_term(T, eta, beta, sigma2_star, *, c_noise=1.0):
     r"""Noise term of the last-iterate bound.
 
@@ -129,6 +148,7 @@ def noise_term(T, eta, beta, sigma2_star, *, c_noise=1.0):
     return _out(c_noise * eta / (2.0 - be) ** 2 * T ** (be / 2.0) * sigma2_star)
 
 
+@_bound
 def last_iterate_bound(T, eta, beta, dist2, sigma2_star, *, c_bias=1.0, c_noise=1.0):
     r"""Last-iterate excess-risk bound of constant-step SGD (both terms).
 
@@ -211,6 +231,7 @@ def tuned_stepsize(T, beta, dist2, sigma2_star) -> float:
     return float(eta)
 
 
+@_bound
 def tuned_rate(T, beta, dist2, sigma2_star, *, c=1.0):
     r"""Tuned-stepsize rate :math:`c\,(\beta D^2 \max(1,\ln T)/T + \sigma_\star D/\sqrt{T})`.
 
@@ -263,6 +284,7 @@ def optimal_stepsize(T, beta, dist2, sigma2_star, *, c_bias=1.0, c_noise=1.0) ->
 # --------------------------------------------------------------------------------------------------
 # continual learning and prior bounds
 # --------------------------------------------------------------------------------------------------
+@_bound
 def continual_loss_bound(k):
     r"""Continual linear regression, random task order: :math:`E\,\mathcal L(w_k) \le 13/\sqrt{k}`.
 
@@ -276,6 +298,7 @@ def continual_loss_bound(k):
     return _out(13.0 / np.sqrt(k))
 
 
+@_bound
 def evron2025_rate(k, *, replacement=True, dim=None, mean_rank=None, n_tasks=None, c=1.0):
     r"""Prior rate of Evron et al. 2025 for realizable continual / Kaczmarz-type regression.
 
@@ -300,6 +323,7 @@ def evron2025_rate(k, *, replacement=True, dim=None, mean_rank=None, n_tasks=Non
     return _out(c * np.minimum.reduce(terms))
 
 
+@_bound
 def varre2021_rate(T, eta, beta, dist2, *, c=1.0):
     r"""Noiseless least-squares last-iterate rate :math:`c\,D^2/(\eta T)` (Varre et al. 2021).
 
@@ -309,13 +333,19 @@ def varre2021_rate(T, eta, beta, dist2, *, c=1.0):
     ``c`` is a parameter (default 1) and ``eta`` is required to satisfy ``0 < eta <= 1/beta``.
     """
     beta = _beta(beta)
-    eta = check_scalar(eta, "eta", lower=0.0, upper=1.0 / beta, closed="right")
+    eta = check_scalar(eta, "eta", lower=0.0, closed="neither")
+    if eta > 1.0 / beta:
+        raise ValueError(
+            f"`eta` must satisfy 0 < eta <= 1/beta = {1.0 / beta:g} (`beta` = {beta:g}); "
+            f"got {eta:g}."
+        )
     T = _horizon(T)
     dist2 = _nonneg(dist2, "dist2")
     c = _nonneg(c, "c")
     return _out(c * dist2 / (eta * T))
 
 
+@_bound
 def averaged_iterate_bound(T, eta, beta, dist2):
     r"""Interpolation bound for the mean excess risk along the path (explicit constant).
 
@@ -334,6 +364,7 @@ def averaged_iterate_bound(T, eta, beta, dist2):
     return _out(dist2 / (2.0 * eta * min(1.0, 2.0 - beta * eta) * T))
 
 
+@_bound
 def fejer_decrease(eta, beta, grad_norm2):
     r"""Guaranteed one-step decrease :math:`\eta(2/\beta - \eta)\|\nabla f(w_t; z_t)\|^2`.
 
@@ -350,6 +381,7 @@ def fejer_decrease(eta, beta, grad_norm2):
     return _out(eta * (2.0 / beta - eta) * g)
 
 
+@_bound
 def quadratic_gd_loss_ratio(T, eta, beta):
     r"""Loss ratio :math:`f(w_T)/f(w_0) = (1-\beta\eta)^{2T}` on :math:`f(w) = \tfrac\beta2 w^2`.
 
@@ -380,6 +412,7 @@ def _contraction(eta, beta):
     return eta, beta, beta * eta * (2.0 - beta * eta)
 
 
+@_bound
 def rare_curvature_risk(T, eta, beta, p, w0):
     r"""Exact :math:`E f(w_T) - f_\star = \tfrac{p\beta}{2} w_0^2 (1 - p c)^T`.
 
@@ -410,6 +443,7 @@ def rare_curvature_worst_p(T, eta, beta) -> float:
     return float(min(1.0, 1.0 / (c * (T + 1.0))))
 
 
+@_bound
 def ar1_risk(T, eta, beta, s2, w0):
     r"""Exact excess risk of SGD on :math:`f(w; z) = \tfrac\beta2 (w - z)^2`, :math:`Ez=0`.
 
@@ -445,6 +479,7 @@ def ar1_floor(eta, beta, sigma2_star) -> float:
     return float(eta * sigma2_star / (2.0 * (2.0 - beta * eta)))
 
 
+@_bound
 def commuting_risk(T, eta, beta, p, w0):
     r"""Exact risk of the commuting mixture: :math:`\sum_k \frac{p_k\beta}{2} w_{0,k}^2 (1-p_kc)^T`.
 

@@ -254,3 +254,94 @@ NOT_ENTRY_POINTS |= _PAPER_NOT_ENTRY
     test_bad_input,
     test_bad_input_exhaustive,
 ) = make_tests("theory", CASES, NOT_ENTRY_POINTS, max_examples=250)
+
+
+# --- classes of fixes from the hostile fuzz (issue 20) ----------------------------------------
+
+
+def test_a_callable_that_returns_no_numbers_is_named_and_its_own_errors_pass_through():
+    import pytest
+    import scipy.stats
+
+    from theory.roots import find_root
+
+    bad = (lambda x: "x", lambda x: None, scipy.stats.norm)  # norm(x) is a frozen distribution
+    for f in bad:
+        for call in (
+            lambda g: T.gaussian_expectation(g, 0.5),
+            lambda g: T.gauss_hermite_expectation(g, 0.5),
+            lambda g: find_root(g, 2.0, 4.0),
+            lambda g: mp.integrate(g, 0.5),
+        ):
+            with pytest.raises(TypeError, match=r"`f\(x\)` must"):
+                call(f)
+    with pytest.raises(TypeError, match=r"`fn\(x\)` must"):
+        sig.custom(lambda t: "x", upper=1.0, lower=-1.0)
+
+    def boom(x):
+        raise ZeroDivisionError("inside f")
+
+    with pytest.raises(ZeroDivisionError, match="inside f"):  # the caller's error, unchanged
+        T.gaussian_expectation(boom, 0.5)
+
+
+def test_overflow_at_the_edge_of_a_range_is_a_numerical_error_not_inf():
+    import pytest
+
+    from theory import aegisguard as ag
+    from theory._validation import NumericalError
+
+    tiny = 5e-324
+    with pytest.raises(NumericalError, match="bound"):
+        sgd.last_iterate_bound(10, tiny, 1.0, 1.0, 1.0)
+    with pytest.raises(NumericalError, match="latency"):
+        ag.serial_latency(
+            ag.adapter_cost(16, 32, 4),
+            gpu_seconds=1.0,
+            transition_seconds=1e-3,
+            bandwidth=tiny,
+            tee_flops=1e9,
+        )
+    with pytest.raises(NumericalError, match="overflows"):
+        T.semicircle_stieltjes(3.0, scale=tiny)
+    # the log of a product that underflows is the sum of finite logs
+    b = rc.hopfield_bound_log10(0.5, 3, 0.5, tiny, tiny)
+    want = max(
+        (3**m - 1) / 2 * (np.log10(tiny) + np.log10(0.5))
+        + 3**m * (3 - m) * (np.log10(tiny) + np.log10(0.5))
+        + 3**m * np.log10(0.5)
+        for m in range(4)
+    )
+    assert b == pytest.approx(want, rel=1e-12)
+
+
+def test_aspect_ratio_below_float64_accuracy_is_refused_and_above_it_is_continuous():
+    import pytest
+
+    with pytest.raises(ValueError, match=r"`gamma` must lie in \[1e-10"):
+        mp.resolvent_table(1e-15, 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"`gamma` must lie in \[1e-10"):
+        ecc.asymptotic_variance("dr", 2, 1.0, 1.0, 1e-15, **VC)
+    # at gamma = 1e-15 the closed form had drifted by 10%; at the floor it matches gamma = 1e-8
+    v_floor = ecc.asymptotic_variance("dr", 2, 1.0, 1.0, mp.GAMMA_MIN, **VC)
+    v_small = ecc.asymptotic_variance("dr", 2, 1.0, 1.0, 1e-8, **VC)
+    assert abs(v_floor - v_small) <= 1e-6 * v_small
+
+
+def test_scalars_keys_names_and_ragged_input():
+    import jax
+    import pytest
+
+    from theory._validation import check_int, check_scalar, to_array
+
+    z = check_scalar(-0.0, "x", lower=0.0)
+    assert z == 0.0 and np.copysign(1.0, z) == 1.0  # a signed zero would flip uniform(-z, z)
+    for check in (check_int, check_scalar):  # a JAX key where a seed is due names the argument
+        with pytest.raises(TypeError, match="`seed` must be"):
+            check(jax.random.key(0), "seed")
+    with pytest.raises(TypeError, match="`v` must be array-like"):
+        to_array([[1.0], [1.0, 2.0]], "v")
+    with pytest.raises(ValueError, match=r"`eta` must satisfy 0 < eta <= 1/beta .*`beta`"):
+        sgd.varre2021_rate(10, 0.5, 1e30, 1.0)
+    with pytest.raises(TypeError, match="`name` must be str"):
+        nl.EtaLaw(np.array([1.0]), np.array([1.0]), name=3)  # pyright: ignore[reportArgumentType]
