@@ -88,7 +88,9 @@ def ecc(
     ``estimator="ols"`` (or ``"ols_loo"``), for ``p < n`` and any covariance and row law of X:
     the exactly unbiased residual estimator ``A^T (I - H) Y / (n - p)`` on all rows (or its
     leave-one-out form, unbiased for the average of a row-dependent ``Cov(eps_i, delta_i)``),
-    with the exact conditional variance (fourth-moment term estimated); see
+    with the exact conditional variance (fourth-moment term estimated; for the leave-one-out
+    form a leave-out variance that stays valid when the noise moments vary with the row,
+    :meth:`estimators._ols.OLSFit.var_loo_hc`); see
     :mod:`estimators._ols` (derived in the package's research note on unknown covariance, §2).
 
     ``estimator="hoif"`` with ``X_unlabeled`` (independent covariate rows without ``y, a``):
@@ -278,7 +280,7 @@ def _ols_result(y, a, X, estimator, level, center, names):
         var = fit.var_residual(est)
     else:
         est = fit.loo()
-        var = fit.var_loo(est)
+        var = fit.var_loo_hc()
     se = float(np.sqrt(var))
     z = float(special.ndtri(0.5 + level / 2))
     n, p = X.shape
