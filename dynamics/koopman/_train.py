@@ -1,8 +1,8 @@
 """Training encoders ``f, g`` for the Koopman SVD with the LoRA objective or a baseline loss.
 
-The networks are :class:`nn.MLP`; the loop runs jitted ``lax.scan`` chunks of Adam steps (optax)
-on device-resident data, about 3x faster per step than a Python loop of jitted steps for these
-small models.
+The networks are :class:`nn.MLP`; training runs :func:`nn.fit` (Adam steps in one ``lax.scan``)
+in jitted chunks on device-resident data, about 3x faster per step than a Python loop of jitted
+steps for these small models.
 After training, :meth:`KoopmanModel.readout` returns the CCA + LoRA read-out (Jeong et al. 2025,
 Sec. 3.2.1) from full-data float64 moments.
 """
@@ -189,66 +189,43 @@ def _batch_indices(n, batch_size, steps, rng):
 _CHUNK = 250
 
 
-def _chunk(trainable, frozen, opt_state, X, Y, idx, valid, loss_fn, opt):
-    def body(carry, inp):
-        tr, st = carry
-        ix, ok = inp
+@eqx.filter_jit
+def _fit_chunk(trainable, frozen, opt_state, X, Y, idx, loss_fn, opt):
+    """``len(idx)`` Adam steps by :func:`nn.fit`, step ``t`` on the rows ``idx[t]``."""
 
-        def f(p):
-            return loss_fn(nn.combine(p, frozen), (X[ix], Y[ix]))
+    def loss(model, ix):
+        return loss_fn(model, (X[ix], Y[ix]))
 
-        val, grads = jax.value_and_grad(f)(tr)
-        upd, st_new = opt.update(grads, st, tr)
-        tr_new = optax.apply_updates(tr, upd)
-        keep = jax.tree.map(lambda a, b: jnp.where(ok, a, b), (tr_new, st_new), (tr, st))
-        return keep, val
-
-    (trainable, opt_state), vals = jax.lax.scan(body, (trainable, opt_state), (idx, valid))
-    return trainable, opt_state, vals
-
-
-_run_chunk = eqx.filter_jit(_chunk)
+    return nn.fit(loss, opt, trainable, idx, frozen=frozen, opt_state=opt_state)
 
 
 @eqx.filter_jit
-def _run_chunk_batch(trainable, frozen, opt_state, X, Y, idx, valid, loss_fn, opt):
+def _fit_chunk_batch(trainable, frozen, opt_state, X, Y, idx, loss_fn, opt):
     def one(tr, st, x, y, ix):
-        return _chunk(tr, frozen, st, x, y, ix, valid, loss_fn, opt)
+        return _fit_chunk(tr, frozen, st, x, y, ix, loss_fn, opt)
 
     return eqx.filter_vmap(one)(trainable, opt_state, X, Y, idx)
 
 
 def _train_scan(model, loss_fn, opt, X, Y, idx, progress, batched=False):
-    """Adam steps in jitted ``lax.scan`` chunks of ``_CHUNK`` steps (the last one padded with
-    no-op steps, so one compilation serves the whole run); trainable/frozen split by
-    :func:`nn.split`. ``batched``: ``model``, ``X``, ``Y`` and ``idx`` carry a leading replicate
-    axis and the replicates train side by side (one program, ``vmap``-ed).
+    """Adam steps by :func:`nn.fit` (one ``lax.scan``) in jitted chunks of at most ``_CHUNK``
+    steps, of equal length where they divide the run (one compilation); trainable/frozen split
+    by :func:`nn.split`. ``batched``: ``model``, ``X``, ``Y`` and ``idx`` carry a leading
+    replicate axis and the replicates train side by side (one program, ``vmap``-ed).
     """
     from tqdm.auto import tqdm
 
     trainable, frozen = nn.split(model)
     opt_state = (eqx.filter_vmap(opt.init) if batched else opt.init)(trainable)
-    run = _run_chunk_batch if batched else _run_chunk
+    run = _fit_chunk_batch if batched else _fit_chunk
     steps = idx.shape[-2]
-    c = min(_CHUNK, steps)
-    pad = (-steps) % c
-    idx = np.concatenate([idx, np.zeros(idx.shape[:-2] + (pad, idx.shape[-1]), np.int32)], -2)
-    valid = np.arange(idx.shape[-2]) < steps
+    c = -(-steps // -(-steps // _CHUNK))
     out = []
-    for i in tqdm(range(0, idx.shape[-2], c), disable=None if progress else True, leave=False):
-        trainable, opt_state, vals = run(
-            trainable,
-            frozen,
-            opt_state,
-            X,
-            Y,
-            jnp.asarray(idx[..., i : i + c, :]),
-            jnp.asarray(valid[i : i + c]),
-            loss_fn,
-            opt,
-        )
+    for i in tqdm(range(0, steps, c), disable=None if progress else True, leave=False):
+        ix = jnp.asarray(idx[..., i : i + c, :])
+        trainable, opt_state, vals = run(trainable, frozen, opt_state, X, Y, ix, loss_fn, opt)
         out.append(np.asarray(vals))
-    return nn.combine(trainable, frozen), np.concatenate(out, -1)[..., :steps]
+    return nn.combine(trainable, frozen), np.concatenate(out, -1)
 
 
 def fit_koopman(
