@@ -14,6 +14,7 @@ import numpy as np
 import optax
 import optimistix as optx
 
+import nn
 from theory._validation import (
     as_array,
     as_generator,
@@ -376,25 +377,18 @@ def gradient_flow(
 
 @eqx.filter_jit
 def _gd_scan(model, X, y, lr, n_chunks, every):
+    """``n_chunks`` saves of :func:`nn.fit` runs of ``every`` full-batch ``optax.sgd(lr)`` steps."""
     opt = optax.sgd(lr)
     params, static = eqx.partition(model, eqx.is_inexact_array)
-    state = opt.init(params)
 
-    def loss_p(p):
-        return exp_loss(eqx.combine(p, static), X, y)
-
-    def step(_, carry):
-        p, st = carry
-        g = jax.grad(loss_p)(p)
-        upd, st = opt.update(g, st, p)
-        return optax.apply_updates(p, upd), st
+    def loss(m, _):
+        return exp_loss(m, X, y)
 
     def chunk(carry, _):
-        # traced trip count: the compiled loop depends on the number of saves only
-        carry = jax.lax.fori_loop(0, every, step, carry)
-        return carry, carry[0]
+        p, st, _ = nn.fit(loss, opt, carry[0], frozen=static, opt_state=carry[1], length=every)
+        return (p, st), p
 
-    _, saved = jax.lax.scan(chunk, (params, state), None, length=n_chunks)
+    _, saved = jax.lax.scan(chunk, (params, opt.init(params)), None, length=n_chunks)
     return eqx.combine(saved, static)
 
 
@@ -414,7 +408,7 @@ def gradient_descent(model, X, y, lr: float, steps: int, *, save_every: int = 1)
         raise ValueError(f"`steps` ({steps}) must be a multiple of `save_every` ({save_every}).")
     with jax.enable_x64(True):
         Xj, yj = jnp.asarray(X), jnp.asarray(y)
-        saved = _gd_scan(model, Xj, yj, f64(lr), steps // save_every, jnp.asarray(save_every))
+        saved = _gd_scan(model, Xj, yj, f64(lr), steps // save_every, save_every)
         ys = jax.tree.map(
             lambda a, b: jnp.concatenate([a[None], b]) if eqx.is_array(a) else a, model, saved
         )
