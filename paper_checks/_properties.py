@@ -17,13 +17,14 @@ counterexample when it finds one::
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ._registry import Mutant, Registry, find_mutant
+from ._registry import Mutant, Registry, find_mutant, float64
 
 __all__ = ["Property", "PROPERTIES", "prop", "verify", "replay", "encode", "decode"]
 
@@ -142,11 +143,8 @@ def verify(p: Property, examples: int, seed: int = 0, mutant: str | None = None)
     t0 = time.perf_counter()
     row = dict(id=p.id, paper=p.paper, statement=p.statement, where=p.where, mutant=mutant)
     try:
-        if mutant is None:
+        with float64(), p.mutant(mutant).apply() if mutant else contextlib.nullcontext():
             test()
-        else:
-            with p.mutant(mutant).apply():
-                test()
         row.update(status="holds", counterexample=None, blob=None)
     except _Violation:
         ex, s = state["fail"]
@@ -169,5 +167,6 @@ def verify(p: Property, examples: int, seed: int = 0, mutant: str | None = None)
 def replay(p: Property, blob: str) -> dict:
     """Evaluate ``p`` on the instance of ``blob``: ``{"instance", "slack", "status"}``."""
     ex = decode(blob)
-    s = float(p.slack(ex))
+    with float64():
+        s = float(p.slack(ex))
     return dict(id=p.id, instance=ex, slack=s, status="holds" if s >= 0 else "counterexample")

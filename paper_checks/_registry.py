@@ -264,7 +264,7 @@ class Replicates:
         one BLAS thread, as on a Dask worker, so a result does not depend on where it ran."""
         stop = self.count if stop is None else stop
         idx = range(start, stop)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with threadpool_limits(limits=1, user_api="blas"), float64():
             return [
                 self.fn(*self.args, i)
                 for i in tqdm(idx, desc=self.label, leave=False, disable=None if progress else True)
@@ -334,12 +334,21 @@ def run_claim(
     size = c.sizes[scale]
     token = _PROVIDED.set(results)
     try:
-        if mutant is None:
-            return c.check(size, seed)
-        with c.mutant(mutant).apply():
+        with float64(), c.mutant(mutant).apply() if mutant else contextlib.nullcontext():
             return c.check(size, seed)
     finally:
         _PROVIDED.reset(token)
+
+
+@contextlib.contextmanager
+def float64() -> Iterator[None]:
+    """JAX in float64 for the length of a claim, a replicate or a property, whatever the caller's
+    setting: JAX's default dtype changes its random draws, so without this a claim called from
+    Python gave other numbers than the same claim run by ``theorylab`` or the tests."""
+    import jax
+
+    with jax.enable_x64(True):
+        yield
 
 
 def _broken_claim(name: str, err: Exception) -> Claim:
