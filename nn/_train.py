@@ -80,9 +80,10 @@ def lm_loss(model, batch, *, key=None):
     return cross_entropy(logits, batch[..., 1:])
 
 
-def _update(f, optimizer, trainable, opt_state):
-    """One optimiser step on ``f(trainable) -> scalar``: ``(trainable, opt_state, loss)``."""
-    loss, grads = eqx.filter_value_and_grad(f)(trainable)
+def _update(f, optimizer, trainable, opt_state, has_aux=False):
+    """One optimiser step on ``f(trainable) -> scalar`` (``(scalar, aux)`` with ``has_aux``):
+    ``(trainable, opt_state, loss)``, ``loss`` the value of ``f``."""
+    loss, grads = eqx.filter_value_and_grad(f, has_aux=has_aux)(trainable)
     updates, opt_state = optimizer.update(grads, opt_state, trainable)
     return eqx.apply_updates(trainable, updates), opt_state, loss
 
@@ -97,6 +98,7 @@ def fit(
     opt_state=None,
     length: int | None = None,
     unroll: int = 1,
+    has_aux: bool = False,
 ):
     """``optimizer`` steps on ``loss_fn(model, x)``, one per ``x`` in ``xs``, in one ``lax.scan``.
 
@@ -106,9 +108,11 @@ def fit(
     frozen)``, or ``trainable`` when ``frozen`` is None; only ``trainable`` is differentiated and
     seen by ``optimizer``. ``xs`` is any pytree with a leading step axis (batch indices, keys,
     ``jnp.arange(steps)``), or None with ``length`` steps, as in ``lax.scan``. ``opt_state``
-    defaults to ``optimizer.init(trainable)``.
+    defaults to ``optimizer.init(trainable)``. With ``has_aux``, ``loss_fn`` returns ``(loss,
+    aux)`` (as in ``jax.value_and_grad``) and ``aux`` is recorded at every step.
 
-    Returns ``(trainable, opt_state, losses)``, ``losses[t]`` the loss before step ``t``'s update.
+    Returns ``(trainable, opt_state, losses)``, ``losses[t]`` the loss before step ``t``'s update
+    (with ``has_aux``, ``(losses, auxs)``, ``auxs`` stacked along a leading step axis).
 
     >>> import jax.numpy as jnp, optax
     >>> w, _, losses = fit(lambda w, _: jnp.sum((w - 3.0) ** 2), optax.sgd(0.25), jnp.zeros(2),
@@ -126,6 +130,7 @@ def fit(
     if frozen is not None:
         combine(trainable, frozen)  # raises unless the two halves of one split
     unroll = check_int(unroll, "unroll", lower=1)
+    has_aux = check_bool(has_aux, "has_aux")
     steps = jax.tree.leaves(xs)
     if length is not None:
         length = check_int(length, "length", lower=0, upper=10**9)
@@ -143,7 +148,8 @@ def fit(
         return tr if frozen is None else combine(tr, frozen)
 
     def step(carry, x):
-        tr, st, loss = _update(lambda t: loss_fn(model(t), x), optimizer, *carry)
+        tr, st = carry
+        tr, st, loss = _update(lambda t: loss_fn(model(t), x), optimizer, tr, st, has_aux)
         return (tr, st), loss
 
     state = optimizer.init(trainable) if opt_state is None else opt_state

@@ -82,6 +82,24 @@ def test_fit_without_frozen_and_with_length_matches_sgd_by_hand():
     np.testing.assert_allclose(losses, 0.5 * decay[:-1] ** 2 * 5.0, rtol=1e-14)
 
 
+def test_fit_records_aux_at_every_step():
+    # same problem as above (derived there); aux = the parameter the step's loss saw:
+    # w_t = c (1 - (1 - lr)^t)
+    c, lr, steps = jnp.array([1.0, -2.0]), 0.3, 5
+    w, _, (losses, (seen, tag)) = nn.fit(
+        lambda w, t: (0.5 * jnp.sum((w - c) ** 2), (w, 2 * t)),
+        optax.sgd(lr),
+        jnp.zeros(2),
+        jnp.arange(steps),
+        has_aux=True,
+    )
+    decay = (1 - lr) ** np.arange(steps + 1)
+    np.testing.assert_allclose(seen, c * (1 - decay[:-1, None]), rtol=1e-14, atol=1e-15)
+    np.testing.assert_array_equal(tag, 2 * np.arange(steps))
+    np.testing.assert_allclose(losses, 0.5 * decay[:-1] ** 2 * 5.0, rtol=1e-14)
+    np.testing.assert_allclose(w, c * (1 - decay[-1]), rtol=1e-14)
+
+
 def test_fit_vmaps_over_seeds_and_learning_rates():
     lrs, seeds, steps = jnp.array([1e-3, 3e-2]), jnp.arange(3), 6
 
@@ -144,6 +162,7 @@ def _quad(w, _):
         (dict(xs=(jnp.arange(3), jnp.arange(2)), length=None), ValueError, "one leading step axis"),
         (dict(xs=jnp.float32(1.0), length=None), ValueError, "one leading step axis"),
         (dict(unroll=0), ValueError, r"`unroll` must be an integer in \[1, inf\]; got 0"),
+        (dict(has_aux=1), TypeError, "`has_aux` must be a bool"),
         (dict(frozen=(1.0, 2.0)), ValueError, "`trainable` and `frozen` must be the two halves"),
     ],
 )
