@@ -159,7 +159,7 @@ def _validate(args, registry, properties) -> None:
                 raise _UsageError(str(err)) from None
     if args.command in ("reproduce", "verify"):
         pool = registry if args.command == "reproduce" else properties
-        if args.only and not pool.select(args.only):
+        if args.only is not None and not pool.select(args.only):  # "" too: it matches nothing
             raise _UsageError(
                 f"no {'claim' if pool is registry else 'property'} matches {args.only!r}"
             )

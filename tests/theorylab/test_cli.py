@@ -121,6 +121,8 @@ def test_check_one_claim(registry, capsys):
         ["reproduce", "--scale", "huge"],
         ["frobnicate"],
         ["reproduce", "--only", "zzz.*"],
+        ["reproduce", "--only", ""],
+        ["verify", "--only", ""],
         ["check", "demo.true", "--mutant", "nope"],
         ["check", "demo.true", "--seed", "-1"],
         ["reproduce", "--seed", "x"],
