@@ -89,8 +89,9 @@ def ecc(
     the exactly unbiased residual estimator ``A^T (I - H) Y / (n - p)`` on all rows (or its
     leave-one-out form, unbiased for the average of a row-dependent ``Cov(eps_i, delta_i)``),
     with the exact conditional variance (fourth-moment term estimated; for the leave-one-out
-    form a leave-out variance that stays valid when the noise moments vary with the row,
-    :meth:`estimators._ols.OLSFit.var_loo_hc`); see
+    form the larger of a leave-out variance that stays valid when the noise moments vary with
+    the row, :meth:`estimators._ols.OLSFit.var_loo_hc`, and the homoskedastic one, both in
+    ``moments``); see
     :mod:`estimators._ols` (derived in the package's research note on unknown covariance, §2).
 
     ``estimator="hoif"`` with ``X_unlabeled`` (independent covariate rows without ``y, a``):
@@ -275,12 +276,17 @@ def _ols_result(y, a, X, estimator, level, center, names):
     if center:
         y, a, X = _center(y, a, X)
     fit = ols_fit(y, a, X, center=center, column_names=(names or {}).get("X"))
+    moments = {"var_eps": fit.s_e, "var_delta": fit.s_d, "dof": fit.k}
     if estimator == "ols":
         est = fit.residual()
         var = fit.var_residual(est)
     else:
+        # the larger of the leave-out (heteroskedasticity-robust) and the homoskedastic variance:
+        # the leave-out one is noisy, or even negative, when n - p is small (Angrist & Pischke
+        # 2009, Mostly Harmless Econometrics §8.1, recommend max(robust, conventional) SEs)
         est = fit.loo()
-        var = fit.var_loo_hc()
+        moments["var_leave_out"], moments["var_homoskedastic"] = fit.var_loo_hc(), fit.var_loo(est)
+        var = max(moments["var_leave_out"], moments["var_homoskedastic"])
     se = float(np.sqrt(var))
     z = float(special.ndtri(0.5 + level / 2))
     n, p = X.shape
@@ -301,7 +307,7 @@ def _ols_result(y, a, X, estimator, level, center, names):
         gamma=p / n,
         lam_prediction=None,
         constants="exact",
-        moments={"var_eps": fit.s_e, "var_delta": fit.s_d, "dof": fit.k},
+        moments=moments,
         names=names,
     )
 

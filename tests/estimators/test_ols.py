@@ -286,3 +286,36 @@ def test_homoskedastic_variance_fails_where_leave_out_holds():
     target = out[:, 0].var() + het
     assert out[:, 2].mean() / target < 0.85
     assert 0.9 < out[:, 1].mean() / target < 1.21
+
+
+def test_loo_reports_the_larger_of_leave_out_and_homoskedastic_variance():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((60, 30)) * rng.standard_t(5, (60, 1))
+    y = X[:, 0] + rng.standard_normal(60)
+    a = X[:, 1] + 0.5 * y + rng.standard_normal(60)
+    r = ecc(y, a, X, estimator="ols_loo")
+    m = r.moments
+    assert r.se**2 == pytest.approx(max(m["var_leave_out"], m["var_homoskedastic"]), rel=1e-12)
+    f = OLSFit(y - y.mean(), a - a.mean(), X - X.mean(0), center=True)
+    assert m["var_leave_out"] == pytest.approx(f.var_loo_hc(), rel=1e-12)
+    assert m["var_homoskedastic"] == pytest.approx(f.var_loo(f.loo()), rel=1e-12)
+
+
+def test_leave_out_variance_matches_dense_algebra():
+    # The row-blocked computation of var_loo_hc against the n x n matrices of its formula.
+    rng = np.random.default_rng(9)
+    n, p = 70, 25
+    X = rng.standard_normal((n, p)) * rng.standard_t(5, (n, 1))
+    y, a = X[:, 0] + rng.standard_normal(n), X[:, 1] + rng.standard_normal(n)
+    f = OLSFit(y, a, X, center=False)
+    M = np.eye(n) - X @ np.linalg.pinv(X)
+    W = M / np.diag(M)[:, None]
+    S, W2 = W * W.T, W * W
+    np.fill_diagonal(S, 0.0)
+    np.fill_diagonal(W2, 0.0)
+    e, eA, at = W @ y, W @ a, W.T @ a
+    ps = 0.5 * (a * e + y * eA)
+    w = S @ ps
+    off = w @ w - np.sum((S * S) @ ps**2)
+    total = at**2 @ (e**2 - W2 @ (y * e)) - 2 * off - 3 * ps @ w - n * np.mean(a * e) ** 2
+    assert f.var_loo_hc() == pytest.approx(total / n**2, rel=1e-9)
