@@ -50,6 +50,15 @@ def _bounded_int(lo: int, hi: int):
     return parse
 
 
+def _address(text: str) -> str:
+    """A scheduler address: an empty one would silently start a local cluster instead."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"must be a scheduler address (tcp://host:port); got {text!r}"
+        )
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="theorylab", description="Reproduce and verify the papers' claims.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -74,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         par.add_argument(
             "--scheduler",
             default=None,
+            type=_address,
             metavar="ADDRESS",
             help="run as Dask tasks on an existing cluster (tcp://host:port)",
         )

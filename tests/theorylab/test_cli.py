@@ -133,6 +133,7 @@ def test_check_one_claim(registry, capsys):
         ["verify", "--only", "demo.square", "--mutant", "nope"],
         ["reproduce", "--workers", "0"],
         ["reproduce", "--workers", "2", "--scheduler", "tcp://x:1"],
+        ["reproduce", "--scheduler", ""],
     ],
 )
 def test_bad_command_line_prints_one_line_and_exits_2(registry, properties, capsys, argv):
