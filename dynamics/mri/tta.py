@@ -527,16 +527,16 @@ class Adapted(NamedTuple):
 @eqx.filter_jit
 def _early_stopped(trainable, frozen, lr, data, target, max_iters, window, inr_weight):
     """Per-slice Adam on the relative-l1 self-supervised loss with self-validation early
-    stopping, run by ``lax.while_loop``, one slice after another (``lax.map``; each slice adapts
-    its own copy, and unbatched convolutions keep XLA off grouped convolutions).
+    stopping: a ``lax.while_loop`` of single :func:`nn.fit` steps (the held-out error and PSNR
+    recorded as its aux), one slice after another (``lax.map``; each slice adapts its own copy,
+    and unbatched convolutions keep XLA off grouped convolutions).
 
     ``data = (y, masks, z)`` with a slice axis; ``z`` None for a plain U-Net. Returns the final
     trainable halves, iterations, held-out error and PSNR curves.
     """
     opt = optax.adam(lr)
 
-    def predict(tr, x, z):
-        model = eqx.combine(tr, frozen)
+    def predict(model, x, z):
         if z is None:
             return to_complex(model(x)), None
         return model(x, z)
@@ -544,8 +544,8 @@ def _early_stopped(trainable, frozen, lr, data, target, max_iters, window, inr_w
     def one(y, masks, z, ref):
         x_in = _inputs(y, masks.m_in)
 
-        def loss(tr):
-            xh, u = predict(tr, x_in, z)
+        def loss(model, _):
+            xh, u = predict(model, x_in, z)
             k = _fft2c(xh)
             total = _rel_l1(k, y, masks.m_loss)
             if u is not None:
@@ -554,10 +554,10 @@ def _early_stopped(trainable, frozen, lr, data, target, max_iters, window, inr_w
 
         def body(state):
             t, tr, os, errs, ps, _ = state
-            (_, (val, p)), g = eqx.filter_value_and_grad(loss, has_aux=True)(tr)
-            upd, os = opt.update(g, os, tr)
-            tr = eqx.apply_updates(tr, upd)
-            errs, ps = errs.at[t].set(val), ps.at[t].set(p)
+            tr, os, (_, (val, p)) = nn.fit(
+                loss, opt, tr, frozen=frozen, opt_state=os, length=1, has_aux=True
+            )
+            errs, ps = errs.at[t].set(val[0]), ps.at[t].set(p[0])
             return t + 1, tr, os, errs, ps, _should_stop(errs, t + 1, window)
 
         def cond(state):
@@ -566,7 +566,7 @@ def _early_stopped(trainable, frozen, lr, data, target, max_iters, window, inr_w
         buf = jnp.full((max_iters,), jnp.nan, DTYPE)
         init = (0, trainable, opt.init(trainable), buf, buf, False)
         t, tr, _, errs, ps, _ = jax.lax.while_loop(cond, body, init)
-        xh, _ = predict(tr, _inputs(y, masks.m_full), z)
+        xh, _ = predict(eqx.combine(tr, frozen), _inputs(y, masks.m_full), z)
         return xh, t, errs, ps
 
     y, masks, z = data
@@ -623,8 +623,8 @@ def _stage1_loss(model, batch, *, key=None):
 
 @eqx.filter_jit
 def _stage1(model, mask_tree, y, masks, order, lr_latent, lr_model):
-    """Stage 1 as ``lax.scan`` over the mini-batches ``order (steps, batch)`` with the core step
-    of :func:`nn.make_step` (Adam; ``lr_latent`` on the latents, ``lr_model`` on the rest)."""
+    """Stage 1 by :func:`nn.fit` over the mini-batches ``order (steps, batch)`` (Adam;
+    ``lr_latent`` on the latents, ``lr_model`` on the rest)."""
 
     def labels(params):
         lab = jax.tree.map(lambda _: "model", params)
@@ -634,15 +634,11 @@ def _stage1(model, mask_tree, y, masks, order, lr_latent, lr_model):
         {"latent": optax.adam(lr_latent), "model": optax.adam(lr_model)}, labels
     )
     tr, fr = eqx.partition(model, mask_tree)
-    step = nn.make_step(_stage1_loss, opt)
 
-    def body(carry, idx):
-        tr, os = carry
-        batch = (y[idx], jax.tree.map(lambda a: a[idx], masks), idx, 1.0)
-        tr, os, loss = step(tr, fr, os, batch, None)
-        return (tr, os), loss
+    def loss(model, idx):
+        return _stage1_loss(model, (y[idx], jax.tree.map(lambda a: a[idx], masks), idx, 1.0))
 
-    (tr, _), losses = jax.lax.scan(body, (tr, opt.init(tr)), order)
+    tr, _, losses = nn.fit(loss, opt, tr, order, frozen=fr)
     return eqx.combine(tr, fr), losses
 
 
