@@ -38,8 +38,9 @@ _MAX = 2**40
 
 @dataclasses.dataclass(frozen=True)
 class TEECost:
-    """Per-inference TEE bookkeeping: parameter bytes held in the enclave, bytes crossing the
-    boundary each way, enclave transitions (ECALL + OCALL) and enclave FLOPs."""
+    """Per-inference TEE bookkeeping (``aegisguard.md`` Sec. 5): parameter bytes held in the
+    enclave, bytes crossing the boundary each way, enclave transitions (ECALL + OCALL) and
+    enclave FLOPs."""
 
     param_bytes: int
     host_to_tee_bytes: int
@@ -74,7 +75,12 @@ def adapter_cost(
     kept_out: int | None = None,
     kept_rank: int | None = None,
 ) -> TEECost:
-    """The cost of one shielded adapter (module formulas); ``kept_out``/``kept_rank`` after SAC."""
+    """The cost of one shielded adapter (module formulas, ``aegisguard.md`` Sec. 5);
+    ``kept_out``/``kept_rank`` after SAC.
+
+    >>> adapter_cost(4096, 4096, 8).param_bytes  # r (d_in + d_out) b = 8 * 8192 * 4
+    262144
+    """
     d_in = check_int(d_in, "d_in", lower=1, upper=_MAX)
     d_out = check_int(d_out, "d_out", lower=1, upper=_MAX)
     r = check_int(r, "r", lower=1, upper=_MAX)
@@ -100,8 +106,13 @@ def shielded_cost(
     bytes_per_element: int = 4,
     kept_out=None,
 ) -> TEECost:
-    """Sum of :func:`adapter_cost` over the layers ``l`` with ``shielded[l]``; ``shapes`` the
-    ``(d_out, d_in)`` of every adapted layer, ``kept_out`` (optional) the outputs each keeps."""
+    """Sum of :func:`adapter_cost` over the layers ``l`` with ``shielded[l]`` (``aegisguard.md``
+    Sec. 5); ``shapes`` the ``(d_out, d_in)`` of every adapted layer, ``kept_out`` (optional) the
+    outputs each keeps.
+
+    >>> shielded_cost([(8, 4), (8, 4)], [True, False], 2).flops  # 2 n r (d_in + d_out), one layer
+    48
+    """
     if not isinstance(shapes, list | tuple) or not shapes:
         raise TypeError(f"`shapes` must be a non-empty list of (d_out, d_in); got {shapes!r}.")
     for s in shapes:
@@ -133,7 +144,15 @@ def serial_latency(
     tee_flops: float,
 ) -> float:
     """``T_gpu + messages c0 + transfer_bytes / BW + flops / F_tee`` (seconds), the serial
-    schedule of the module formula (``c0`` per transition, so ``2 c0`` per shielded layer)."""
+    schedule of the module formula (``aegisguard.md`` Sec. 5; ``c0`` per transition, so ``2 c0``
+    per shielded layer).
+
+    >>> cost = adapter_cost(4, 8, 2)
+    >>> serial_latency(
+    ...     cost, gpu_seconds=1.0, transition_seconds=0.5, bandwidth=48.0, tee_flops=48.0
+    ... )
+    4.0
+    """
     if not isinstance(cost, TEECost):
         raise TypeError(f"`cost` must be a TEECost; got {type(cost).__name__}.")
     t = check_scalar(gpu_seconds, "gpu_seconds", lower=0, upper=1e6)
@@ -146,7 +165,11 @@ def serial_latency(
 
 def amdahl_speedup(f: float, c: float) -> float:
     """``1 / ((1 - f) + f c)``: ``f`` the full-shield latency share of the TEE path, ``c`` the
-    fraction of that path left (derived in ``aegisguard.md`` Sec. 5)."""
+    fraction of that path left (derived in ``aegisguard.md`` Sec. 5).
+
+    >>> amdahl_speedup(0.6, 0.0)  # the ceiling 1 / (1 - f)
+    2.5
+    """
     f = check_scalar(f, "f", lower=0, upper=1, closed="left")
     c = check_scalar(c, "c", lower=0, upper=1)
     return 1.0 / ((1.0 - f) + f * c)
@@ -159,7 +182,12 @@ def llama_lora_shapes(
     hidden: int = 4096,
     intermediate: int = 11008,
 ) -> list[tuple[int, int]]:
-    """``(d_out, d_in)`` of every LoRA-adapted projection of a LLaMA-7B-shaped model."""
+    """``(d_out, d_in)`` of every LoRA-adapted projection of a LLaMA-7B-shaped model (Touvron et
+    al. 2023, arXiv 2302.13971, Table 2; the SwiGLU width 11008 from their Sec. 2.3).
+
+    >>> llama_lora_shapes(("q_proj", "down_proj"), n_layers=1)
+    [(4096, 4096), (4096, 11008)]
+    """
     n_layers = check_int(n_layers, "n_layers", lower=1, upper=10**4)
     h = check_int(hidden, "hidden", lower=1, upper=10**6)
     m = check_int(intermediate, "intermediate", lower=1, upper=10**6)

@@ -35,7 +35,12 @@ def _chans(channels):
 
 
 def ada_params(channels, rank_ratio=4, subspaces=4, mix="rgb", norm=True) -> int:
-    """Parameters of one ADA module (see the module docstring); ``mix="none"`` has no ``Omega``."""
+    """Parameters of one ADA module (the module formula, derived here from the official code,
+    ``mixprompt.md`` Sec. 2); ``mix="none"`` has no ``Omega``.
+
+    >>> ada_params(64)  # 0.75 C^2 + 1.5 C + n^2 + 2 C at C = 64, n = 4
+    3312
+    """
     c, q, n = _c(channels, "channels"), _c(rank_ratio, "rank_ratio"), _c(subspaces, "subspaces")
     mix = check_choice(mix, "mix", ("rgb", "aux", "both", "none"))
     norm = check_bool(norm, "norm")
@@ -46,20 +51,34 @@ def ada_params(channels, rank_ratio=4, subspaces=4, mix="rgb", norm=True) -> int
 
 
 def patch_embed_params(in_channels, out_channels, kernel=3, norm=True) -> int:
-    """``k x k`` convolution with bias, then LayerNorm: ``k^2 C_in C_out + C_out + 2 C_out``."""
+    """``k x k`` convolution with bias, then LayerNorm: ``k^2 C_in C_out + C_out + 2 C_out``
+    (derived here, ``mixprompt.md`` Sec. 2).
+
+    >>> patch_embed_params(3, 64)  # 9 * 3 * 64 + 64 + 128
+    1920
+    """
     a, b, k = _c(in_channels, "in_channels"), _c(out_channels, "out_channels"), _c(kernel, "kernel")
     return k * k * a * b + b + (2 * b if check_bool(norm, "norm") else 0)
 
 
 def block_params(channels, expansion=4) -> int:
     """:class:`nn.mixprompt.Block`: depthwise ``3 x 3`` with bias (``10 C``), LayerNorm (``2 C``),
-    ``C -> eC -> C`` linears: ``2 e C^2 + e C + 13 C``."""
+    ``C -> eC -> C`` linears: ``2 e C^2 + e C + 13 C`` (derived here, ``mixprompt.md`` Sec. 2).
+
+    >>> block_params(64)
+    33856
+    """
     c, e = _c(channels, "channels"), _c(expansion, "expansion")
     return 2 * e * c * c + e * c + 13 * c
 
 
 def seg_head_params(channels, embed, num_classes) -> int:
-    """:class:`nn.mixprompt.SegHead`: ``sum_i (C_i E + E) + (S E^2 + E) + (E K + K)``."""
+    """:class:`nn.mixprompt.SegHead`: ``sum_i (C_i E + E) + (S E^2 + E) + (E K + K)`` (derived
+    here, ``mixprompt.md`` Sec. 2).
+
+    >>> seg_head_params((8, 16), 4, 3)  # (36 + 68) + (2 * 16 + 4) + (12 + 3)
+    155
+    """
     ch, e, k = _chans(channels), _c(embed, "embed"), _c(num_classes, "num_classes")
     return sum(c * e + e for c in ch) + len(ch) * e * e + e + e * k + k
 
@@ -81,7 +100,11 @@ def mixprompt_params(
     """Trainable parameters of :func:`nn.mixprompt.mixprompt` by part (``total`` their sum):
     extractor (stage-1 embed and ``extractor_depth`` blocks, or the embed alone for
     ``extractor="embed"``), ``proj`` (``C_1^2 + C_1``), one ADA per stage, prompt-path patch
-    embeds for stages ``>= 2``, head."""
+    embeds for stages ``>= 2``, head (derived here, ``mixprompt.md`` Sec. 2).
+
+    >>> mixprompt_params((16, 32), 5)["total"]
+    10349
+    """
     ch = _chans(channels)
     choice = check_choice(extractor, "extractor", ("pretrained", "random", "embed"))
     head_embed = _c(head_embed, "head_embed")
