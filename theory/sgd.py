@@ -121,6 +121,9 @@ def bias_term(T, eta, beta, dist2, *, c_bias=1.0):
     bound in the abstract); :math:`D^2` restored by dimensional analysis. ``c_bias`` stands for the
     paper's constant and log factor, which are not established here (parameter, default 1).
     Decreasing in ``T``. ``T`` may be an array (a grid).
+
+    >>> float(bias_term(100, 1.0, 1.0, 1.0))  # D^2 / (1 * 1 * 100^(1/2))
+    0.1
     """
     eta, beta = check_stepsize(eta, beta)
     T = _horizon(T)
@@ -139,6 +142,9 @@ def noise_term(T, eta, beta, sigma2_star, *, c_noise=1.0):
     Source: Attia et al. 2025 (arXiv 2507.11274v2), Thm 1 (second term). ``c_noise`` stands for
     the paper's constant and log factor, not established here (parameter, default 1). Increasing in
     ``T``.
+
+    >>> float(noise_term(100, 1.0, 1.0, 1.0))  # 1 / 1^2 * 100^(1/2) * 1
+    10.0
     """
     eta, beta = check_stepsize(eta, beta)
     T = _horizon(T)
@@ -206,6 +212,9 @@ def noiseless_bound(T, beta, dist2, *, c=1.0):
     Source: Attia et al. 2025, abstract / corollary of Thm 1 (rate :math:`O(1/\sqrt T)`, no log
     factor stated). It is :func:`last_iterate_bound` at ``eta = 1/beta``, ``sigma2_star = 0``.
     ``c`` is the paper's constant, not established here (parameter, default 1).
+
+    >>> float(noiseless_bound(100, 1.0, 1.0))
+    0.1
     """
     beta = _beta(beta)
     c = _nonneg(c, "c")
@@ -220,6 +229,9 @@ def tuned_stepsize(T, beta, dist2, sigma2_star) -> float:
     :math:`T^{\beta\eta/2} \le e^{1/2}`, and :math:`D/(\sigma_\star\sqrt T)` balances
     :math:`D^2/(\eta T)` against :math:`\eta\sigma_\star^2`. Checked by
     ``tests/theory/test_sgd.py::test_tuned_rate_matches_bound_at_tuned_stepsize``.
+
+    >>> tuned_stepsize(100, 1.0, 1.0, 1.0)  # min(1 / ln 100, 1 / 10)
+    0.1
     """
     T = check_scalar(T, "T", lower=1.0)
     beta = _beta(beta)
@@ -238,6 +250,9 @@ def tuned_rate(T, beta, dist2, sigma2_star, *, c=1.0):
     Source: Attia et al. 2025, abstract (rate :math:`\widetilde O(1/T + \sigma_\star/\sqrt T)`,
     with units restored and the log factor written as :math:`\ln T`, derived here from Thm 1 at
     :func:`tuned_stepsize`). ``c`` is not established here (parameter, default 1).
+
+    >>> round(float(tuned_rate(100, 1.0, 1.0, 1.0)), 4)  # ln(100) / 100 + 1 / 10
+    0.1461
     """
     T = _horizon(T)
     beta = _beta(beta)
@@ -256,6 +271,9 @@ def optimal_stepsize(T, beta, dist2, sigma2_star, *, c_bias=1.0, c_noise=1.0) ->
     best point of a grid. With ``sigma2_star = 0`` the minimiser is interior and does not depend
     on ``dist2``. Returns ``eta``. The bound is Attia et al. 2025, Thm 1; its minimiser is computed
     here (no closed form in the paper).
+
+    >>> round(optimal_stepsize(100, 1.0, 1.0, 1.0), 3)
+    0.101
     """
     T = check_scalar(T, "T", lower=1.0)
     beta = _beta(beta)
@@ -293,6 +311,9 @@ def continual_loss_bound(k):
     Source: Attia et al. 2025, as restated (with the constant 13) by Tsipory et al. 2025,
     *Are Greedy Task Orderings Better Than Random in Continual Linear Regression?*, Sec. 5.
     This is the one explicit constant available here.
+
+    >>> float(continual_loss_bound(169))  # 13 / sqrt(169)
+    1.0
     """
     k = _horizon(k, "k")
     return _out(13.0 / np.sqrt(k))
@@ -308,6 +329,9 @@ def evron2025_rate(k, *, replacement=True, dim=None, mean_rank=None, n_tasks=Non
     ``n_tasks``) are not given are left out. Source: Evron, Levinstein, Schliserman, Sherman,
     Koren, Soudry & Srebro 2025 (arXiv 2504.04579), as tabulated by Tsipory et al. 2025 (App. F,
     Table 1). ``c`` is not established here (parameter, default 1).
+
+    >>> float(evron2025_rate(16))  # 16^(-1/4)
+    0.5
     """
     k = _horizon(k, "k")
     c = _nonneg(c, "c")
@@ -331,6 +355,9 @@ def varre2021_rate(T, eta, beta, dist2, *, c=1.0):
     in the interpolation regime*, NeurIPS 2021 (arXiv 2102.03183), the rate without source /
     capacity conditions. Their exact step-size condition and constant were not verified here:
     ``c`` is a parameter (default 1) and ``eta`` is required to satisfy ``0 < eta <= 1/beta``.
+
+    >>> float(varre2021_rate(100, 0.5, 1.0, 1.0))  # 1 / (0.5 * 100)
+    0.02
     """
     beta = _beta(beta)
     eta = check_scalar(eta, "eta", lower=0.0, closed="neither")
@@ -357,6 +384,9 @@ def averaged_iterate_bound(T, eta, beta, dist2):
     - 2\eta\min(1, 2-\beta\eta)(f_{z_t}(w_t)-f_{z_t}(w_\star))`;
     sum and take expectations. Checked by
     ``tests/dynamics/test_sgd.py::test_averaged_iterate_bound_holds``.
+
+    >>> float(averaged_iterate_bound(100, 0.5, 1.0, 1.0))  # 1 / (2 * 0.5 * 1 * 100)
+    0.01
     """
     eta, beta = check_stepsize(eta, beta)
     T = _horizon(T)
@@ -373,6 +403,9 @@ def fejer_decrease(eta, beta, grad_norm2):
     for every minimiser :math:`w_\star` (co-coercivity of a :math:`\beta`-smooth convex function
     minimised at :math:`w_\star`; derived here, standard). Checked pathwise by
     ``tests/dynamics/test_sgd.py::test_fejer_monotone``.
+
+    >>> float(fejer_decrease(0.5, 1.0, 2.0))  # 0.5 * 1.5 * 2
+    1.5
     """
     eta, beta = check_stepsize(eta, beta)
     g = as_array(grad_norm2, "grad_norm2")
@@ -421,6 +454,9 @@ def rare_curvature_risk(T, eta, beta, p, w0):
     Instance: :math:`f(w; z) = z\,\tfrac{\beta}{2} w^2`, :math:`z \sim \mathrm{Bernoulli}(p)`.
     Derived here: :math:`E[(1-\eta\beta z)^2] = 1 - pc`. Checked by
     ``tests/dynamics/test_sgd.py::test_scalar_families_closed_forms``.
+
+    >>> float(rare_curvature_risk(1, 0.5, 1.0, 0.5, 1.0))  # 0.25 * (1 - 0.5 * 0.75)
+    0.15625
     """
     eta, beta, c = _contraction(eta, beta)
     p = check_scalar(p, "p", lower=0.0, upper=1.0)
@@ -437,6 +473,9 @@ def rare_curvature_worst_p(T, eta, beta) -> float:
     Derived here (:math:`\partial_p [p(1-pc)^T] = 0`). There the risk is
     :math:`\approx w_0^2/(2e\,\eta(2-\beta\eta)T)`: a lower-bound instance showing that the
     :math:`1/(\eta(2-\beta\eta))` prefactor of Thm 1 is necessary.
+
+    >>> rare_curvature_worst_p(9, 1.0, 1.0)  # 1 / (1 * 10)
+    0.1
     """
     eta, beta, c = _contraction(eta, beta)
     T = float(check_scalar(T, "T", lower=1.0))
@@ -454,6 +493,9 @@ def ar1_risk(T, eta, beta, s2, w0):
 
     with :math:`\sigma_\star^2 = \beta^2 s^2`. Derived here (AR(1) recursion). Checked by
     ``tests/dynamics/test_sgd.py::test_scalar_families_closed_forms``.
+
+    >>> float(ar1_risk(1, 0.5, 1.0, 1.0, 1.0))  # 0.5 * (0.25 + 0.5 * 0.75 / 1.5)
+    0.25
     """
     eta, beta = check_stepsize(eta, beta)
     s2 = _nonneg(s2, "s2")
@@ -486,6 +528,9 @@ def commuting_risk(T, eta, beta, p, w0):
     Instance: sample :math:`k` with probability :math:`p_k`, loss
     :math:`\tfrac\beta2 (e_k^\top w)^2`; coordinates decouple. Derived here. Checked by
     ``tests/dynamics/test_sgd.py::test_scalar_families_closed_forms``.
+
+    >>> float(commuting_risk(1, 0.5, 1.0, [0.5, 0.5], [1.0, 1.0]))
+    0.3125
     """
     eta, beta, c = _contraction(eta, beta)
     p = as_array(p, "p", ndim=1, min_size=1)
