@@ -157,7 +157,12 @@ def update_gemm_noise(delta, a, v_delta, v_a):
 
     ``sum_{n,j,k} delta_nj^2 v^a_nk + a_nk^2 v^delta_nj + v^delta_nj v^a_nk`` with the elementwise
     SR variances ``v`` (paper Sec. 3 gives the one-operand SR variance; the GEMM form is derived
-    here). ``delta (n, p)``, ``a (n, q)``."""
+    here). ``delta (n, p)``, ``a (n, q)``.
+
+    >>> one = np.ones((1, 1))
+    >>> float(update_gemm_noise(one, one, one, one))  # 1 * 1 + 1 * 1 + 1 * 1
+    3.0
+    """
     delta = as_array(delta, "delta", ndim=2, lower=-_BIG, upper=_BIG)
     a = as_array(a, "a", ndim=2, lower=-_BIG, upper=_BIG)
     v_delta = as_array(v_delta, "v_delta", shape=delta.shape, lower=0.0, upper=_BIG)
@@ -190,6 +195,10 @@ def nvfp4_sr_variance(x, axis=-1, block=16):
     ``y = |x| s_enc / s_b`` between E2M1 neighbours ``lo <= y <= hi`` has SR variance
     ``(y - lo)(hi - y)`` (paper Sec. 3), times ``(s_b / s_enc)^2`` in the units of ``x``.
     The length along ``axis`` must be a multiple of ``block``.
+
+    >>> x = np.array([6.0, 2.5] + [0.0] * 14)  # unit scales; 2.5 lies between 2 and 3
+    >>> nvfp4_sr_variance(x)[:3]
+    array([0.  , 0.25, 0.  ])
     """
     x = as_array(x, "x", min_size=1, lower=-_BIG, upper=_BIG)
     if x.ndim == 0:
@@ -224,7 +233,11 @@ def noisy_gd_sq_error(e0_sq, noise_sq, eta, lam=1.0):
     ``E |e_{t+1}|^2 = (1 - eta lam)^2 E |e_t|^2 + eta^2 noise_sq[t]``. A step ``t`` without noise
     (high-precision gradients) has ``noise_sq[t] = 0``. For constant noise N^2 the stationary
     ratio is ``rho^2 = lam^2 E|e|^2 / N^2 = eta lam / (2 - eta lam)``.
-    Checked by Monte Carlo in ``tests/theory/test_fp4.py``."""
+    Checked by Monte Carlo in ``tests/theory/test_fp4.py``.
+
+    >>> noisy_gd_sq_error(1.0, [0.0, 1.0], 0.5)  # 0.25 * 1, then 0.25 * 0.25 + 0.25 * 1
+    array([1.    , 0.25  , 0.3125])
+    """
     e0 = check_scalar(e0_sq, "e0_sq", lower=0.0, upper=_BIG)
     n2 = as_array(noise_sq, "noise_sq", ndim=1, lower=0.0, upper=_BIG)
     eta = check_scalar(eta, "eta", lower=0.0, upper=_BIG, closed="right")

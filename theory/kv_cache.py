@@ -130,7 +130,12 @@ def mla_cache_per_token(cfg: HybridConfig) -> int:
 def mamba2_state(cfg: HybridConfig) -> int:
     """``N_M2 [n_h d_h d_state + d_conv (d_inner + 2 d_xb)]``, d_inner = n_h d_h, d_xb = n_kv d_h
     (Zebra-Llama's Mamba2 with headdim = d_h, ngroups = n_h, x and B at KV width; Yang et al.
-    2025, Sec. 3, and the Mamba2 state shapes of the authors' inference code)."""
+    2025, Sec. 3, and the Mamba2 state shapes of the authors' inference code).
+
+    >>> base = LlamaConfig(32, 32, 8, 128, 4096)
+    >>> mamba2_state(HybridConfig(base, 8, 128, 64, 64))  # 24 (32 128 64 + 4 (4096 + 2 1024))
+    6881280
+    """
     b = check_instance(cfg, "cfg", HybridConfig).base
     ssm = b.num_heads * b.head_dim * cfg.d_state
     conv = cfg.d_conv * (b.num_heads * b.head_dim + 2 * b.num_kv_heads * b.head_dim)
@@ -149,7 +154,12 @@ def kv_fraction(cfg: HybridConfig) -> float:
 
 def state_fraction(cfg: HybridConfig, context: int) -> float:
     """All decode state of the hybrid at ``context`` tokens (MLA cache + Mamba2 state) over the
-    base's GQA cache at the same context (derived here)."""
+    base's GQA cache at the same context (derived here).
+
+    >>> base = LlamaConfig(32, 32, 8, 128, 4096)
+    >>> state_fraction(HybridConfig(base, 8, 128, 64, 64), 4096)
+    0.049072265625
+    """
     check_instance(cfg, "cfg", HybridConfig)
     T = check_int(context, "context", lower=1)
     return (mla_cache_per_token(cfg) * T + mamba2_state(cfg)) / (gqa_cache_per_token(cfg.base) * T)
@@ -157,6 +167,11 @@ def state_fraction(cfg: HybridConfig, context: int) -> float:
 
 def break_even_context(cfg: HybridConfig) -> float:
     """Context T at which the Mamba2 state equals the MLA cache, ``state / per-token cache``
-    (derived here); ``inf`` without MLA layers."""
+    (derived here); ``inf`` without MLA layers.
+
+    >>> base = LlamaConfig(32, 32, 8, 128, 4096)
+    >>> break_even_context(HybridConfig(base, 8, 128, 64, 64))
+    4480.0
+    """
     per_tok = mla_cache_per_token(cfg)
     return math.inf if per_tok == 0 else mamba2_state(cfg) / per_tok

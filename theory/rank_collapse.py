@@ -78,6 +78,9 @@ def composite_residual(X):
 
     ``||.||_1`` is the largest absolute column sum, ``||.||_inf`` the largest absolute row sum, and
     Res = X - 1 x̄ᵀ with x̄ the token mean (as their released code).
+
+    >>> float(composite_residual(np.eye(2)))  # Res = I - 1/2: both norms 1
+    1.0
     """
     X = _tokens(X)
     res = np.abs(X - X.mean(axis=-2, keepdims=True))
@@ -88,7 +91,11 @@ def composite_residual(X):
 
 def dong_bound_log10(res0, depth, c):
     """log10 of Dong et al. 2021 Cor. 2.3: ``c^{(3^L - 1)/2} res0^{3^L}`` (pure attention,
-    ``c = 4 gamma beta H / sqrt(d_qk)`` in their notation). Computed in log space (no overflow)."""
+    ``c = 4 gamma beta H / sqrt(d_qk)`` in their notation). Computed in log space (no overflow).
+
+    >>> float(dong_bound_log10(0.1, 1, 1.0))  # log10(1 * 0.1^3)
+    -3.0
+    """
     res0 = check_scalar(res0, "res0", lower=0.0, closed="neither")
     L = check_int(depth, "depth", lower=0, upper=_MAX_DEPTH)
     c = check_scalar(c, "c", lower=0.0, closed="neither")
@@ -104,6 +111,10 @@ def hopfield_bound_log10(res0, depth, alpha_prime, c1, c2):
 
     The ``m = 0`` term ``(c2 alpha')^L res0`` is geometric in L (first power of res0), against the
     doubly exponential :func:`dong_bound_log10`.
+
+    >>> # max over m of log10 0.5 * 0.1 (m = 0) and log10 0.5^1 * 0.1^3 (m = 1)
+    >>> round(float(hopfield_bound_log10(0.1, 1, 0.5, 1.0, 1.0)), 4)
+    -1.301
     """
     res0 = check_scalar(res0, "res0", lower=0.0, closed="neither")
     L = check_int(depth, "depth", lower=0, upper=_MAX_DEPTH)
@@ -128,6 +139,9 @@ def collapse_recursion_log10(l1, l2, depth, alpha_prime, start=1):
     ``alpha_prime > 0``: l_{n+1} = l_n + log c + (n - start) log10 alpha' with log c = l2 - l1
     (decrements growing by -log10 alpha' per layer). Returns an array of length
     ``depth - start + 1``.
+
+    >>> collapse_recursion_log10(-1.0, -3.0, 3, 0.0)  # log c = 0: l_3 = 3 l_2
+    array([-1., -3., -9.])
     """
     l1 = check_scalar(l1, "l1")
     l2 = check_scalar(l2, "l2")

@@ -96,6 +96,10 @@ def time_rescaling(X, y, eps) -> float:
     """``tbar / t = eps ||S||_2 / (n s)``: rescaled time per unit of gradient-flow time.
 
     Chen & Luo 2025, Eq. 6. Stage 1 lasts ``O(1)`` in ``tbar``, hence ``Theta(1/eps)`` in ``t``.
+
+    >>> X, y = np.ones((1, 2, 2)), np.ones(1)  # S = (2, 2), ||S|| = 2 sqrt 2
+    >>> round(time_rescaling(X, y, 0.1), 4)
+    0.1414
     """
     X, y = _check_data(X, y)
     eps = check_scalar(eps, "eps", lower=0.0, closed="neither")
@@ -142,6 +146,12 @@ def effective_vector_field(W_V, W1, W2, v):
     Returns ``(dW_V, dW1, dW2)`` with ``dW_V = v^T (W1 W2)^T``, ``dW1 = u^T W2^T``,
     ``dW2 = (u W1)^T`` and ``u = v W_V``: the gradient of ``E = v W_V W1 W2`` (component form
     derived here, checked against autodiff in ``tests/theory/test_transformer.py``).
+
+    >>> W1, W2 = np.eye(2), np.ones(2)
+    >>> dW_V, dW1, dW2 = effective_vector_field(np.eye(2), W1, W2, np.array([1.0, 0.0]))
+    >>> dW_V  # v^T (W1 W2)^T
+    array([[1., 1.],
+           [0., 0.]])
     """
     W_V, W1, W2 = _check_outer(W_V, W1, W2)
     v = _check_unit(v, W1.shape[0])
@@ -163,6 +173,9 @@ def energy_rate(u, W1, W2) -> float:
     """``dE/dtbar = ||W1 W2||^2 + ||u W1||^2 + ||u||^2 ||W2||^2`` (Chen & Luo 2025, Eq. 16).
 
     Always ``>= 3 |E|^{4/3}`` by AM–GM (see :func:`energy_rate_lower_bound`).
+
+    >>> energy_rate(np.array([1.0, 0.0]), np.eye(2), np.ones(2))  # 2 + 1 + 1 * 2
+    5.0
     """
     u, W1, W2 = _check_u(u, W1, W2)
     a = W1 @ W2
@@ -176,6 +189,9 @@ def energy_rate_lower_bound(E):
     The paper states it for ``E > 0``; the same AM–GM step (each term of Eq. 16 times another
     bounds ``E^2``) gives it for every ``E`` (derived here, tested in
     ``tests/theory/test_transformer.py``).
+
+    >>> float(energy_rate_lower_bound(-1.0))
+    3.0
     """
     E = np.asarray(as_array(E, "E", lower=-1e200, upper=1e200))
     out = 3.0 * np.abs(E) ** (4.0 / 3.0)
@@ -188,6 +204,9 @@ def conserved_quantities(u, W1, W2):
     Returns ``(row, col)``, two ``(d,)`` arrays: ``row_k = u_k^2 - ||W1[k, :]||^2`` and
     ``col_k = W2_k^2 - ||W1[:, k]||^2``. Both are constant along Eq. 7, so are their sums
     ``||u||^2 - ||W1||_F^2`` and ``||W2||^2 - ||W1||_F^2``.
+
+    >>> conserved_quantities(np.array([1.0, 0.0]), np.eye(2), np.ones(2))
+    (array([ 0., -1.]), array([0., 0.]))
     """
     u, W1, W2 = _check_u(u, W1, W2)
     return u**2 - np.sum(W1**2, axis=1), W2**2 - np.sum(W1**2, axis=0)
@@ -200,6 +219,10 @@ def nondegeneracy(u, W1, W2):
     Returns ``(q1, q2)`` with ``q1 = ||u||^2 - ||W2||^2`` and
     ``q2 = ||du||^2 - ||dW2||^2 + min(||u||^2, ||W2||^2) q1``, where ``du = (W1 W2)^T`` and
     ``dW2 = (u W1)^T`` are the effective velocities.
+
+    >>> u, W1, W2 = np.array([1.0, 0.0]), np.eye(2), np.ones(2)
+    >>> nondegeneracy(u, W1, W2)  # q2 = 2 - 1 + 1 * (-1): degenerate
+    (-1.0, 0.0)
     """
     u, W1, W2 = _check_u(u, W1, W2)
     q1 = float(u @ u - W2 @ W2)
@@ -227,6 +250,9 @@ def energy_lower_envelope(E0, t):
 
     ``E(0) > 0``: ``E >= (E0^{-1/3} - t)^{-3}`` for ``t < E0^{-1/3}`` (``+inf`` beyond).
     ``E(0) < 0``: ``E >= -((-E0)^{-1/3} + t)^{-3}``. ``E(0) = 0``: ``E >= 0``.
+
+    >>> float(energy_lower_envelope(1.0, 0.5))  # (1 - 0.5)^-3
+    8.0
     """
     E0 = check_scalar(E0, "E0", lower=-1e100, upper=1e100)
     t = as_array(t, "t", finite="nan")
@@ -253,6 +279,9 @@ def column_alignment(W, v) -> np.ndarray:
 
     Chen & Luo 2025, Def. 1 (condensation: ``|cos| -> 1``). Zero columns give 0. For the
     feed-forward weight pass ``W1.T`` to align the rows of ``W1``.
+
+    >>> column_alignment(np.array([[1.0, 0.0], [1.0, 2.0]]), np.array([1.0, 0.0]))
+    array([0.70710678, 0.        ])
     """
     W = as_array(W, "W", ndim=2, lower=-_BIG, upper=_BIG)
     v = as_array(v, "v", shape=(W.shape[0],), lower=-_BIG, upper=_BIG)
@@ -267,6 +296,10 @@ def condition_fractions(u, W1, W2):
     ``A_1 = {i : W2_i (u W1)_i > 0 and u_i (W1 W2)_i > 0}``;
     ``A_2 = {(i, j) : <W2_i W1[:, i], W2_j W1[:, j]> > 0 and <u_i W1[i, :], u_j W1[j, :]> > 0}``.
     Once both are 1 they stay 1 (Prop. 4) and ``W_V`` condenses (Thm 2).
+
+    >>> u, W1, W2 = np.array([1.0, 0.0]), np.eye(2), np.ones(2)
+    >>> condition_fractions(u, W1, W2)  # A_1 = {0}, A_2 = {(0, 0)}
+    (0.5, 0.25)
     """
     u, W1, W2 = _check_u(u, W1, W2)
     d = W1.shape[0]
@@ -291,6 +324,11 @@ def key_query_matrix(X, y, W_V, W1, W2) -> np.ndarray:
     with ``Xbar_i`` the token mean, so that ``dW_Q/dt = F W_K``, ``dW_K/dt = F^T W_Q`` (original
     time, no activation). The first-order softmax expansion behind it is re-derived here; the test
     checks ``F`` against autodiff of the linearised loss. ``rank(F) <= n``.
+
+    >>> X, y = np.ones((1, 2, 2)), np.ones(1)  # identical tokens: M_1 = 0
+    >>> key_query_matrix(X, y, np.eye(2), np.eye(2), np.ones(2))
+    array([[0., 0.],
+           [0., 0.]])
     """
     X, y = _check_data(X, y)
     n, s, d = X.shape
@@ -326,6 +364,11 @@ def key_query_closed_form(F, W_Q0, W_K0, t):
         W_K(t) = V [sinh(sig t) U^T W_Q0 + cosh(sig t) V^T W_K0]
 
     ``t`` a scalar gives two matrices; an array of times gives stacks ``(len(t), ...)``.
+
+    >>> F = np.diag([2.0, 1.0])
+    >>> W_Q, W_K = key_query_closed_form(F, np.eye(2), np.zeros((2, 2)), 1.0)
+    >>> np.allclose(np.diag(W_Q), np.cosh([2, 1])), np.allclose(np.diag(W_K), np.sinh([2, 1]))
+    (True, True)
     """
     F, W_Q0, W_K0 = _check_kq(F, W_Q0, W_K0)
     t = as_array(t, "t", lower=-_BIG, upper=_BIG)
@@ -382,6 +425,11 @@ def key_query_limit(F, W_Q0, W_K0, *, rtol=1e-9):
     :func:`top_multiplicity`) and ``C = U_k^T W_Q0 + V_k^T W_K0``, the limits are
     ``U_k C / ||C||_F`` and ``V_k C / ||C||_F``, of rank ``<= k`` (derived here from the
     closed form).
+
+    >>> W_Q, W_K = key_query_limit(np.diag([2.0, 1.0]), np.eye(2), np.zeros((2, 2)))
+    >>> W_Q  # the top singular direction of F
+    array([[1., 0.],
+           [0., 0.]])
     """
     F, W_Q0, W_K0 = _check_kq(F, W_Q0, W_K0)
     k = top_multiplicity(F, rtol=rtol)
