@@ -130,6 +130,10 @@ class SpectralIntegrator:
     (closed form, :func:`theory.marchenko_pastur.resolvent_moment`); otherwise against the empirical
     spectral distribution of the given ``p`` eigenvalues of ``X^T X / m`` (zeros included).
     ``lam_a`` and ``lam_y`` may be arrays (they broadcast); results have their shape.
+
+    >>> integ = SpectralIntegrator(0.5, 1.0, 1.0)
+    >>> round(float(integ.gamma), 2)
+    0.5
     """
 
     def __init__(self, gamma, lam_a, lam_y, eigenvalues=None):
@@ -180,6 +184,10 @@ def bias_constants(integ: SpectralIntegrator) -> dict:
 
     The spectral constants of McGrath et al. 2025's bias formulas, as in the authors' code
     (``eval_methods.R``; note ``ecc_ridge.md`` §3.2).
+
+    >>> c = bias_constants(SpectralIntegrator(0.5, 1.0, 1.0))
+    >>> round(float(c["s_a"]), 6)  # 1 - m(-1) = 2.5 - sqrt(4.25) for the MP law at gamma = 1/2
+    0.438447
     """
     check_instance(integ, "integ", SpectralIntegrator)
     return {
@@ -278,6 +286,9 @@ def prediction_risk(integ: SpectralIntegrator, which: str, signal2, noise_var):
     McGrath et al. 2025, Lemma F.1 (unit noise there):
     ``R(lam) = ∫ (lam^2 u^2 + gamma x)/(x + lam)^2 dF``. ``which`` in {"a", "y"} picks ``lam_a``
     or ``lam_y``.
+
+    >>> round(float(prediction_risk(SpectralIntegrator(0.5, 1.0, 1.0), "a", 1.0, 1.0)), 4)
+    0.4552
     """
     check_instance(integ, "integ", SpectralIntegrator)
     check_choice(which, "which", ("a", "y"))
@@ -418,6 +429,13 @@ def asymptotic_variance(
 
     The sum of :func:`variance_components` (divided by ``M^2``). Derived here; unvalidated
     internal version of ``estimators.asymptotic_variance``.
+
+    >>> v = asymptotic_variance(
+    ...     "dr", 2, 1.0, 1.0, 0.5, a2=1.0, b2=1.0, theta=0.5, var_eps=1.0, var_delta=1.0,
+    ...     cov_eps_delta=0.0,
+    ... )
+    >>> round(float(v), 4)
+    3.7567
     """
     _check_kind(estimator, split)
     _check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)

@@ -94,6 +94,10 @@ def edge_point(law: AtomicLaw) -> EdgePoint:
     """Right edge of μ_SC ⊞ ν: w* = s₊ + u* with E[(u* + gap)^{-2}] = 1 (Biane 1997, Cor. 2).
 
     Irregular case (E[gap^{-2}] <= 1): u* = 0. The edge is H(w*) = w* + E[1/(u* + gap)].
+
+    >>> law = AtomicLaw.from_values([1.0], [1.0])
+    >>> round(edge_point(law).edge, 9)  # semicircle shifted by 1: edge 2 + 1
+    3.0
     """
     check_instance(law, "law", AtomicLaw, "an AtomicLaw (e.g. AtomicLaw.from_values)")
     d, w = law.upper_gaps, law.weights

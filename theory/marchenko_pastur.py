@@ -270,6 +270,10 @@ def resolvent_table(gamma, lam_a, lam_y, *, max_power: int = 4) -> dict:
     (divided differences by Opitz 1964's matrix function; derived here, see the module docstring).
     Returns ``{(j, a, b): array}`` (``(j, 0, 0)`` are the moments).
     Batched over the broadcast shape of ``lam_a, lam_y``.
+
+    >>> t = resolvent_table(0.5, 1.0, 1.0)
+    >>> round(float(t[0, 0, 1]), 6)  # Stieltjes transform at -1: sqrt(4.25) - 1.5
+    0.561553
     """
     g = _gamma(gamma)
     J = check_int(max_power, "max_power", lower=0, upper=64)

@@ -128,7 +128,11 @@ def mixprompt_params(
 def resnet50_stem_layer1_params() -> int:
     """ResNet-50 stem (conv 7x7 3->64, BN) and layer1 (three bottlenecks 64-64-256, the first with
     a 1x1 projection shortcut), BatchNorm affine weights counted: 9,536 + 215,808 = 225,344 (He et
-    al. 2016, arXiv 1512.03385, Table 1; the official MixPrompt extractor)."""
+    al. 2016, arXiv 1512.03385, Table 1; the official MixPrompt extractor).
+
+    >>> resnet50_stem_layer1_params()
+    225344
+    """
     stem = 7 * 7 * 3 * 64 + 2 * 64
 
     def bottleneck(cin, proj):
@@ -146,7 +150,11 @@ def paper_trainable_params(num_classes=41) -> dict[str, int]:
     final 1x1 conv 150 -> ``num_classes``; NYU: 41), with the two ablation rows: ``"full"``,
     ``"without_extractor"`` (extractor and its linear removed) and ``"without_mixed_prompting"``
     (the four ADA modules removed: the reading under which the paper's 5.4M is reproduced;
-    dropping only ``Omega`` removes 64 parameters)."""
+    dropping only ``Omega`` removes 64 parameters).
+
+    >>> round(paper_trainable_params()["without_mixed_prompting"] / 1e6, 1)  # the paper's 5.4M
+    5.4
+    """
     k = check_int(num_classes, "num_classes", lower=1, upper=10_000)
     ch, e = (64, 128, 320, 512), 768
     adas = sum(ada_params(c) for c in ch)

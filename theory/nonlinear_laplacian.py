@@ -167,6 +167,10 @@ def null_law(sigma) -> AtomicLaw:
     """ν = Law(σ(g)) as atoms on the split Gauss–Legendre rule (kinks/jumps of σ as cuts).
 
     The null law whose free convolution with μ_SC is the bulk (Ma & Kunisky 2025, Sec. 3.1).
+
+    >>> from spectral import sigmas
+    >>> null_law(sigmas.constant(1.0)).upper  # sigma = 1: the atom at 1
+    1.0
     """
     _check_sigma(sigma)
     x, w = gaussian_nodes(0.0, sigma.breaks)
@@ -235,6 +239,10 @@ def theta(sigma, beta: float, eta: EtaLaw) -> float | None:
     """θ(β): top eigenvalue limit of β x xᵀ + diag(σ(Ŷ1)) (Ma & Kunisky 2025, Sec. 3.1).
 
     Root of β S_β(θ) = 1 on θ > s₊; ``None`` when there is none (no eigenvalue above s₊).
+
+    >>> from spectral import sigmas
+    >>> theta(sigmas.zero(), 2.0, EtaLaw.point())  # sigma = 0: the spike alone
+    2.0
     """
     beta = check_scalar(beta, "beta", lower=0.0, upper=1e12)
     u = _theta_u(signal_expectations(sigma, beta, eta), beta)
@@ -303,6 +311,10 @@ def critical_threshold_nested(
 
     Returns a :class:`theory.roots.RootResult` (``found`` False when H'(θ(·)) has no sign change
     in [lo, hi]: never the bracket end). H'(θ) := -1 where θ(β) does not exist.
+
+    >>> from spectral import sigmas
+    >>> round(critical_threshold_nested(sigmas.zero(), EtaLaw.point()).root, 9)  # BBP
+    1.0
     """
     _check_eta(eta)
     lo = check_scalar(lo, "lo", lower=0.0, upper=1e6, closed="neither")
@@ -350,6 +362,10 @@ def outlier(sigma, beta: float, eta: EtaLaw, *, law: AtomicLaw | None = None) ->
 
     Source: Ma & Kunisky 2025, main theorem of Sec. 3 (outlier and overlap); the official code's
     ``outlier_eval`` / ``outlier_evec_overlap``. Below β* the limits are (E₊, 0).
+
+    >>> from spectral import sigmas
+    >>> round(outlier(sigmas.zero(), 2.0, EtaLaw.point()).eigenvalue, 9)  # BBP: beta + 1 / beta
+    2.5
     """
     _check_sigma(sigma)
     _check_eta(eta)
@@ -389,6 +405,10 @@ def small_sigma_slope(s, eta: EtaLaw) -> float:
     β S_β(z*) = 1 expands to β*(εs) = 1 - ε (E[(η²/m2) s(ηm1/m2 + g)] - E[s(g)]) + O(ε²)
     (the E s(g) term from z* = 1 + ε E s(g) + O(ε²)). Checked against finite differences of
     :func:`critical_threshold` in ``tests/theory/test_nonlinear_laplacian.py``.
+
+    >>> from spectral import sigmas
+    >>> abs(small_sigma_slope(sigmas.constant(1.0), EtaLaw.point()))  # a shift moves both terms
+    0.0
     """
     _check_sigma(s, "s")
     _check_eta(eta)
