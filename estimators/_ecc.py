@@ -502,6 +502,14 @@ def ecc_path(
     One eigendecomposition per training fold serves the whole grid (used by the paper checks).
     The estimators and their debiasing are those of :func:`ecc` (McGrath et al. 2025, §3; note
     ``ecc_ridge.md`` §3.4), at ``lam_a = lam_y``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> n, p = 2000, 250
+    >>> X = rng.standard_normal((n, p)); al = np.full(p, p**-0.5)
+    >>> e = rng.multivariate_normal([0, 0], [[1, .5], [.5, 1]], n)  # psi = 0.5
+    >>> r = ecc_path(X @ al + e[:, 0], X @ al + e[:, 1], X, [0.5, 1.0, 2.0], rng=1)
+    >>> bool(np.all(abs(r["debiased"]["dr"] - 0.5) < 4 * r["se"]["dr"]))
+    True
     """
     split = check_choice(split, "split", _th.SPLITS)
     lams = as_array(lams, "lams", ndim=1, min_size=1, lower=LAM_MIN, upper=1e50)
@@ -564,6 +572,14 @@ def variance_curve(
 
     ``lams`` defaults to the paper's 100-point grid (``seq(0.05, 2, 50)[-50] ∪ seq(2, 10, 51)``).
     The prediction-optimal pair uses the method-of-moments plug-ins (Lemma F.2).
+
+    >>> rng = np.random.default_rng(0)
+    >>> n, p = 2000, 250
+    >>> X = rng.standard_normal((n, p)); al = np.full(p, p**-0.5)
+    >>> e = rng.multivariate_normal([0, 0], [[1, .5], [.5, 1]], n)
+    >>> v = variance_curve(X @ al + e[:, 0], X @ al + e[:, 1], X, rng=1)
+    >>> bool(v.variance_opt > 1 + 0.5**2)  # above the efficiency bound var_eps var_delta + psi^2
+    True
     """
     estimator = check_choice(estimator, "estimator", _th.ESTIMATORS)
     split = check_choice(split, "split", _th.SPLITS)
