@@ -438,7 +438,10 @@ class Prompted(eqx.Module):
             raise TypeError(f"`prompt` must be a prompt module; got {type(prompt).__name__}.")
         if not isinstance(backbone, SmallCNN):
             raise TypeError(f"`backbone` must be a SmallCNN; got {type(backbone).__name__}.")
-        lm = np.asarray(label_map)
+        try:
+            lm = np.asarray(label_map)
+        except ValueError as err:  # ragged nesting
+            raise TypeError(f"`label_map` must be a 1-D integer array; got {err}.") from err
         n_src = backbone.head.out_features
         if lm.ndim != 1 or lm.dtype.kind not in "iu" or lm.size < 2:
             raise TypeError("`label_map` must be a 1-D integer array of >= 2 source indices.")

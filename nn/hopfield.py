@@ -339,6 +339,8 @@ def hopfield_block(*, alpha_prime, alpha=None, mlp_residual=True, scale=None, in
     """
     _check_alpha(alpha_prime, "alpha_prime")
     _check_alpha(alpha, "alpha", allow_none=True)
+    check_bool(mlp_residual, "mlp_residual")  # here, not at the first model built
+    check_choice(init, "init", ("first", "zero"))
     return functools.partial(
         HopfieldBlock,
         alpha_prime=alpha_prime,

@@ -138,6 +138,8 @@ class HybridLM(eqx.Module):
         check_int(head_dim, "head_dim", lower=1, upper=2**16)
         check_int(num_heads, "num_heads", lower=1, upper=2**16)
         check_int(mlp_hidden, "mlp_hidden", lower=1, upper=2**20)
+        check_int(rope_dim, "rope_dim", lower=0, upper=head_dim)  # also where no layer is MLA
+        check_int(chunk, "chunk", lower=1, upper=2**16)
         ke, kh, kl = jax.random.split(key, 3)
         self.embed = Embedding(vocab_size, d_model, init_std=1.0, dtype=dtype, key=ke)
         layers = []
@@ -193,6 +195,8 @@ def hybrid_from_teacher(
     (MLA) / kqvo (Mamba2) from the teacher's weights; ``"random"``: default init of that mixer."""
     check_choice(init, "init", ("structured", "random"))
     check_instance(teacher, "teacher", HybridLM)
+    check_int(rope_dim, "rope_dim", lower=0)
+    check_int(chunk, "chunk", lower=1, upper=2**16)
     kinds = _check_kinds(kinds)
     if len(kinds) != len(teacher.layers):
         raise ValueError(

@@ -356,6 +356,7 @@ class BlockFormat:
         check_choice(self.scale_fmt, "scale_fmt", (*FORMATS, "fp32"))
         check_choice(self.elem_fmt, "elem_fmt", FORMATS)
         check_choice(self.scale_rule, "scale_rule", _SCALE_RULES)
+        check_bool(self.tensor_scale, "tensor_scale")
         if self.scale_rule != "nearest" and self.scale_fmt != "e8m0":
             raise ValueError(
                 f"scale_rule={self.scale_rule!r} needs scale_fmt='e8m0', got {self.scale_fmt!r}"
@@ -480,12 +481,13 @@ def _block_args(x, fmt, rounding, key, axis, pad):
     """The checked ``(x, BlockFormat, axis)`` of a block quantiser call; finiteness unchecked."""
     bf = _resolve(fmt)
     check_choice(rounding, "rounding", _ROUNDINGS)
+    pad = check_bool(pad, "pad")  # checked on every call, not only where a block is short
     x = _as_float(x, check_finite=False)
     if x.ndim == 0 or x.size == 0:
         raise ValueError(f"`x` must have at least one axis and one entry; got shape {x.shape}.")
     ax = _check_axis(axis, x.ndim)
     n, B = x.shape[ax], bf.block_size
-    if n % B and not check_bool(pad, "pad"):
+    if n % B and not pad:
         raise ValueError(
             f"`x`: block_size={B} must divide the length {n} of axis {axis} (or pass pad=True)"
         )

@@ -75,15 +75,22 @@ def _t(a):
     return jnp.swapaxes(a, -1, -2)
 
 
+def _square(a):
+    a = check_array(a, "a", min_ndim=2, max_abs=1e300)
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"`a` must be square in its last two axes; got shape {tuple(a.shape)}.")
+    return a
+
+
 def sym(a):
     """``(A + A^T) / 2`` over the last two axes."""
-    a = check_array(a, "a", min_ndim=2, max_abs=1e300)
+    a = _square(a)
     return 0.5 * (a + _t(a))
 
 
 def skew(a):
     """``(A - A^T) / 2`` over the last two axes."""
-    a = check_array(a, "a", min_ndim=2, max_abs=1e300)
+    a = _square(a)
     return 0.5 * (a - _t(a))
 
 

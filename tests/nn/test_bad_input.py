@@ -294,3 +294,32 @@ NOT_ENTRY_POINTS |= _PAPER_NOT_ENTRY
     test_bad_input,
     test_bad_input_exhaustive,
 ) = make_tests("nn", CASES, NOT_ENTRY_POINTS, max_examples=250)
+
+
+# --- classes of fixes from the hostile fuzz (issue 20) ----------------------------------------
+
+
+def test_flags_and_options_are_checked_when_given_not_when_first_used():
+    import pytest
+
+    from nn import acavp as A
+
+    x = jnp.ones((2, 16))  # block size 16 divides: `pad` was never read here
+    with pytest.raises(TypeError, match="`pad` must be a bool"):
+        Q.quantize(x, pad="no")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`tensor_scale` must be a bool"):
+        Q.BlockFormat(16, "e4m3", 1)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`mlp_residual` must be a bool"):
+        HF.hopfield_block(alpha_prime=0.5, mlp_residual="no")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ValueError, match="`init` must be one of"):
+        HF.hopfield_block(alpha_prime=0.5, init="last")
+    # no MLA or Mamba2 layer reads them, and yet they are checked
+    with pytest.raises(TypeError, match="`rope_dim` must be an integer"):
+        HY.HybridLM(8, 8, 2, 1, 4, ("gqa",), mlp_hidden=8, rope_dim=2.5, key=KEY)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`chunk` must be an integer"):
+        HY.HybridLM(8, 8, 2, 1, 4, ("gqa",), mlp_hidden=8, chunk="16", key=KEY)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ValueError, match="`a` must be square"):
+        R.sym(np.ones((3, 2)))
+    cnn = A.SmallCNN((2, 2), n_classes=3, key=KEY)
+    with pytest.raises(TypeError, match="`label_map` must be"):
+        A.Prompted(A.ACAVPPrompt((3, 8, 8)), cnn, [[0], [1, 2]])
