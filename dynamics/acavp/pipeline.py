@@ -77,6 +77,12 @@ def build(method: str, backbone, key, *, shape=(3, 32, 32), width: int = 4, inne
     ``scale_init`` (ACAVP) as in :mod:`nn.acavp`."""
     method = check_choice(method, "method", METHODS[1:])
     check_key(key)
+    # every option is checked whichever method uses it: a bad `inner` with method="pad" is a bug
+    check_int(width, "width", lower=1)
+    check_int(inner, "inner", lower=2)
+    check_choice(center, "center", P.CENTERS)
+    check_scalar(t_range, "t_range", lower=0.0, upper=1.0)
+    check_scalar(scale_init, "scale_init", lower=0.0, upper=1.0, closed="neither")
     if not isinstance(backbone, P.SmallCNN):
         raise TypeError(f"`backbone` must be an nn.acavp.SmallCNN; got {type(backbone).__name__}.")
     n = backbone.head.out_features

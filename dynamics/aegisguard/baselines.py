@@ -23,7 +23,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import as_array, check_choice, check_int, check_key, check_scalar
+from theory._validation import (
+    as_array,
+    check_choice,
+    check_int,
+    check_key,
+    check_scalar,
+    to_array,
+)
 
 from .bandit import _probe
 from .victim import check_data, check_layer_vector, check_victim
@@ -70,9 +77,8 @@ def _probe_mean(model, As, Bs, X, y, rho, keys):
 
 def top_k(scores, k: int):
     """Bool mask of the ``k`` highest ``scores`` (ties to the lower index); traceable."""
-    scores = check_layer_vector(
-        scores, "scores", np.shape(scores)[0] if np.ndim(scores) == 1 else -1
-    )
+    shape = scores.shape if hasattr(scores, "shape") else to_array(scores, "scores").shape
+    scores = check_layer_vector(scores, "scores", shape[0] if len(shape) == 1 else -1)
     k = check_int(k, "k", lower=0, upper=scores.shape[-1])
     order = jnp.argsort(-scores, axis=-1, stable=True)
     ranks = jnp.argsort(order, axis=-1)

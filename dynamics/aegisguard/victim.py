@@ -25,7 +25,14 @@ import optax
 
 import nn
 from nn import adapters as ad
-from theory._validation import check_array, check_instance, check_int, check_key, check_scalar
+from theory._validation import (
+    check_array,
+    check_instance,
+    check_int,
+    check_key,
+    check_scalar,
+    to_array,
+)
 
 # the entry points; adapter_arrays, with_adapters, logits and init_A are helpers (no validation)
 __all__ = ["ResMLP", "Task", "planted_task", "adapted_model", "accuracy", "train_victim"]
@@ -250,7 +257,7 @@ def check_data(model, X, y, names=("X", "y")):
     X = check_inputs(model, X, names[0])
     if y is None or isinstance(y, str | bytes):
         raise TypeError(f"`{names[1]}` must be an array of integer labels; got {y!r}.")
-    y = check_array(y if hasattr(y, "dtype") else np.asarray(y), names[1], ndim=1)
+    y = check_array(y if hasattr(y, "dtype") else to_array(y, names[1]), names[1], ndim=1)
     if np.dtype(y.dtype).kind not in "iu":
         raise TypeError(f"`{names[1]}` must hold integer labels; got dtype {y.dtype}.")
     if y.shape[0] != X.shape[0]:
@@ -271,7 +278,7 @@ def check_layer_vector(v, name, n_layers=None, *, kind="f"):
     if v is None or isinstance(v, str | bytes):
         raise TypeError(f"`{name}` must be a 1-D array over the layers; got {v!r}.")
     if not hasattr(v, "dtype"):
-        v = np.asarray(v)
+        v = to_array(v, name)
     if kind == "b":
         if np.dtype(v.dtype).kind != "b":
             raise TypeError(f"`{name}` must be a bool mask over the layers; got dtype {v.dtype}.")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import as_array
+from theory._validation import as_array, to_array
 
 __all__ = [
     "relative_singular_value_errors",
@@ -23,7 +23,7 @@ _BIG = 1e100  # function values beyond this overflow the squares and Gram matric
 
 def _complex(x, name):
     """``x`` as a non-empty, finite 1-D complex array (real, integer or complex input)."""
-    arr = None if isinstance(x, str | bytes) else np.asarray(x) if x is not None else None
+    arr = None if isinstance(x, str | bytes) or x is None else to_array(x, name)
     if arr is None or arr.dtype.kind not in "biufc":
         raise TypeError(f"`{name}` must be an array of real or complex numbers; got {x!r:.60}.")
     arr = arr.astype(complex).reshape(-1)

@@ -256,7 +256,10 @@ def _j1(x):
 
 
 def _check_real(x, name):
-    arr = np.asarray(x) if not isinstance(x, jax.core.Tracer) else x
+    try:
+        arr = np.asarray(x) if not isinstance(x, jax.core.Tracer) else x
+    except ValueError as err:  # ragged nesting
+        raise TypeError(f"`{name}` must be a real array; got {err}.") from err
     if np.dtype(arr.dtype).kind not in "iuf":
         raise TypeError(f"`{name}` must be real; got dtype {arr.dtype}.")
     if not isinstance(arr, jax.core.Tracer) and not np.all(np.isfinite(arr)):

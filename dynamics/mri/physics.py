@@ -179,7 +179,11 @@ def _rng(key):
 
 
 def _shape(shape):
-    if isinstance(shape, int | np.integer) or not hasattr(shape, "__len__") or len(shape) != 2:
+    try:
+        pair = not isinstance(shape, str | bytes) and np.ndim(shape) == 1 and len(shape) == 2
+    except (TypeError, ValueError):  # no length, or ragged
+        pair = False
+    if not pair:
         raise TypeError(f"`shape` must be a pair (H, W) of integers; got {shape!r}.")
     return (
         check_int(shape[0], "shape", lower=2, upper=4096),

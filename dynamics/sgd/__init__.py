@@ -265,6 +265,10 @@ def expected_excess_risk(
     eta, _ = check_stepsize(eta, inst.beta)
     grid = _horizons(T)
     check_choice(method, "method", ("exact", "monte_carlo"))
+    # checked for both methods: a bad Monte Carlo option passed to method="exact" is a bug
+    n_paths = check_int(n_paths, "n_paths", lower=2)
+    chunk = check_int(chunk, "chunk", lower=1)
+    check_choice(precision, "precision", ("auto", "float32", "float64"))
     if method == "exact":
         if not isinstance(inst, QuadraticSum):
             raise ValueError(
@@ -274,9 +278,6 @@ def expected_excess_risk(
         mean = quadratic_spectral(inst, eta).quadratic_form(0.5 * inst.H, grid)
         mean = np.maximum(mean, 0.0)  # round-off only: a PSD form
         return RiskCurve(grid, mean, np.zeros_like(mean), "exact", eta, 0, inst.name)
-    n_paths = check_int(n_paths, "n_paths", lower=2)
-    chunk = check_int(chunk, "chunk", lower=1)
-    check_choice(precision, "precision", ("auto", "float32", "float64"))
     _mc_budget(grid, n_paths)
     key = _key(key)
     quad = isinstance(inst, QuadraticSum)

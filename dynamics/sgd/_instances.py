@@ -20,6 +20,7 @@ from theory._validation import (
     as_array,
     as_generator,
     check_choice,
+    check_instance,
     check_int,
     check_memory,
     check_scalar,
@@ -89,6 +90,7 @@ class QuadraticSum:
     _cache: dict = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self):
+        check_instance(self.name, "name", str)
         B = as_array(self.B, "B", ndim=3, lower=-_BIG, upper=_BIG)
         n, k, d = B.shape
         if n < 1 or k < 1 or d < 1:

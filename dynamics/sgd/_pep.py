@@ -166,8 +166,8 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
     import scs
 
     T, n, eta, beta, dist2 = _check(T, n, eta, beta, dist2)
-    if solver not in ("CLARABEL", "SCS"):
-        raise ValueError(f"`solver` must be 'CLARABEL' or 'SCS'; got {solver!r}.")
+    solver = check_choice(solver, "solver", ("CLARABEL", "SCS"))
+    eps = check_scalar(eps, "eps", lower=0.0, upper=1.0, closed="neither")  # also for CLARABEL
     nodes, index, xc, xv = _tree_coordinates(T, n, eta)
     P = len(nodes)
     N = 1 + n * P

@@ -312,3 +312,34 @@ NOT_ENTRY_POINTS |= _PAPER_NOT_ENTRY
     test_bad_input,
     test_bad_input_exhaustive,
 ) = make_tests("dynamics", CASES, NOT_ENTRY_POINTS, max_examples=250)
+
+
+# --- classes of fixes from the hostile fuzz (issue 20) ----------------------------------------
+
+
+def test_options_seeds_shapes_and_ragged_input_are_named():
+    import pytest
+
+    from dynamics import acavp as AC
+    from dynamics.aegisguard import baselines as BL
+    from nn.acavp import SmallCNN
+
+    cnn = SmallCNN((2, 2), key=KEY)
+    with pytest.raises(TypeError, match="`inner` must be an integer"):  # unused by "pad"
+        AC.build("pad", cnn, KEY, inner="24")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`seed` must be an integer"):
+        AC.source_task(jax.random.key(0))  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`shape` must be a pair"):
+        MR.cartesian_mask(np.array(8.0), 3.0, 0.1, KEY)
+    phase = MR.random_phase(KEY, max_phase=-0.0)  # a signed zero is zero
+    assert np.all(np.asarray(phase) == 0.0)
+    with pytest.raises(TypeError, match="`scores` must be array-like"):
+        BL.top_k([[0.1], [0.2, 0.3]], 1)
+    with pytest.raises(TypeError, match="`estimated` must be array-like"):
+        K.directed_hausdorff([[0.9], [0.5, 0.1]], np.array([1.0]))
+    with pytest.raises(TypeError, match="`n_paths` must be an integer"):  # unused by "exact"
+        S.expected_excess_risk(S.rare_curvature(1.0, 0.1), 1.0, [1, 10], n_paths="many")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`eps` must be a real number"):  # unused by CLARABEL
+        S.pep_worst_case(1, 2, 0.5, eps="no")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`name` must be str"):
+        S.least_squares(A, B, name=3)  # pyright: ignore[reportArgumentType]
