@@ -59,6 +59,10 @@ def goe(n: int, rng=None) -> np.ndarray:
     """GOE matrix (G + Gᵀ)/√2: off-diagonal entries N(0, 1), diagonal N(0, 2).
 
     The noise convention of Ma & Kunisky 2025, Sec. 2 and their code (AGZ 2010, Sec. 2.5).
+
+    >>> G = goe(4, rng=0)
+    >>> G.shape, bool(np.allclose(G, G.T))
+    ((4, 4), True)
     """
     n = check_int(n, "n", lower=1)
     check_memory(3 * n * n, "`n`", what="the n x n GOE matrix")
@@ -79,6 +83,10 @@ def spiked_wigner(
     max keeps a support for β < 1 and β = 0);
     ``prior`` is as in :func:`spectral.critical_threshold` (η is sampled from the prior's rule:
     ``"sparse_nnpca"`` samples |N(0,1)| exactly). ``beta = 0`` gives pure noise (x still drawn).
+
+    >>> inst = spiked_wigner(200, 2.0, rho=0.1, rng=0)
+    >>> inst, round(float(inst.x @ inst.x), 9)  # x a unit vector
+    (Instance(sparse_nnpca, n=200, beta=2), 1.0)
     """
     n = check_int(n, "n", lower=2)
     beta = check_scalar(beta, "beta", lower=0.0, upper=1e100)
@@ -122,6 +130,10 @@ def planted_submatrix(n: int, beta: float, *, rng=None) -> Instance:
     Code: ``generate_planted_matrix``.
 
     The effective strength is k/√n (x = 1_S/√k), returned as ``beta``.
+
+    >>> inst = planted_submatrix(400, 2.0, rng=0)
+    >>> int(np.count_nonzero(inst.x))  # k = round(2 sqrt(400))
+    40
     """
     n = check_int(n, "n", lower=2)
     beta = check_scalar(beta, "beta", lower=0.0, upper=np.sqrt(n))
@@ -144,6 +156,11 @@ def planted_clique(n: int, beta: float, *, rng=None) -> Instance:
 
     Zero diagonal, ±1/√n off it, +1/√n inside the clique (code ``generate_planted_clique``); the
     same limits as the planted submatrix.
+
+    >>> inst = planted_clique(400, 2.0, rng=0)
+    >>> # +-1/sqrt(n) off the diagonal, 0 on it
+    >>> set(np.unique(inst.Y * 20).round(9)) <= {-1.0, 0.0, 1.0}
+    True
     """
     n = check_int(n, "n", lower=2)
     beta = check_scalar(beta, "beta", lower=0.0, upper=np.sqrt(n))
@@ -177,6 +194,11 @@ def nonlinear_laplacian(Y, sigma) -> np.ndarray:
     """L_σ(Ŷ) = Ŷ + diag(σ(Ŷ1)), with the full row sums (diagonal included) (Sec. 2, eq. for L).
 
     ``Y`` is the normalised observation Ŷ (n×n, symmetric, finite), e.g. ``Instance.Y``.
+
+    >>> from spectral import sigmas
+    >>> nonlinear_laplacian(np.eye(2), sigmas.constant(1.0))  # Y + diag(1)
+    array([[2., 0.],
+           [0., 2.]])
     """
     Y = _check_square_symmetric(Y)
     sig = as_sigma(sigma)
@@ -260,6 +282,10 @@ def detect(Y, sigma, *, margin: float = 0.05, edge: float | None = None, rng=Non
 
     The top eigenpair comes from Lanczos; ``edge`` defaults to :func:`spectral.bulk_edge`.
     The estimate of the spike is ``Detection.eigenvector``.
+
+    >>> from spectral import sigmas
+    >>> detect(planted_submatrix(400, 2.0, rng=0).Y, sigmas.zero(), rng=0).detected  # beta > 1
+    True
     """
     margin = check_scalar(margin, "margin", lower=0.0, upper=1e100)
     e = None if edge is None else check_scalar(edge, "edge")
@@ -279,6 +305,10 @@ def finite_sample_limits(instance: Instance, sigma) -> tuple[float, float]:
     the asymptotic values measures the finite-support (k^{-1/2}) effect; tests use it as the
     finite-n allowance. Returns (nan-free) (eigenvalue, overlap), or (edge-free) (None, 0.0)
     when no outlier is predicted.
+
+    >>> from spectral import sigmas
+    >>> finite_sample_limits(planted_submatrix(400, 2.0, rng=0), sigmas.zero())  # sigma = 0: BBP
+    (2.5, 0.75)
     """
     from theory.roots import find_root
 

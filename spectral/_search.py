@@ -270,6 +270,11 @@ def threshold_grid(fam: str, axes: dict, fixed: dict, prior="planted_submatrix")
 
     ``axes`` maps two parameter names to 1-D grids, ``fixed`` the others to values; names are
     ``a, b`` (tanh) or ``a, b, c`` (zshape). Each cell is an exact β* (no bracket capping).
+
+    >>> g = threshold_grid("tanh", {"a": [1.0, 2.0], "b": [0.5, 1.0]}, {})
+    >>> g.values.round(4)
+    array([[0.7851, 0.7843],
+           [0.834 , 0.7642]])
     """
     names = {"tanh": ("a", "b"), "zshape": ("a", "b", "c")}[
         check_choice(fam, "fam", ("tanh", "zshape"))

@@ -83,7 +83,11 @@ class _Tanh(Sigma):
 
 
 def tanh(a: float, b: float) -> Sigma:
-    """σ(t) = a·tanh(b t), a, b >= 0 (Ma & Kunisky 2025, Sec. 4 "tanh" family)."""
+    """σ(t) = a·tanh(b t), a, b >= 0 (Ma & Kunisky 2025, Sec. 4 "tanh" family).
+
+    >>> tanh(2.0, 1.0)(np.array([0.0, 50.0]))
+    array([0., 2.])
+    """
     a = check_scalar(a, "a", lower=0.0)
     b = check_scalar(b, "b", lower=0.0)
     return _Tanh(a, b)
@@ -114,6 +118,9 @@ def step(breaks, levels) -> Sigma:
 
     ``levels`` has one entry more than ``breaks``; ``levels[0]`` is the value below the first
     break. Breaks must be non-decreasing, levels non-decreasing.
+
+    >>> step([0.0], [-1.0, 1.0])(np.array([-0.5, 0.5]))
+    array([-1.,  1.])
     """
     b = as_array(breaks, "breaks", ndim=1)
     v = as_array(levels, "levels", ndim=1)
@@ -151,6 +158,9 @@ def zshape(a: float, b: float, c: float) -> Sigma:
     """σ(t) = min(b, max(0, (b/a)(t - c))): 0 below c, linear on [c, c+a], b above (Sec. 4).
 
     ``a = 0`` gives the single step b·1{t >= c}.
+
+    >>> zshape(2.0, 1.0, 0.0)(np.array([-1.0, 1.0, 3.0]))  # 0, linear, b
+    array([0. , 0.5, 1. ])
     """
     a = check_scalar(a, "a", lower=0.0)
     b = check_scalar(b, "b", lower=0.0)
@@ -172,12 +182,20 @@ class _Constant(Sigma):
 
 
 def constant(c: float) -> Sigma:
-    """σ ≡ c (then L = Ŷ + cI: plain PCA shifted by c; Ma & Kunisky 2025, Sec. 2)."""
+    """σ ≡ c (then L = Ŷ + cI: plain PCA shifted by c; Ma & Kunisky 2025, Sec. 2).
+
+    >>> constant(2.0)(np.zeros(2))
+    array([2., 2.])
+    """
     return _Constant(check_scalar(c, "c"))
 
 
 def zero() -> Sigma:
-    """σ ≡ 0 (plain PCA; BBP threshold β* = 1, Baik, Ben Arous & Péché 2005)."""
+    """σ ≡ 0 (plain PCA; BBP threshold β* = 1, Baik, Ben Arous & Péché 2005).
+
+    >>> zero()(np.array([-1.0, 1.0]))
+    array([0., 0.])
+    """
     return _Constant(0.0)
 
 
@@ -216,6 +234,9 @@ def monotone_mlp(v, w, b, c0: float = 0.0) -> Sigma:
     Positive output and input weights make it non-decreasing and bounded by construction
     (|σ - c0| < Σ softplus(v_k)), instead of the official code's cumulative-maximum repair
     (Ma & Kunisky 2025, Sec. 4 learn σ by an MLP; this parametrisation is chosen here).
+
+    >>> monotone_mlp([1.0], [1.0], [0.0], c0=0.5)(np.array([0.0]))  # c0 + softplus(1) tanh(0)
+    array([0.5])
     """
     v = as_array(v, "v", ndim=1)
     w = as_array(w, "w", shape=v.shape)
@@ -245,6 +266,10 @@ def custom(fn, *, upper: float, lower: float, breaks=(), name: str = "custom") -
     Raises ``ValueError`` naming ``fn`` when it leaves [lower, upper] or decreases on the grid.
     Gaps are computed as differences, so an ``fn`` approaching ``upper`` only asymptotically
     loses accuracy near the top; prefer a family of :mod:`spectral.sigmas` then.
+
+    >>> s = custom(np.tanh, upper=1.0, lower=-1.0)
+    >>> s(np.array([0.0]))
+    array([0.])
     """
     if not callable(fn):
         raise TypeError(f"`fn` must be callable; got {type(fn).__name__}.")

@@ -54,6 +54,10 @@ def threshold(sigma, prior="planted_submatrix") -> _nl.ThresholdResult:
 
     Ma & Kunisky 2025, Sec. 3 (β*) and Biane 1997, Cor. 2 (z*, the edge); the single-root form
     is derived here (see :mod:`theory.nonlinear_laplacian`).
+
+    >>> from spectral import sigmas
+    >>> round(threshold(sigmas.zero()).beta_star, 9)  # sigma = 0: the BBP threshold
+    1.0
     """
     return _nl.critical_threshold(as_sigma(sigma), as_prior(prior))
 
@@ -77,6 +81,11 @@ def outlier_limits(sigma, beta, prior="planted_submatrix") -> _nl.OutlierResult:
     """Full :class:`OutlierResult` (θ, H'(θ), edge, whether an outlier exists) at ``beta``.
 
     Ma & Kunisky 2025, main theorem of Sec. 3 (official code's ``outlier_eval``).
+
+    >>> from spectral import sigmas
+    >>> r = outlier_limits(sigmas.zero(), 0.5)  # below beta* = 1: no outlier
+    >>> r.exists, round(r.edge, 9)
+    (False, 2.0)
     """
     beta = check_scalar(beta, "beta", lower=0.0)
     return _nl.outlier(as_sigma(sigma), beta, as_prior(prior))
@@ -87,6 +96,10 @@ def outlier(sigma, beta, prior="planted_submatrix") -> tuple[float, float]:
 
     Above β*: (H(θ(β)), H'(θ)·⟨v1(X), x⟩²); below: (E₊, 0). σ = 0 gives BBP:
     (β + 1/β, 1 - 1/β²).
+
+    >>> from spectral import sigmas
+    >>> outlier(sigmas.zero(), 2.0)  # sigma = 0: BBP, (beta + 1/beta, 1 - 1/beta^2)
+    (2.5, 0.75)
     """
     r = outlier_limits(sigma, beta, prior)
     return r.eigenvalue, r.overlap
@@ -96,6 +109,10 @@ def bulk_edge(sigma) -> float:
     """Right edge of the bulk μ_SC ⊞ Law(σ(g)) of L_σ: the null limit of λ1(L).
 
     Ma & Kunisky 2025, Sec. 3.1; the edge by Biane 1997, Cor. 2.
+
+    >>> from spectral import sigmas
+    >>> round(bulk_edge(sigmas.constant(1.0)), 9)  # the semicircle edge 2, shifted by 1
+    3.0
     """
     return _nl.bulk_edge(as_sigma(sigma))
 
@@ -104,5 +121,11 @@ def bulk_density(sigma, *, points: int = 2001):
     """Density of μ_SC ⊞ Law(σ(g)) (a callable :class:`FreeConvolutionDensity`).
 
     The bulk law of Ma & Kunisky 2025, Sec. 3.1, by Biane 1997, Prop. 2.
+
+    >>> import math
+    >>> from spectral import sigmas
+    >>> density = bulk_density(sigmas.zero(), points=201)  # the semicircle: 1/pi at 0
+    >>> round(float(density(0.0)) * math.pi, 6)
+    1.0
     """
     return free_convolution_density(null_law(as_sigma(sigma)), points=points)
