@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from theory._validation import as_array, check_bool, check_instance, check_scalar
+
 __all__ = [
     "Verdict",
     "within",
@@ -58,11 +60,19 @@ def _plain(x):
     return x
 
 
-def _values(x) -> np.ndarray:
-    """The numbers of a scalar, sequence or dict (values in key order) as a float64 array."""
+def _values(x, name) -> np.ndarray:
+    """The numbers of a scalar, sequence or dict (values in key order) as a float64 array.
+
+    Text, None, objects, complex and ragged input raise naming ``name``; NaN is allowed (a
+    failed measurement, or a bound computed from one, fails its rule)."""
     if isinstance(x, dict):
-        return np.concatenate([_values(v).ravel() for v in x.values()]) if x else np.zeros(0)
-    return np.asarray(x, dtype=np.float64)
+        parts = [_values(v, name).ravel() for v in x.values()]
+        return np.concatenate(parts) if parts else np.zeros(0)
+    return as_array(x, name, finite=False, allow_bool=True)
+
+
+def _name(name):
+    return check_instance(name, "name", str)
 
 
 def _finite(arr: np.ndarray) -> bool:
@@ -75,8 +85,11 @@ def within(measured, expected, tol, *, name: str = "value") -> Verdict:
     ``measured``/``expected`` are scalars, arrays or dicts with the same keys; ``tol`` a scalar or
     of the same structure.
     """
-    m, e = _values(measured), _values(expected)
-    t = _values(tol)
+    _name(name)
+    m, e = _values(measured, "measured"), _values(expected, "expected")
+    t = _values(tol, "tol")  # NaN (a tolerance from a failed SE) fails the rule, as NaN does
+    if np.any(t < 0):
+        raise ValueError(f"`tol` must be >= 0; got {t.min():g}.")
     if m.shape != e.shape:
         raise ValueError(f"within({name!r}): measured has shape {m.shape}, expected {e.shape}.")
     err = np.abs(m - e)
@@ -94,7 +107,9 @@ def within(measured, expected, tol, *, name: str = "value") -> Verdict:
 
 def at_most(measured, bound, *, tol: float = 0.0, name: str = "value") -> Verdict:
     """One-sided: ``measured <= bound + tol`` for every entry (NaN fails)."""
-    m, b = _values(measured), _values(bound)
+    _name(name)
+    m, b = _values(measured, "measured"), _values(bound, "bound")
+    tol = check_scalar(tol, "tol", lower=0.0)
     ok = _finite(m) and bool(np.all(m <= b + tol))
     rule = f"{name} <= bound" + (f" + {tol:g}" if tol else "")
     return Verdict(name, ok, rule, _plain(measured), _plain(bound), tol)
@@ -102,16 +117,22 @@ def at_most(measured, bound, *, tol: float = 0.0, name: str = "value") -> Verdic
 
 def at_least(measured, bound, *, tol: float = 0.0, name: str = "value") -> Verdict:
     """One-sided: ``measured >= bound - tol`` for every entry (NaN fails)."""
-    m, b = _values(measured), _values(bound)
+    _name(name)
+    m, b = _values(measured, "measured"), _values(bound, "bound")
+    tol = check_scalar(tol, "tol", lower=0.0)
     ok = _finite(m) and bool(np.all(m >= b - tol))
     rule = f"{name} >= bound" + (f" - {tol:g}" if tol else "")
     return Verdict(name, ok, rule, _plain(measured), _plain(bound), tol)
 
 
 def _paired(a, b) -> tuple[float, float, int]:
-    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-    if d.ndim != 1 or d.size < 2:
-        raise ValueError(f"a paired rule needs >= 2 paired replicates; got shape {d.shape}.")
+    a, b = as_array(a, "a", finite=False), as_array(b, "b", finite=False)
+    if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+        raise ValueError(
+            f"`a` and `b` must be 1-D with the same length >= 2 (paired replicates); got shapes "
+            f"{a.shape} and {b.shape}."
+        )
+    d = a - b
     return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)), d.size
 
 
@@ -120,6 +141,9 @@ def paired_gap(
 ) -> Verdict:
     """A paired difference over replicates: ``mean(a - b) > margin + n_se * SE`` (``"greater"``)
     or ``mean(a - b) < -margin - n_se * SE`` (``"less"``); SE is ``std(ddof=1)/sqrt(k)``."""
+    _name(name)
+    n_se = check_scalar(n_se, "n_se", lower=0.0)
+    margin = check_scalar(margin, "margin")  # negative: non-inferiority within |margin|
     mean, se, k = _paired(a, b)
     if direction == "greater":
         ok, rule = mean - n_se * se > margin, f"{name} > {margin:g} + {n_se:g} SE"
@@ -140,6 +164,9 @@ def paired_gap(
 
 def equivalent(a, b, *, margin: float, n_se: float = 2.0, name: str = "a - b") -> Verdict:
     """Paired equivalence: ``|mean(a - b)| + n_se * SE <= margin`` (the interval inside ±margin)."""
+    _name(name)
+    n_se = check_scalar(n_se, "n_se", lower=0.0)
+    margin = check_scalar(margin, "margin", lower=0.0)
     mean, se, k = _paired(a, b)
     ok = math.isfinite(mean) and abs(mean) + n_se * se <= margin
     return Verdict(
@@ -156,11 +183,15 @@ def slope_within(
     x, y, expected: float, tol: float, *, log: bool = True, name: str = "slope"
 ) -> Verdict:
     """Least-squares slope of ``log y`` on ``log x`` (``log=False``: of ``y`` on ``x``) within
-    ``expected ± tol``."""
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    ``expected ± tol``; a point outside the log domain (``<= 0``) fails the rule."""
+    _name(name)
+    log = check_bool(log, "log")
+    expected = check_scalar(expected, "expected")
+    tol = check_scalar(tol, "tol", lower=0.0)
+    x, y = as_array(x, "x", finite=False), as_array(y, "y", finite=False)
     if x.shape != y.shape or x.ndim != 1 or x.size < 2:
         raise ValueError(
-            f"slope_within({name!r}) needs two 1-D arrays of equal length >= 2; "
+            f"`x` and `y` must be 1-D arrays of equal length >= 2 (slope_within({name!r})); "
             f"got shapes {x.shape} and {y.shape}."
         )
     if log:
@@ -176,8 +207,14 @@ def slope_within(
 
 
 def holds(condition: bool, *, name: str, rule: str, measured: Any = None) -> Verdict:
-    """A named fact with no tolerance: an exact identity or an event (``rule`` says which)."""
-    m = _plain(measured) if measured is not None else bool(condition)
+    """A named fact with no tolerance: an exact identity or an event (``rule`` says which).
+    ``condition`` is a bool (Python, NumPy, or a 0-d boolean array)."""
+    _name(name)
+    check_instance(rule, "rule", str)
+    if getattr(condition, "ndim", None) == 0 and str(getattr(condition, "dtype", "")) == "bool":
+        condition = bool(condition)
+    condition = check_bool(condition, "condition")
+    m = _plain(measured) if measured is not None else condition
     return Verdict(name, bool(condition), rule, m, True, 0.0)
 
 
@@ -191,6 +228,10 @@ def measure(*verdicts: Verdict, detail: str = "", extra: dict | None = None):
 
     if not verdicts:
         raise ValueError("measure() needs at least one rule.")
+    for v in verdicts:
+        check_instance(v, "verdicts", Verdict, "Verdicts (from within, at_most, ...)")
+    check_instance(detail, "detail", str)
+    check_instance(extra, "extra", (dict, type(None)), "a dict or None")
     names = [v.name for v in verdicts]
     if len(set(names)) != len(names):
         raise ValueError(f"rule names must differ; got {names}.")

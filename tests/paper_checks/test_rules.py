@@ -70,3 +70,43 @@ def test_measure_is_the_conjunction_and_writes_every_rule():
     assert one.passed and one.rule == "merge == unmerged"
     with pytest.raises(ValueError, match="differ"):
         measure(holds(True, name="x", rule="r"), holds(True, name="x", rule="r"))
+
+
+# --- bad input to the rules (issue 20): named errors; a NaN measurement still just fails ------
+
+
+def test_rules_name_a_bad_argument_and_a_nan_measurement_still_fails():
+    import jax.numpy as jnp
+
+    for bad in (1 + 1j, "1.0", None, object(), [[1.0], [1.0, 2.0]], 10**400):
+        with pytest.raises(TypeError, match="`measured`"):
+            within(bad, 1.0, 0.1)
+        with pytest.raises(TypeError, match="`bound`"):
+            at_most(1.0, bad)
+    with pytest.raises(ValueError, match="`tol` must be >= 0"):
+        within(1.0, 1.0, -0.1)
+    for bad_tol in (math.nan, -0.1):
+        with pytest.raises(ValueError, match="`tol`"):
+            at_least(1.0, 1.0, tol=bad_tol)
+    # a failed measurement (or a tolerance or bound computed from one) fails, it is no usage error
+    assert not within(math.nan, 1.0, 0.1).passed
+    assert not within(1.0, 1.0, math.nan).passed
+    assert not within(1.0, math.nan, 0.1).passed
+    assert at_most(1.0, math.inf).passed  # an infinite bound is a bound
+    a, b = np.array([1.0, 1.2, 0.9]), np.array([0.5, 0.4, 0.6])
+    with pytest.raises(ValueError, match="`a` and `b` must be 1-D with the same length"):
+        paired_gap(a, b[:2])
+    with pytest.raises(ValueError, match="`n_se`"):
+        equivalent(a, b, margin=1.0, n_se=-1.0)
+    with pytest.raises(ValueError, match="`margin`"):
+        equivalent(a, b, margin=-1.0)
+    assert paired_gap(b, a, margin=-1.0).passed  # a negative margin: non-inferiority
+    with pytest.raises(TypeError, match="`condition` must be a bool"):
+        holds("no", name="fact", rule="x == y")  # pyright: ignore[reportArgumentType]
+    assert holds(jnp.array(True), name="fact", rule="x == y").passed  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`log` must be a bool"):
+        slope_within([1.0, 2.0], [1.0, 2.0], 1.0, 0.1, log="no")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`name` must be str"):
+        within(1.0, 1.0, 0.1, name=3)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`verdicts` must be Verdicts"):
+        measure(within(1.0, 1.0, 0.1), 0.5)  # pyright: ignore[reportArgumentType]
