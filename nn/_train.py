@@ -45,7 +45,12 @@ __all__ = [
 
 
 def cross_entropy(logits, targets):
-    """Mean token cross-entropy (nats), ``logits (..., V)``, integer ``targets (...)``."""
+    """Mean token cross-entropy (nats), ``logits (..., V)``, integer ``targets (...)``: the
+    standard ``-mean log softmax(logits)[target]``.
+
+    >>> round(float(cross_entropy(jnp.zeros((2, 4)), jnp.array([0, 3]))), 6)  # uniform: log 4
+    1.386294
+    """
     logits = check_array(logits, "logits", min_ndim=1)
     if isinstance(targets, str | bytes) or not hasattr(targets, "dtype"):
         targets = check_array(np.asarray(targets) if targets is not None else targets, "targets")
@@ -68,7 +73,8 @@ def cross_entropy(logits, targets):
 
 
 def lm_loss(model, batch, *, key=None):
-    """Next-token loss of a language model on ``batch`` of tokens ``(B, T + 1)``."""
+    """Next-token loss of a language model on ``batch`` of tokens ``(B, T + 1)``: the
+    :func:`cross_entropy` of ``model(batch[..., :-1], key=key)`` against ``batch[..., 1:]``."""
     check_callable(model, "model")
     batch = check_array(batch, "batch", min_ndim=1)
     if np.dtype(batch.dtype).kind not in "iu" or batch.shape[-1] < 2:
@@ -238,8 +244,7 @@ def train(
     optimizer : an ``optax.GradientTransformation``.
     steps : number of steps.
     key : PRNG key; step ``t`` gets ``fold_in(key, t)`` (so a resumed run with ``start_step``
-    continues
-        the same key stream).
+        continues the same key stream).
     opt_state : resume from this optimiser state (default ``optimizer.init`` of the trainable half).
     eval_fn : optional ``eval_fn(model) -> float`` run every ``eval_every`` steps and at the end.
     progress : tqdm bar (``disable=None``: off when not a terminal).
