@@ -38,6 +38,7 @@ from theory._validation import (
     check_int,
     check_key,
     check_scalar,
+    to_array,
 )
 
 __all__ = [
@@ -360,7 +361,7 @@ def frequency_label_map(source_pred, target, n_target: int, n_source: int):
     ``idx[i]``."""
     n_source = check_int(n_source, "n_source", lower=1, upper=100_000)
     n_target = check_int(n_target, "n_target", lower=1, upper=n_source)
-    sp, tg = np.asarray(source_pred), np.asarray(target)
+    sp, tg = to_array(source_pred, "source_pred"), to_array(target, "target")
     for arr, name, hi in ((sp, "source_pred", n_source), (tg, "target", n_target)):
         if arr.ndim != 1 or arr.dtype.kind not in "iu" or arr.size == 0:
             raise TypeError(f"`{name}` must be a non-empty 1-D integer array; got {arr.dtype}.")
@@ -438,10 +439,7 @@ class Prompted(eqx.Module):
             raise TypeError(f"`prompt` must be a prompt module; got {type(prompt).__name__}.")
         if not isinstance(backbone, SmallCNN):
             raise TypeError(f"`backbone` must be a SmallCNN; got {type(backbone).__name__}.")
-        try:
-            lm = np.asarray(label_map)
-        except ValueError as err:  # ragged nesting
-            raise TypeError(f"`label_map` must be a 1-D integer array; got {err}.") from err
+        lm = to_array(label_map, "label_map")
         n_src = backbone.head.out_features
         if lm.ndim != 1 or lm.dtype.kind not in "iu" or lm.size < 2:
             raise TypeError("`label_map` must be a 1-D integer array of >= 2 source indices.")

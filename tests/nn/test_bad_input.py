@@ -323,3 +323,5 @@ def test_flags_and_options_are_checked_when_given_not_when_first_used():
     cnn = A.SmallCNN((2, 2), n_classes=3, key=KEY)
     with pytest.raises(TypeError, match="`label_map` must be"):
         A.Prompted(A.ACAVPPrompt((3, 8, 8)), cnn, [[0], [1, 2]])
+    with pytest.raises(TypeError, match="`target` must be array-like"):
+        A.frequency_label_map([0, 1], [[0], [1, 2]], 2, 3)
