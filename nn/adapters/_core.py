@@ -621,7 +621,8 @@ def unload(adapted: Adapted):
 
 
 def delta_weights(adapted: Adapted, *, name: str | None = None, **context) -> dict:
-    """The ``(out, fan_in)`` update of every layer of adapter ``name`` (default: the active one)."""
+    """The ``(out, fan_in)`` update of every layer of adapter ``name`` (default: the active one),
+    each method's ``Delta W`` as its module states it."""
     _check_adapted(adapted)
     name = adapted._one(name)
     ctx = {**adapted.banks[name], **context}
@@ -632,6 +633,9 @@ def stable_rank(m) -> jax.Array:
     """``sr(M) = ||M||_F^2 / ||M||_2^2`` over the last two axes (PoLAR, arXiv 2506.03133, Sec. 2).
 
     ``1 <= sr(M) <= rank(M)``; the zero matrix gets 0 (never NaN).
+
+    >>> float(stable_rank(jnp.diag(jnp.array([2.0, 1.0]))))  # (4 + 1) / 4
+    1.25
     """
     m = jnp.asarray(as_array(m, "m"))
     if m.ndim < 2 or 0 in m.shape[-2:]:

@@ -44,7 +44,12 @@ __all__ = [
 
 
 def ctu(x, beta, c=0.5):
-    """``phi_{beta,c}(x)``; exact ReLU where ``beta == 1``. ``beta, c`` broadcast against ``x``."""
+    """``phi_{beta,c}(x)`` (arXiv 2502.07783, official ``utils/curvature_tuning.py``); exact ReLU
+    where ``beta == 1``. ``beta, c`` broadcast against ``x``.
+
+    >>> ctu(jnp.array([-1.0, 2.0]), 1.0).tolist()  # beta = 1: the ReLU
+    [0.0, 2.0]
+    """
     x = _real_array(x, "x")
     beta = _real_array(beta, "beta", lower=0, upper=1)
     c = _real_array(c, "c", lower=0, upper=1)
@@ -56,14 +61,20 @@ def ctu(x, beta, c=0.5):
 
 
 def ct_gap_bound(beta: float, c: float) -> float:
-    """``(1 - beta)[c / (beta e) + (1 - c) ln 2]``, a bound on ``sup |phi_{beta,c} - ReLU|``."""
+    """``(1 - beta)[c / (beta e) + (1 - c) ln 2]``, a bound on ``sup |phi_{beta,c} - ReLU|``
+    (derived in ``adapters.md`` Sec. 8.1; tested).
+
+    >>> round(ct_gap_bound(0.5, 0.0), 6)  # (1 - 0.5) ln 2
+    0.346574
+    """
     beta = check_scalar(beta, "beta", lower=0, upper=1, closed="right")
     c = check_scalar(c, "c", lower=0, upper=1)
     return (1 - beta) * (c / (beta * math.e) + (1 - c) * math.log(2))
 
 
 class CTActivation(eqx.Module):
-    """A fixed ``phi_{beta,c}`` (static, hashable): the activation of steering CT."""
+    """A fixed ``phi_{beta,c}`` (static, hashable): the activation of steering CT (arXiv
+    2502.07783; ``adapters.md`` Sec. 8.2)."""
 
     beta: float = eqx.field(static=True)
     c: float = eqx.field(static=True)
@@ -73,7 +84,8 @@ class CTActivation(eqx.Module):
 
 
 class CTLinear(eqx.Module):
-    """``phi_{beta,c}(base(x))`` with trainable per-channel ``raw_beta``, ``raw_c`` (T-CT)."""
+    """``phi_{beta,c}(base(x))`` with trainable per-channel ``raw_beta``, ``raw_c`` (T-CT,
+    ``adapters.md`` Sec. 8.3)."""
 
     base: _nn.Linear
     raw_beta: jax.Array
@@ -130,7 +142,8 @@ def _replace_calls(node, match, new, found):
 
 
 def ct_steer(model, beta: float, c: float = 0.5, *, activation=jax.nn.relu):
-    """Replace every stored ``activation`` (default ReLU) of any model by ``phi_{beta,c}``.
+    """Replace every stored ``activation`` (default ReLU) of any model by ``phi_{beta,c}``
+    (steering CT, ``adapters.md`` Sec. 8.2).
 
     Works on any equinox model whose activation is a stored callable: a field of a module
     (``eqx.nn.MLP.activation``, :class:`nn.MLP`'s static ``activation``) or an
@@ -155,8 +168,9 @@ def _is_mlp(n):
 
 
 class CTTrainable(eqx.Module):
-    """A trainable ``phi_{beta,c}`` activation: ``beta = sigmoid(raw_beta)``, ``c =
-    sigmoid(raw_c)``, broadcast against the input (scalars: one pair for the whole site)."""
+    """A trainable ``phi_{beta,c}`` activation (T-CT, ``adapters.md`` Sec. 8.3):
+    ``beta = sigmoid(raw_beta)``, ``c = sigmoid(raw_c)``, broadcast against the input (scalars:
+    one pair for the whole site)."""
 
     raw_beta: jax.Array
     raw_c: jax.Array
@@ -218,7 +232,8 @@ def _ct_sites(node, rb, rc, dt, found):
 
 
 def ct_trainable(model, *, beta0: float = 0.8, c0: float = 0.5, train=()):
-    """Trainable CT on any equinox model: every stored ReLU gets trainable ``(beta, c)``.
+    """Trainable CT on any equinox model: every stored ReLU gets trainable ``(beta, c)``
+    (``adapters.md`` Sec. 8.3).
 
     * :class:`nn.MLP`: each hidden ``Linear`` is wrapped in :class:`CTLinear` (per-channel pairs;
       the MLP's static activation set to the identity, the same function);

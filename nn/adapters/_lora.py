@@ -22,7 +22,11 @@ __all__ = ["LoRALinear", "lora_scale"]
 
 
 def lora_scale(r: int, alpha: float, rslora: bool = False) -> float:
-    """``alpha / r`` (LoRA, Hu et al. 2022, Sec. 4.1) or ``alpha / sqrt(r)`` (rsLoRA, Thm 3.2)."""
+    """``alpha / r`` (LoRA, Hu et al. 2022, Sec. 4.1) or ``alpha / sqrt(r)`` (rsLoRA, Thm 3.2).
+
+    >>> lora_scale(8, 16.0), lora_scale(4, 16.0, rslora=True)
+    (2.0, 8.0)
+    """
     r = check_int(r, "r", lower=1)
     alpha = check_scalar(alpha, "alpha", lower=0, closed="neither")
     if not isinstance(rslora, bool):
@@ -32,7 +36,8 @@ def lora_scale(r: int, alpha: float, rslora: bool = False) -> float:
 
 @register_method("lora")
 class LoRALinear(AdapterLayer):
-    """LoRA on one layer: ``A (r, fan_in)`` and ``B (out, r)`` trainable."""
+    """LoRA on one layer (Hu et al. 2022, Sec. 4.1): ``A (r, fan_in)`` and ``B (out, r)``
+    trainable."""
 
     A: jax.Array
     B: jax.Array

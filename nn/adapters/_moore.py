@@ -32,7 +32,12 @@ __all__ = ["MoORELinear", "householder_apply", "householder_matrix"]
 
 
 def householder_apply(u, x):
-    """``R x`` for ``R = H_r ... H_1`` (``H_1`` first); rows ``u (r, n)``, ``x (..., n)``."""
+    """``R x`` for ``R = H_r ... H_1`` (``H_1`` first); rows ``u (r, n)``, ``x (..., n)``
+    (Householder reflections, ``adapters.md`` Sec. 6.1).
+
+    >>> householder_apply(jnp.array([[1.0, 0.0]]), jnp.array([3.0, 4.0])).tolist()  # reflect e_1
+    [-3.0, 4.0]
+    """
     u = _real_array(u, "u", ndim=2, min_size=1)
     x = _real_array(x, "x")
     if x.ndim < 1 or x.shape[-1] != u.shape[-1]:
@@ -53,14 +58,19 @@ def householder_apply(u, x):
 
 
 def householder_matrix(u):
-    """The ``n x n`` orthogonal matrix ``R = H_r ... H_1``."""
+    """The ``n x n`` orthogonal matrix ``R = H_r ... H_1`` (``adapters.md`` Sec. 6.1).
+
+    >>> householder_matrix(jnp.array([[1.0, 0.0]])).tolist()  # I - 2 e_1 e_1^T
+    [[-1.0, 0.0], [0.0, 1.0]]
+    """
     u = _real_array(u, "u", ndim=2, min_size=1)
     return householder_apply(u, jnp.eye(u.shape[-1], dtype=u.dtype)).T
 
 
 @register_method("moore")
 class MoORELinear(AdapterLayer):
-    """MoORE layer: frozen ``U, sigma, V`` and base ``bias``; trainable Householder rows, router,
+    """MoORE layer (arXiv 2506.14436; ``adapters.md`` Sec. 6.1): frozen ``U, sigma, V`` and base
+    ``bias``; trainable Householder rows, router,
     task embedding. It computes the whole layer output (``replaces_base``)."""
 
     U: jax.Array

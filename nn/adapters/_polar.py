@@ -34,7 +34,8 @@ __all__ = ["PoLARLinear", "stiefel_mask", "polar_optimizer"]
 
 @register_method("polar")
 class PoLARLinear(AdapterLayer):
-    """PoLAR on one layer: ``X (out, r)``, ``Theta (r, r)``, ``Y (fan_in, r)`` trainable."""
+    """PoLAR on one layer (arXiv 2506.03133; ``adapters.md`` Sec. 3.1): ``X (out, r)``,
+    ``Theta (r, r)``, ``Y (fan_in, r)`` trainable."""
 
     X: jax.Array
     Theta: jax.Array
@@ -92,7 +93,8 @@ def polar_optimizer(
     stiefel: str = "landing",
     lam: float = 1.0,
 ) -> optax.GradientTransformation:
-    """The PoLAR optimiser for a whole trainable tree, around the optax transform ``inner``.
+    """The PoLAR optimiser for a whole trainable tree, around the optax transform ``inner``
+    (``adapters.md`` Sec. 3.3).
 
     Stiefel leaves (X, Y) get ``chain(landing(lam), inner)`` (``stiefel="landing"``; the official
     code replaces the gradient of X and Y by the landing field before AdamW, weight decay 0, i.e.

@@ -54,7 +54,8 @@ __all__ = ["RavanLinear", "ravan_aggregate", "ravan_select_heads", "fedavg"]
 
 @register_method("ravan")
 class RavanLinear(AdapterLayer):
-    """Ravan layer: frozen ``B (h, out, r)``, ``A (h, r, in)``; trainable ``H (h, r, r)``, ``s``."""
+    """Ravan layer (arXiv 2506.05568, abstract): frozen ``B (h, out, r)``, ``A (h, r, in)``;
+    trainable ``H (h, r, r)``, ``s``."""
 
     B: jax.Array
     A: jax.Array

@@ -49,7 +49,14 @@ __all__ = [
 
 
 def tfb_refactor(b, a):
-    """``(B', A', d)``: ``B' = U diag(d)``, ``A' = V^T A``, thin SVD ``B = U diag(d) V^T``."""
+    """``(B', A', d)``: ``B' = U diag(d)``, ``A' = V^T A``, thin SVD ``B = U diag(d) V^T`` (TFB
+    step 1, ``adapters.md`` Sec. 7.1).
+
+    >>> b, a = jnp.array([[0.0, 1.0], [2.0, 0.0]]), jnp.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> b2, a2, d = tfb_refactor(b, a)
+    >>> d.tolist(), bool(jnp.allclose(b2 @ a2, b @ a))
+    ([2.0, 1.0], True)
+    """
     b = _real_array(b, "b", ndim=2, min_size=1)
     a = _real_array(a, "a", ndim=2, shape=(b.shape[1], None), min_size=1)
     u, d, vt = jnp.linalg.svd(b, full_matrices=False)
@@ -62,7 +69,8 @@ def tfb_refactor(b, a):
 
 @register_method("tfb")
 class TFBLoRALinear(AdapterLayer):
-    """LoRA layer with the TFB posterior on ``A'``: each call with ``key`` draws one ``E``.
+    """LoRA layer with the TFB posterior on ``A'`` (arXiv 2412.05723; ``adapters.md`` Sec. 7.1):
+    each call with ``key`` draws one ``E``.
 
     Without ``key`` the layer returns the posterior mean (the trained LoRA). Everything in it is
     frozen (TFB trains nothing) and stored in adapter files; ``sigma`` is a scalar array, so it
@@ -110,7 +118,7 @@ class TFBLoRALinear(AdapterLayer):
 
 def tfb_bayesianize(adapted: Adapted, sigma: float, *, name: str | None = None) -> Adapted:
     """Turn the LoRA adapter ``name`` (default: the active one) of a trained ``adapted`` into TFB
-    layers with std ``sigma``.
+    layers with std ``sigma`` (TFB, ``adapters.md`` Sec. 7.1).
 
     The TFB adapter trains nothing; call the model with ``key=`` to sample (one draw of the noise
     per call and layer; a layer called without a key draws from ``fold_in(key, i)``).
@@ -187,6 +195,9 @@ def tfb_search_sigma(
     nondecreasing in ``sigma`` (use common random numbers and antithetic draws). If
     ``metric(sigma_max) <= tol`` the answer is ``sigma_max``; the returned ``sigma`` is always
     feasible, within ``(sigma_max - sigma_min) / 2^iters`` of the threshold.
+
+    >>> tfb_search_sigma(lambda s: s, sigma_max=1.0, tol=0.25).sigma <= 0.25  # always feasible
+    True
     """
     metric = check_callable(metric, "metric")
     sigma_max = check_scalar(sigma_max, "sigma_max", lower=0, closed="neither")
@@ -219,6 +230,10 @@ def expected_calibration_error(probs, labels, *, bins: int = 15) -> float:
     """ECE with ``bins`` equal-width confidence bins (Guo et al. 2017, eq. (3)).
 
     ``probs (N, C)`` predicted probabilities, ``labels (N,)`` integer classes.
+
+    >>> probs = np.array([[0.9, 0.1], [0.9, 0.1]])  # confidence 0.9, accuracy 0.5
+    >>> round(expected_calibration_error(probs, np.array([0, 1])), 6)
+    0.4
     """
     probs = as_array(probs, "probs", ndim=2, min_size=1, lower=0.0, upper=1.0)
     as_array(labels, "labels", shape=(probs.shape[0],), dtype=float, lower=0)

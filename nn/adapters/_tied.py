@@ -23,7 +23,8 @@ __all__ = ["TiedLoRALinear"]
 
 @register_method("tied_lora")
 class TiedLoRALinear(AdapterLayer):
-    """Tied-LoRA layer: trainable ``u (out,)``, ``v (r,)``; tied ``A, B`` in ``shared``."""
+    """Tied-LoRA layer (arXiv 2311.09578): trainable ``u (out,)``, ``v (r,)``; tied ``A, B`` in
+    ``shared``."""
 
     u: jax.Array
     v: jax.Array

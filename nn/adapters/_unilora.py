@@ -55,12 +55,17 @@ __all__ = [
 
 
 def isometric_projection(D: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Uni-LoRA's projection as ``(index, value)`` of length ``D``: ``P[i, index[i]] = value[i]``.
+    """Uni-LoRA's projection (Sec. 3.2) as ``(index, value)`` of length ``D``:
+    ``P[i, index[i]] = value[i]``.
 
     Balanced random partition (official code ``generate_index``): ``floor(D/d)`` copies of every
     column id, ``D mod d`` extra ids drawn without replacement, shuffled by
     ``np.random.default_rng(seed)``; ``value = 1/sqrt(n_j)`` with ``n_j`` the group size.
     Requires ``1 <= d <= D`` (else a group would be empty and ``P^T P != I``).
+
+    >>> index, value = isometric_projection(5, 2)  # groups of 3 and 2
+    >>> sorted(np.round(value, 6).tolist())  # 1 / sqrt(n_j)
+    [0.57735, 0.57735, 0.57735, 0.707107, 0.707107]
     """
     D = check_int(D, "D", lower=1)
     d = check_int(d, "d", lower=1, upper=D)
@@ -75,7 +80,15 @@ def isometric_projection(D: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.
 
 
 def project(theta, index, value):
-    """``P theta`` for a one-nonzero-per-row projection: ``theta[index] * value`` (a gather)."""
+    """``P theta`` for a one-nonzero-per-row projection: ``theta[index] * value`` (a gather;
+    Uni-LoRA, Sec. 3.1).
+
+    >>> index, value = isometric_projection(5, 2)
+    >>> theta = jnp.array([1.0, 2.0])
+    >>> y = project(theta, index, value)
+    >>> project_transpose(y, index, value, 2).round(5).tolist()  # P^T P = I
+    [1.0, 2.0]
+    """
     theta = _real_array(theta, "theta", ndim=1, min_size=1)
     index, value = _check_projection(index, value, theta.shape[0])
     out = jnp.take(theta, index, axis=0) * value
@@ -93,7 +106,13 @@ def _check_projection(index, value, d):
 
 
 def project_transpose(g, index, value, d: int):
-    """``P^T g``: group ``j`` receives ``sum_{i: index_i = j} value_i g_i`` (a segment sum)."""
+    """``P^T g``: group ``j`` receives ``sum_{i: index_i = j} value_i g_i`` (a segment sum; the
+    adjoint of :func:`project`).
+
+    >>> index, value = jnp.array([0, 0, 1]), jnp.array([1.0, 1.0, 2.0])
+    >>> project_transpose(jnp.ones(3), index, value, 2).tolist()
+    [2.0, 2.0]
+    """
     d = check_int(d, "d", lower=1)
     check_memory(d, ["d"])
     index, value = _check_projection(index, value, d)
@@ -103,7 +122,8 @@ def project_transpose(g, index, value, d: int):
 
 
 def kaiming_uniform_bases(r: int, m_max: int, n_max: int, *, key, dtype=None):
-    """VeRA's shared frozen bases: ``A (r, n_max)``, ``B (m_max, r)``, each Kaiming-uniform
+    """VeRA's shared frozen bases (Kopiczko et al. 2024): ``A (r, n_max)``, ``B (m_max, r)``, each
+    Kaiming-uniform
     (a = sqrt(5), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, PEFT ``vera`` ``_kaiming_init``)."""
     r = check_int(r, "r", lower=1)
     m_max = check_int(m_max, "m_max", lower=1)
@@ -123,7 +143,8 @@ def _pair(x, name):
 
 
 def vera_projection(shapes, a, b):
-    """VeRA (and Tied-LoRA with frozen ``A, B``) as a one-nonzero projection.
+    """VeRA (and Tied-LoRA with frozen ``A, B``) as a one-nonzero projection (Uni-LoRA, Sec. 3.1;
+    derived in ``adapters.md`` Sec. 4.1 and tested in ``tests/nn/adapters/test_unilora.py``).
 
     Returns a list, per layer of shape ``(m, n)``, of ``(index_A, value_A, index_B, value_B)``
     with ``theta_l = [lambda_b (m); lambda_d (r)]`` stored at consecutive offsets, so that
@@ -155,7 +176,8 @@ def vera_projection(shapes, a, b):
 
 
 class ProjectedLoRALinear(AdapterLayer):
-    """``Delta W = B A`` with ``A = theta[index_A] * value_A``, ``B = theta[index_B] * value_B``.
+    """``Delta W = B A`` with ``A = theta[index_A] * value_A``, ``B = theta[index_B] * value_B``
+    (the unified view of Uni-LoRA, arXiv 2506.00799, Sec. 3.1).
 
     ``theta`` is the shared vector ``adapted.shared["theta"]``; the indices and values are frozen.
     """
@@ -190,7 +212,8 @@ def _uni_layout(shapes, r):
 
 @register_method("unilora")
 class UniLoRALinear(ProjectedLoRALinear):
-    """Uni-LoRA: one trainable vector ``theta in R^d`` for the whole model (isometric ``P``)."""
+    """Uni-LoRA (arXiv 2506.00799, Sec. 3.2): one trainable vector ``theta in R^d`` for the whole
+    model (isometric ``P``)."""
 
     options = ("r", "d", "seed", "init_bound")
 
@@ -231,7 +254,8 @@ class UniLoRALinear(ProjectedLoRALinear):
 
 @register_method("vera")
 class VeRALinear(ProjectedLoRALinear):
-    """VeRA: ``Delta W = diag(lambda_b) B diag(lambda_d) A`` (frozen shared random ``A, B``)."""
+    """VeRA: ``Delta W = diag(lambda_b) B diag(lambda_d) A`` (frozen shared random ``A, B``;
+    Kopiczko et al. 2024, arXiv 2310.11454, eq. (1))."""
 
     options = ("r", "d_initial")
 

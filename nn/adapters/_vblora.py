@@ -23,7 +23,13 @@ __all__ = ["VBLoRALinear", "topk_mixture_weights"]
 
 
 def topk_mixture_weights(logits, k: int):
-    """``(weights, index)``: the softmax over the top-``k`` logits (last axis) and their ids."""
+    """``(weights, index)``: the softmax over the top-``k`` logits (last axis) and their ids
+    (VB-LoRA's top-k admixture, arXiv 2405.15179; PEFT ``tuners/vblora``).
+
+    >>> w, idx = topk_mixture_weights(jnp.array([0.0, 5.0, 5.0]), 2)
+    >>> w.tolist(), idx.tolist()
+    ([0.5, 0.5], [1, 2])
+    """
     logits = _real_array(logits, "logits", min_size=1)
     if logits.ndim < 1:
         raise ValueError(f"`logits` must have a last axis; got shape {logits.shape}.")
@@ -39,7 +45,8 @@ def _mix(logits, bank, k):
 
 @register_method("vblora")
 class VBLoRALinear(AdapterLayer):
-    """VB-LoRA layer: trainable ``logits_A (r, n/b, h)``, ``logits_B (m/b, r, h)``."""
+    """VB-LoRA layer (arXiv 2405.15179): trainable ``logits_A (r, n/b, h)``,
+    ``logits_B (m/b, r, h)``."""
 
     logits_A: jax.Array
     logits_B: jax.Array
