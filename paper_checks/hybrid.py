@@ -59,6 +59,18 @@ SMALLEST_SV = wrap(
     name="smallest_sv",
 )
 
+#: the other mutant of both SVD-init claims: the down map loses its singular values
+NO_SIGMA = wrap(
+    "nn.mla.svd_factor",
+    lambda f: (
+        lambda W, r: (lambda u, dn, t: (u, dn / np.linalg.norm(dn, axis=1, keepdims=True), t))(
+            *f(W, r)
+        )
+    ),
+    "singular values dropped from the down map",
+    name="no_sigma",
+)
+
 
 #: a plausible cache-accounting bug shared by the claims that count the MLA cache
 NO_ROPE_KEY = wrap(
@@ -192,16 +204,7 @@ def svd_init(seeds: int, seed: int) -> dict:
     where="Sec. 3.1, Alg. 1 (SVD initialization for MLA); control derived here",
     sizes=SVD_SIZES,
     mutants=[
-        wrap(
-            "nn.mla.svd_factor",
-            lambda f: (
-                lambda W, r: (
-                    lambda u, dn, t: (u, dn / np.linalg.norm(dn, axis=1, keepdims=True), t)
-                )(*f(W, r))
-            ),
-            "singular values dropped from the down map",
-            name="no_sigma",
-        ),
+        NO_SIGMA,
         SMALLEST_SV,
     ],
 )
@@ -427,16 +430,7 @@ def _kv_optimality(teacher) -> np.ndarray:
     sizes=INIT_SIZES,
     mutants=[
         SMALLEST_SV,
-        wrap(
-            "nn.mla.svd_factor",
-            lambda f: (
-                lambda W, r: (
-                    lambda u, dn, t: (u, dn / np.linalg.norm(dn, axis=1, keepdims=True), t)
-                )(*f(W, r))
-            ),
-            "singular values dropped from the down map",
-            name="no_sigma",
-        ),
+        NO_SIGMA,
     ],
 )
 def _init(size, seed) -> Measurement:
