@@ -186,6 +186,15 @@ def collapse_stats(r: dict) -> dict:
     return out
 
 
+#: the mutant shared by the rank-collapse claims: no hidden state is carried between layers
+NO_STATE = wrap(
+    "nn.hopfield.hidden_update",
+    lambda f: lambda h, s, a: s,
+    "hidden state not carried (h_n = S_n at every layer)",
+    name="no_state",
+)
+
+
 @claim(
     "mha.rank_collapse",
     paper=PAPER,
@@ -198,12 +207,7 @@ def collapse_stats(r: dict) -> dict:
     where="Sec. 4 (rank-collapse theorem, geometric m=0 term); law: theory.rank_collapse",
     sizes=COLLAPSE_SIZES,
     mutants=[
-        wrap(
-            "nn.hopfield.hidden_update",
-            lambda f: lambda h, s, a: s,
-            "hidden state not carried (h_n = S_n at every layer)",
-            name="no_state",
-        ),
+        NO_STATE,
         wrap(
             "nn.hopfield.hidden_update",
             lambda f: lambda h, s, a: a**2 * h + (1 - a**2) * s,
@@ -331,14 +335,7 @@ def skipfree_vit(seeds: int, steps: int, depths: tuple, seed: int) -> dict:
     "at the deeper depth MHA beats vanilla, and vanilla is worse than when shallow.",
     where="Sec. 5, skip-free ViT experiment (no-skip rank-collapse study)",
     sizes=VIT_SIZES,
-    mutants=[
-        wrap(
-            "nn.hopfield.hidden_update",
-            lambda f: lambda h, s, a: s,
-            "hidden state not carried (h_n = S_n at every layer)",
-            name="no_state",
-        )
-    ],
+    mutants=[NO_STATE],
 )
 def _vit(size, seed) -> Measurement:
     r = skipfree_vit(size.seeds, size.steps, tuple(size.depths), seed)
