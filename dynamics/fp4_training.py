@@ -21,10 +21,9 @@ threshold experiment itself states no learning-rate change at the switch; ``qaf_
 Measurement (one-sample estimate of the SR noise, unbiased for ``E|eps|^2``): at every step both the
 FP4 gradient ``g_q`` (the :class:`nn.quant.QuantMatmul` recipe) and the high-precision gradient
 ``g_hp`` of the *same* forward pass (same FP4 forward, exact backward and update GEMMs) are
-computed,
-and ``rho_t = |g_hp| / |g_q - g_hp|`` with global norms over all trainable leaves. The crossing is
-the
-first step at which the mean of the last ``window`` ratios falls below the threshold.
+computed, and ``rho_t = |g_hp| / |g_q - g_hp|`` with global norms over all trainable leaves. The
+crossing is the first step at which the mean of the last ``window`` ratios falls below the
+threshold.
 """
 
 from __future__ import annotations

@@ -2,11 +2,10 @@ r"""Baseline losses for learning Koopman singular subspaces: VAMP-2, VAMP-E and 
 relaxed).
 
 Pure JAX functions of minibatch features ``f = f(X)`` (B, k) and ``g = g(X')`` (B, k), written so
-that
-the comparison with :func:`dynamics.koopman.lora_loss` is like for like (same features, same batch).
-All are *losses* (to minimise, i.e. minus the scores). Each is a nonlinear function of the minibatch
-moments, which is why its minibatch gradient is biased (Jeong et al. 2025, Sec. 1-2; the bias is
-measured in ``paper_checks/koopman.py``).
+that the comparison with :func:`dynamics.koopman.lora_loss` is like for like (same features, same
+batch). All are *losses* (to minimise, i.e. minus the scores). Each is a nonlinear function of the
+minibatch moments, which is why its minibatch gradient is biased (Jeong et al. 2025, Sec. 1-2; the
+bias is measured in ``paper_checks/koopman.py``).
 
 * VAMP-2 (Wu & Noe 2020, arXiv 1707.04659, Def. 4/eq. 38): score ``||M_f^{-1/2} T
 M_g^{-1/2}||_F^2``,
@@ -15,8 +14,7 @@ M_g^{-1/2}||_F^2``,
   (the constant mode), the usual "1 + sum" convention.
 * VAMP-E (Wu & Noe 2020, Sec. 3.2, eq. 41; Jeong et al. 2025 App. B.1): with the SVD
   ``M_f^{-1/2} T M_g^{-1/2} = U S V^T``, score ``2 tr(S U'^T T V') - tr(S U'^T M_f U' S V'^T M_g
-  V')``
-  with ``U' = M_f^{-1/2} U``, ``V' = M_g^{-1/2} V``; backpropagates through eigh and SVD.
+  V')`` with ``U' = M_f^{-1/2} U``, ``V' = M_g^{-1/2} V``; backpropagates through eigh and SVD.
 * DPNet (Kostic et al. ICLR 2024, arXiv 2307.09912, eq. 8 and the relaxed score of Sec. 3):
   ``P = ||M_f^{-1/2} T M_g^{-1/2}||_F^2 - gamma (R(M_f) + R(M_g))`` with the metric distortion
   ``R(C) = tr(C^2 - C - log C)``; relaxed: ``||T||_F^2 / (||M_f||_op ||M_g||_op) - gamma (R_f +

@@ -9,8 +9,7 @@ Jeong, Ryu, Yun & Wornell 2025 (arXiv 2507.07222, Sec. 3.1) minimise
                    = \|K - \textstyle\sum_i f_i \otimes g_i\|_{HS}^2 - \|K\|_{HS}^2,
 
 with ``M_rho0[f] = E f(X) f(X)^T``, ``M_rho1[g] = E g(X') g(X')^T`` and ``T = E f(X) g(X')^T``. Its
-minimum
-over k pairs is ``-sum_{i<k} s_i^2`` (Eckart-Young-Mirsky-Schmidt).
+minimum over k pairs is ``-sum_{i<k} s_i^2`` (Eckart-Young-Mirsky-Schmidt).
 
 Nesting (Ryu et al. ICML 2024, NestedLoRA, Sec. 3; restated in Jeong et al. 2025 Sec. 3.1):
 
@@ -139,8 +138,7 @@ def lora_from_moments(Mf, Mg, T, *, nesting=None, weights=None):
 
     Population value of the (nested) objective from the three second-moment matrices
     (Jeong et al. 2025, Sec. 3.1, eq. for L_lora; joint nesting from NestedLoRA Sec. 3). The value
-    of
-    ``"seq"`` equals the plain one.
+    of ``"seq"`` equals the plain one.
     """
     Mf, Mg, T = _check_moments(Mf, Mg, T)
     _check_nesting(nesting, weights, Mf.shape[0])

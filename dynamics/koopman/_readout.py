@@ -4,8 +4,7 @@ eigenvalues, eigenfunctions, forecasts) and EDMD on a learned basis (Jeong et al
 Everything here is float64 NumPy on full-data feature matrices; only k x k linear algebra.
 
 CCA (Sec. 3.2.1): with ``W_f = M_f^{-1/2}``, ``W_g = M_g^{-1/2}`` and ``W_f T W_g = U S V^T``, the
-aligned
-functions ``phi~(x) = S^{1/2} U^T W_f f(x)`` and ``psi~(y) = S^{1/2} V^T W_g g(y)`` give
+aligned functions ``phi~(x) = S^{1/2} U^T W_f f(x)`` and ``psi~(y) = S^{1/2} V^T W_g g(y)`` give
 ``K^ = sum_i phi~_i (x) psi~_i``, the exact SVD of the compression of K onto span f x span g
 (gauge- and basis-invariant). Koopman matrix ``K_fwd = E_rho1[psi~ phi~^T]``; an eigenvector
 ``K_fwd a = lam a`` gives the eigenfunction ``phi~^T a``; forecasts
@@ -56,10 +55,8 @@ def _mat_powers(K, ts):
 class KoopmanReadout:
     """CCA + LoRA read-out. ``coef_f`` (k, r) and ``coef_g`` (k, r) map features to the aligned
     functions ``phi~ = f @ coef_f``, ``psi~ = g @ coef_g``; ``singular_values`` (r,) in decreasing
-    order;
-    ``koopman_matrix`` (r, r) ``E_rho1[psi~ phi~^T]`` (None when ``fy`` was not given);
-    ``eigenvalues``
-    sorted by decreasing modulus with eigenvectors ``eigvecs`` (columns)."""
+    order; ``koopman_matrix`` (r, r) ``E_rho1[psi~ phi~^T]`` (None when ``fy`` was not given);
+    ``eigenvalues`` sorted by decreasing modulus with eigenvectors ``eigvecs`` (columns)."""
 
     singular_values: np.ndarray
     coef_f: np.ndarray
@@ -155,8 +152,7 @@ def cca_readout(fx, gy, fy=None, *, weights=None, rtol=1e-7):
 
     Jeong et al. 2025, Sec. 3.2.1 (eqs. 6-7): whitening by ``M^{-1/2}`` (eigenvalues below
     ``rtol * max`` dropped), SVD of ``W_f T W_g``, singular values clipped to ``[0, 1]``. The
-    Koopman
-    matrix ``E_rho1[psi~ phi~^T]`` needs ``fy``; it assumes stationary data (rho0 = rho1).
+    Koopman matrix ``E_rho1[psi~ phi~^T]`` needs ``fy``; it assumes stationary data (rho0 = rho1).
     ``weights`` (n,) turns the sample means into weighted means, e.g. quadrature weights of the
     joint law for population read-outs.
     """

@@ -1,13 +1,11 @@
 """Stochastic dynamical systems with exactly known Koopman singular values (and Lorenz-63 without).
 
 Each system samples pairs ``(X, Y)`` at its lag (``X ~ rho0``, ``Y ~ p_lag(. | X)``) and
-trajectories,
-and, where an exact answer exists, returns the singular values ``1 = s_0 >= s_1 >= ...`` of the
-Koopman operator ``K : L2(rho1) -> L2(rho0)``, ``(Kg)(x) = E[g(X') | X = x]``, its eigenvalues, and
-its
-left / right singular functions (orthonormal in L2(rho0) / L2(rho1)). Conventions follow Jeong, Ryu,
-Yun & Wornell 2025 (arXiv 2507.07222), Sec. 2; the ground truths are classical and derived in the
-docstrings below.
+trajectories, and, where an exact answer exists, returns the singular values ``1 = s_0 >= s_1 >=
+...`` of the Koopman operator ``K : L2(rho1) -> L2(rho0)``, ``(Kg)(x) = E[g(X') | X = x]``, its
+eigenvalues, and its left / right singular functions (orthonormal in L2(rho0) / L2(rho1)).
+Conventions follow Jeong, Ryu, Yun & Wornell 2025 (arXiv 2507.07222), Sec. 2; the ground truths are
+classical and derived in the docstrings below.
 """
 
 from __future__ import annotations
@@ -72,13 +70,11 @@ class FiniteChain:
     ``lag``.
 
     With ``P_lag = P^lag``, ``rho1 = rho0 P_lag``, ``D0 = diag rho0`` and ``D1 = diag rho1``, the
-    Koopman
-    operator in orthonormal coordinates is :math:`\tilde K = D_0^{1/2} P_{lag} D_1^{-1/2} = U S
-    V^T`; the
-    singular functions are ``phi = D0^{-1/2} U`` and ``psi = D1^{-1/2} V``, and ``s_0 = 1`` with
-    ``phi_0 = psi_0 = 1`` (Jeong et al. 2025, Sec. 2; derived here, checked in
-    ``tests/dynamics/koopman/test_systems.py``). ``rho0`` defaults to the stationary law.
-    States are the integers ``0..n-1``.
+    Koopman operator in orthonormal coordinates is :math:`\tilde K = D_0^{1/2} P_{lag} D_1^{-1/2} =
+    U S V^T`; the singular functions are ``phi = D0^{-1/2} U`` and ``psi = D1^{-1/2} V``, and ``s_0
+    = 1`` with ``phi_0 = psi_0 = 1`` (Jeong et al. 2025, Sec. 2; derived here, checked in
+    ``tests/dynamics/koopman/test_systems.py``). ``rho0`` defaults to the stationary law. States are
+    the integers ``0..n-1``.
     """
 
     def __init__(self, P, rho0=None, *, lag=1):
@@ -182,10 +178,9 @@ class FiniteChain:
 class OrnsteinUhlenbeck:
     r"""Ornstein-Uhlenbeck process :math:`dX = -\theta X dt + \sigma dW` observed at lag ``tau``.
 
-    Stationary law ``N(0, v)``, ``v = sigma^2 / (2 theta)``; exact transition
-    ``X_tau | X_0 = x ~ N(r x, v (1 - r^2))``, ``r = exp(-theta tau)``. K is self-adjoint on L2(pi)
-    with
-    ``s_n = lambda_n = r^n`` and ``phi_n = psi_n = He_n(x / sqrt v) / sqrt(n!)`` (Mehler's formula;
+    Stationary law ``N(0, v)``, ``v = sigma^2 / (2 theta)``; exact transition ``X_tau | X_0 = x ~
+    N(r x, v (1 - r^2))``, ``r = exp(-theta tau)``. K is self-adjoint on L2(pi) with ``s_n =
+    lambda_n = r^n`` and ``phi_n = psi_n = He_n(x / sqrt v) / sqrt(n!)`` (Mehler's formula;
     classical). Sampling uses the exact AR(1) transition, so there is no discretisation error.
     """
 
@@ -389,21 +384,16 @@ def _psd_sqrt(G):
 # --------------------------------------------------------------------------------------------------
 class PrinzLangevin:
     r"""Overdamped Langevin dynamics :math:`dX = -V'(X)/\gamma\,dt + \sqrt{2/(\beta\gamma)}\,dW` in
-    the
-    four-well Prinz potential :math:`V(x) = 4(x^8 + 0.8 e^{-80x^2} + 0.2 e^{-80(x-0.5)^2} + 0.5
-    e^{-40(x+0.5)^2})`,
-    observed at lag ``tau``. This is the 1-D Langevin system of Jeong et al. 2025 (poster: generator
-    eigenvalues 0, -1.20, -7.89, -15.36 at gamma = beta = 1).
+    the four-well Prinz potential :math:`V(x) = 4(x^8 + 0.8 e^{-80x^2} + 0.2 e^{-80(x-0.5)^2} + 0.5
+    e^{-40(x+0.5)^2})`, observed at lag ``tau``. This is the 1-D Langevin system of Jeong et al.
+    2025 (poster: generator eigenvalues 0, -1.20, -7.89, -15.36 at gamma = beta = 1).
 
     Reversible, so ``s_i = |lambda_i| = exp(tau mu_i)`` for the generator eigenvalues ``mu_i <= 0``
-    of
-    ``L = (1/gamma)(-V' d + beta^{-1} d^2)``. They are computed by the square-root approximation
+    of ``L = (1/gamma)(-V' d + beta^{-1} d^2)``. They are computed by the square-root approximation
     (finite volumes, reversible w.r.t. ``pi ~ exp(-beta V)``, second order in the cell width) on
     ``n_grid`` cells of ``[-1.6, 1.6]``; a symmetric tridiagonal eigenproblem (derived here; the
-    grid
-    convergence is checked in ``tests/dynamics/koopman/test_systems.py``). Samples use
-    Euler-Maruyama
-    with step ``dt`` (weak error O(dt)) from the grid's stationary law.
+    grid convergence is checked in ``tests/dynamics/koopman/test_systems.py``). Samples use
+    Euler-Maruyama with step ``dt`` (weak error O(dt)) from the grid's stationary law.
     """
 
     lo, hi = -1.6, 1.6
@@ -523,8 +513,7 @@ class Lorenz63:
 
     ``singular_values`` / ``eigenvalues`` raise ``NotImplementedError``: the deterministic Koopman
     operator of a chaotic flow is unitary on L2(invariant measure) with continuous spectrum, so
-    there
-    is no exact finite list to compare with; use forecast errors instead.
+    there is no exact finite list to compare with; use forecast errors instead.
     """
 
     has_exact_spectrum = False

@@ -118,13 +118,12 @@ def effective_flow(
 ) -> EffectiveFlow:
     """Solve the stage-1 effective dynamics (Chen & Luo 2025, Eq. 7) up to its blow-up.
 
-    ``dW_V/dtbar = v^T (W1 W2)^T``, ``dW1/dtbar = u^T W2^T``, ``dW2/dtbar = (u W1)^T``,
-    ``u = v W_V`` (gradient ascent on ``E = v W_V W1 W2``), from normalised weights ``W/eps``.
-    Because the
-    solution blows up at a finite ``T*`` (Thm 1), it is integrated in the time ``s`` with
-    ``dtbar/ds = 1/(1 + ||theta||)``, which stretches the blow-up to ``s -> inf`` (the trajectory in
-    ``tbar`` is unchanged), with Dopri8 and a PID controller, until ``||theta|| = stop_norm`` (or
-    ``||W_V||_F = stop_wv``).
+    ``dW_V/dtbar = v^T (W1 W2)^T``, ``dW1/dtbar = u^T W2^T``, ``dW2/dtbar = (u W1)^T``, ``u = v
+    W_V`` (gradient ascent on ``E = v W_V W1 W2``), from normalised weights ``W/eps``. Because the
+    solution blows up at a finite ``T*`` (Thm 1), it is integrated in the time ``s`` with ``dtbar/ds
+    = 1/(1 + ||theta||)``, which stretches the blow-up to ``s -> inf`` (the trajectory in ``tbar``
+    is unchanged), with Dopri8 and a PID controller, until ``||theta|| = stop_norm`` (or ``||W_V||_F
+    = stop_wv``).
 
     Parameters
     ----------
