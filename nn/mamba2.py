@@ -13,8 +13,7 @@ Dao & Gu 2024, *Transformers are SSMs* (arXiv 2405.21060): per head, with scalar
 - :class:`Mamba2`: Zebra-Llama's Mamba2 block (arXiv 2505.17272, Sec. 3; MambaInLlama, Wang et al.
   2024): in_proj rows [z | x | B | C | dt] with x, B at KV width (n_kv heads, repeated to n_h as in
   GQA), C at query width, headdim = d_state = d_h, a causal depthwise conv + SiLU on [x, B, C],
-  gated
-  RMSNorm(y * SiLU(z)) and out_proj.
+  gated RMSNorm(y * SiLU(z)) and out_proj.
 - :func:`mamba2_decode`: recurrent decoding one token at a time on a constant-size state (the
   last ``d_conv - 1`` conv inputs and the SSM state ``(n_h, d_h, d_state)``), equal to
   ``Mamba2(u)``; its per-token cost does not grow with the context.

@@ -19,9 +19,8 @@
 
 Documented choices. (1) Only the rows MLA keeps are factorised: the first ``d_h - rope_dim`` rows of
 each key head and all value rows (the authors' code factorises all key rows, then drops the RoPE
-rows
-of U; with ``rope_dim = 0`` the two coincide). (2) The RoPE key rows are the mean over KV heads of
-the last ``rope_dim`` rows of each key head, rotated in the half-split layout of that slice; the
+rows of U; with ``rope_dim = 0`` the two coincide). (2) The RoPE key rows are the mean over KV heads
+of the last ``rope_dim`` rows of each key head, rotated in the half-split layout of that slice; the
 teacher's RoPE pairs dim k with k + d_h/2, so with RoPE the init is not the teacher (the negative
 control ``hybrid.svd_init`` measures).
 """
@@ -347,9 +346,8 @@ def mla_from_gqa(gqa: GQAttention, kv_rank, *, rope_dim=0, q_rank=None, key=None
     """Structured MLA init from a teacher GQA layer (Zebra-Llama Alg. 1; module docstring).
 
     Per KV head j the kept rows are [W^K_j[:nope]; W^V_j] (nope = d_h - rope_dim), stacked over j
-    and
-    factorised by :func:`svd_factor`; the RoPE key rows are the mean over j of W^K_j[nope:]; W^Q is
-    copied (``q_rank=None``) or factorised; W^O copied. ``rope_theta`` is the teacher's (10000 if
+    and factorised by :func:`svd_factor`; the RoPE key rows are the mean over j of W^K_j[nope:]; W^Q
+    is copied (``q_rank=None``) or factorised; W^O copied. ``rope_theta`` is the teacher's (10000 if
     NoPE). Returns ``(mla, info)`` with ``info = {"kv_tail": ..., "kv_norm": ...}``.
     """
     check_instance(gqa, "gqa", GQAttention)
