@@ -58,11 +58,9 @@ blocked axis to a multiple of ``block_size``; otherwise a block size that does n
 Quantised matmul
 ----------------
 :class:`QuantMatmul` is the ``matmul`` hook of :class:`nn.Linear`: ``y = Q(x) Q(W)^T`` with a
-custom VJP
-in which the forward, input-gradient and weight-gradient GEMMs each quantise each operand with its
-own
-:class:`Operand` (format, rounding), blocked along that GEMM's reduction axis, re-quantised from the
-saved high-precision tensors (paper Eqs. 4-6; the official ``FP4LinearF``):
+custom VJP in which the forward, input-gradient and weight-gradient GEMMs each quantise each
+operand with its own :class:`Operand` (format, rounding), blocked along that GEMM's reduction axis,
+re-quantised from the saved high-precision tensors (paper Eqs. 4-6; the official ``FP4LinearF``):
 
 * forward ``y = Q_fx(x) Q_fw(W)^T`` (blocks along in_features),
 * input grad ``dx = Q_bg(g) Q_bw(W)`` (blocks along out_features),
@@ -554,9 +552,8 @@ def quantize(x, fmt="nvfp4", rounding="nearest", *, key=None, axis=-1, pad=False
     ----------
     x : floating array.
     fmt : ``"nvfp4"`` (E2M1, blocks of 16, E4M3 scale, FP32 tensor scale), ``"mxfp4"`` (E2M1,
-    blocks of
-        32, E8M0 scale, OCP floor rule), a :class:`BlockFormat`, or an element format ``"e2m1"`` /
-        ``"e4m3"`` (elementwise :func:`round_to`, no scale; ``axis`` unused).
+        blocks of 32, E8M0 scale, OCP floor rule), a :class:`BlockFormat`, or an element format
+        ``"e2m1"`` / ``"e4m3"`` (elementwise :func:`round_to`, no scale; ``axis`` unused).
     rounding : ``"nearest"`` or ``"stochastic"`` (needs ``key``).
     key : PRNG key for stochastic rounding.
     axis : the axis along which blocks run.
@@ -637,8 +634,8 @@ class QuantMatmul:
     @classmethod
     def fqt(cls, fmt="nvfp4", *, sr_grad=True, sr_update_x=True) -> QuantMatmul:
         """The paper's fully quantised training recipe (Sec. 5): RtN weights and forward
-        activations,
-        SR for neural gradients (both GEMMs) and for the activations of the update GEMM."""
+        activations, SR for neural gradients (both GEMMs) and for the activations of the update
+        GEMM."""
         rn, sr = Operand(fmt, "nearest"), Operand(fmt, "stochastic")
         g = sr if sr_grad else rn
         return cls(rn, rn, g, rn, g, sr if sr_update_x else rn)

@@ -150,9 +150,8 @@ def coil_maps(n_coils, shape, *, width=1.0, radius=1.2, oversample=1):
     plus ``pi |r - r_c|/4`` (a smooth spatial phase); the root-sum-of-squares normalisation makes
     the coil combination ``S^H`` a left inverse of ``S`` (so ``S^H S = I``; the normalisation of
     SENSE maps, Pruessmann et al., MRM 42:952, 1999, with identity noise covariance). Profile
-    derived here.
-    ``oversample`` evaluates the same continuous maps on a grid ``oversample`` times finer (for
-    simulation without the inverse crime). One coil gives ``S = 1``.
+    derived here. ``oversample`` evaluates the same continuous maps on a grid ``oversample`` times
+    finer (for simulation without the inverse crime). One coil gives ``S = 1``.
     """
     n_coils = check_int(n_coils, "n_coils", lower=1, upper=64)
     shape = _shape(shape)
