@@ -7,8 +7,7 @@ NVIDIA's NVFP4 (two-level scale, as in TensorRT-ModelOpt ``compute_fp4_scales``)
 Element formats
 ---------------
 ``"e2m1"`` (FP4: 0, 0.5, 1, 1.5, 2, 3, 4, 6), ``"e4m3"`` (OCP E4M3FN, max 448), ``"e5m2"``,
-``"e3m4"``
-(ml_dtypes IEEE-style), ``"e8m0"`` (powers of two 2^-127..2^127, no zero), and the 8-bit
+``"e3m4"`` (ml_dtypes IEEE-style), ``"e8m0"`` (powers of two 2^-127..2^127, no zero), and the 8-bit
 scale formats of the paper's Fig. 1 without an ml_dtypes type, ``"e1m6"``, ``"e2m5"``, ``"e6m1"``
 (bias 2^(E-1)-1, every exponent code normal, no Inf/NaN codes). :func:`round_to` rounds onto a grid:
 
@@ -375,8 +374,7 @@ class BlockQuantized(eqx.Module):
     """A block-quantised tensor: signed element values ``values (..., n_blocks, block_size)`` on the
     element grid, decode ``scales (..., n_blocks)`` in the scale format, FP32-style ``tensor_scale``
     (``s_enc``; 1 without a per-tensor scale). ``dequantize()`` gives ``values * scales /
-    tensor_scale``
-    in the original shape (NaN blocks stay NaN)."""
+    tensor_scale`` in the original shape (NaN blocks stay NaN)."""
 
     values: jax.Array
     scales: jax.Array
@@ -611,8 +609,7 @@ class QuantMatmul:
     """``x @ W.T`` with each operand of each of the three GEMMs quantised on its own (None = exact).
 
     Fields (each an :class:`Operand` or None): ``fwd_x, fwd_w`` (forward ``Q(x) Q(W)^T``, blocks
-    along
-    in_features), ``bwd_g, bwd_w`` (input gradient ``Q(g) Q(W)``, blocks along out_features),
+    along in_features), ``bwd_g, bwd_w`` (input gradient ``Q(g) Q(W)``, blocks along out_features),
     ``upd_g, upd_x`` (weight gradient ``Q(g)^T Q(x)``, blocks along tokens). Paper Eqs. (4)-(6).
     Hashable, so it can be the static ``matmul`` field of :class:`nn.Linear`. A ``key`` is needed
     whenever an operand uses stochastic rounding.

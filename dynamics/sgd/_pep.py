@@ -7,8 +7,7 @@ uniformly. The worst case of :math:`E[F(w_T)] - F_\star` (the expectation is the
 :math:`n^T` index sequences) is the value of a semidefinite program in the Gram matrix of
 :math:`w_0 - w_\star` and the gradients :math:`\nabla f_j(w_s)` at every node :math:`s` of the
 tree of iterates, with the smooth-convex interpolation conditions of Taylor, Hendrickx & Glineur
-(2017,
-Thm 4) for each :math:`f_j` on the nodes and :math:`w_\star`. Interpolation is necessary and
+(2017, Thm 4) for each :math:`f_j` on the nodes and :math:`w_\star`. Interpolation is necessary and
 sufficient, so the SDP is exact (dimension-free) for this class. The tree has
 :math:`\sum_{t\le T} n^t` nodes: small ``n`` and ``T`` only. By scaling the value is
 :math:`\beta D^2\,\phi(\beta\eta, n, T)`.

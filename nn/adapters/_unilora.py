@@ -123,8 +123,8 @@ def project_transpose(g, index, value, d: int):
 
 def kaiming_uniform_bases(r: int, m_max: int, n_max: int, *, key, dtype=None):
     """VeRA's shared frozen bases (Kopiczko et al. 2024): ``A (r, n_max)``, ``B (m_max, r)``, each
-    Kaiming-uniform
-    (a = sqrt(5), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, PEFT ``vera`` ``_kaiming_init``)."""
+    Kaiming-uniform (a = sqrt(5), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, PEFT ``vera``
+    ``_kaiming_init``)."""
     r = check_int(r, "r", lower=1)
     m_max = check_int(m_max, "m_max", lower=1)
     n_max = check_int(n_max, "n_max", lower=1)
