@@ -167,7 +167,8 @@ def _lm_ce(model, tokens):
 
 
 def kl_to_teacher(teacher, student, tokens):
-    """Mean per-token ``KL(p_teacher || p_student)`` (nats) on ``tokens (B, T)``."""
+    """Mean per-token ``KL(p_teacher || p_student)`` (nats) on ``tokens (B, T)``: the KD objective
+    at T = 1 (Zebra-Llama's SFT-KD stage, ``x_ecomla.md`` Sec. 1.6)."""
     tokens = _check_tokens(tokens, _check_lm(teacher, "teacher"))
     _check_lm(student, "student")
     return _kl(teacher, student, tokens)
@@ -237,7 +238,8 @@ def ild(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3
 
 
 def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3, key):
-    """End-to-end KD: Adam on ``KL(p_teacher || p_student)``, all student parameters."""
+    """End-to-end KD: Adam on ``KL(p_teacher || p_student)``, all student parameters (Zebra-Llama's
+    stage 2, ``x_ecomla.md`` Sec. 1.6)."""
     steps, batch, length, lr, key = _check_run(
         corpus, steps, batch, length, lr, key, teacher=teacher, student=student
     )

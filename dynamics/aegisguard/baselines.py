@@ -46,7 +46,8 @@ __all__ = [
 
 
 def magnitude_scores(model, As, Bs):
-    """``||scale B_l A_l||_F`` per layer (``scale`` the LoRA ``alpha / r``)."""
+    """``||scale B_l A_l||_F`` per layer (``scale`` the LoRA ``alpha / r``): the "Large magnitude"
+    baseline of ``aegisguard.md`` Sec. 8."""
     As, Bs = check_victim(model, As, Bs)
     scale = next(iter(model.layers().values())).scale
     return jnp.stack([jnp.linalg.norm(scale * (b @ a)) for a, b in zip(As, Bs, strict=True)])

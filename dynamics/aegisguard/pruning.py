@@ -31,7 +31,8 @@ __all__ = ["group_importance", "sac_quota", "sac_prune"]
 
 
 def group_importance(model, As, Bs, X, y, group: int = 4):
-    """Per layer, ``sum |B * dL/dB|`` over each output group of ``group`` rows (a list)."""
+    """Per layer, ``sum |B * dL/dB|`` over each output group of ``group`` rows (a list): the
+    first-order Taylor importance of ``aegisguard.md`` Sec. 3."""
     As, Bs = check_victim(model, As, Bs)
     X, y = check_data(model, X, y)
     group = check_int(group, "group", lower=1, upper=4096)

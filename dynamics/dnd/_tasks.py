@@ -129,7 +129,8 @@ def sample_inputs(family: TaskFamily, theta, n: int, *, key) -> jax.Array:
 
 
 def task_targets(family: TaskFamily, theta, X) -> jax.Array:
-    """``y = f0(x) + sum_j theta_j tanh(u_j . x)`` for inputs ``X (..., n, dim)`` of tasks
+    """The toy task family of ``dnd.md`` Sec. 5 (derived here): ``y = f0(x) + sum_j theta_j
+    tanh(u_j . x)`` for inputs ``X (..., n, dim)`` of tasks
     ``theta (..., k)``: ``(..., n)``."""
     _check_family(family)
     theta = _theta(family, theta)

@@ -58,7 +58,8 @@ def _whitened_frob2(Mf, Mg, T, eps):
 
 
 def vamp2_from_moments(Mf, Mg, T, *, eps=1e-6):
-    """Minus ``tr(Mf^{-1} T Mg^{-1} T^T)`` from (population or minibatch) moments."""
+    """Minus ``tr(Mf^{-1} T Mg^{-1} T^T)`` from (population or minibatch) moments: the VAMP-2 score
+    (Wu & Noé, arXiv 1707.04659)."""
     Mf, Mg, T = _check_moments(Mf, Mg, T)
     _check_eps(eps)
     return _finite(-_whitened_frob2(Mf, Mg, T, eps), "the VAMP-2 loss")

@@ -53,10 +53,11 @@ def _mat_powers(K, ts):
 
 @dataclass(frozen=True)
 class KoopmanReadout:
-    """CCA + LoRA read-out. ``coef_f`` (k, r) and ``coef_g`` (k, r) map features to the aligned
-    functions ``phi~ = f @ coef_f``, ``psi~ = g @ coef_g``; ``singular_values`` (r,) in decreasing
-    order; ``koopman_matrix`` (r, r) ``E_rho1[psi~ phi~^T]`` (None when ``fy`` was not given);
-    ``eigenvalues`` sorted by decreasing modulus with eigenvectors ``eigvecs`` (columns)."""
+    """CCA + LoRA read-out (Jeong et al. 2025, Sec. 3.2.1). ``coef_f`` (k, r) and ``coef_g`` (k, r)
+    map features to the aligned functions ``phi~ = f @ coef_f``, ``psi~ = g @ coef_g``;
+    ``singular_values`` (r,) in decreasing order; ``koopman_matrix`` (r, r) ``E_rho1[psi~ phi~^T]``
+    (None when ``fy`` was not given); ``eigenvalues`` sorted by decreasing modulus with eigenvectors
+    ``eigvecs`` (columns)."""
 
     singular_values: np.ndarray
     coef_f: np.ndarray
@@ -182,9 +183,9 @@ def cca_readout(fx, gy, fy=None, *, weights=None, rtol=1e-7):
 
 @dataclass(frozen=True)
 class EDMDReadout:
-    """EDMD on a learned basis b: ``koopman_matrix`` (k, k) ``M_rho0[b]^+ E[b(X) b(X')^T]``,
-    ``eigenvalues`` sorted by decreasing modulus, ``eigvecs`` (columns; eigenfunction ``b(x)^T
-    c``)."""
+    """EDMD on a learned basis b (Williams, Kevrekidis & Rowley 2015; Jeong et al. 2025, Sec.
+    3.2.2): ``koopman_matrix`` (k, k) ``M_rho0[b]^+ E[b(X) b(X')^T]``, ``eigenvalues`` sorted by
+    decreasing modulus, ``eigvecs`` (columns; eigenfunction ``b(x)^T c``)."""
 
     koopman_matrix: np.ndarray
     gram_pinv: np.ndarray

@@ -18,7 +18,8 @@ DEPTH_MEAN, DEPTH_STD = 0.449, 0.226
 
 
 def depth_sensor(depth, *, noise=0.02, holes=0.05, rng=None) -> np.ndarray:
-    """Measured depth ``depth + N(0, noise^2)``, with each pixel independently a hole (0) with
+    """Measured depth ``depth + N(0, noise^2)`` (the Kinect-like sensor of ``mixprompt.md`` Sec. 5),
+    with each pixel independently a hole (0) with
     probability ``holes``; ``depth (..., H, W)`` non-negative."""
     d = as_array(depth, "depth", lower=0.0, dtype=np.float32)
     if d.ndim < 2:

@@ -67,8 +67,8 @@ def _psnr(x, ref):
 
 
 def psnr(x, ref, data_range=None):
-    """``10 log10(peak^2 / mean((x - ref)^2))`` per image, ``peak = data_range`` or the reference's
-    maximum (a fixed intensity scale: not renormalised per reconstruction)."""
+    """``10 log10(peak^2 / mean((x - ref)^2))`` per image (the standard PSNR), ``peak = data_range``
+    or the reference's maximum (a fixed intensity scale: not renormalised per reconstruction)."""
     x, ref = _pair(x, ref)
     peak = _range(data_range, ref, lambda r: r.max(axis=(-2, -1)))
     mse = np.mean((x - ref) ** 2, axis=(-2, -1))

@@ -295,7 +295,8 @@ def _ellipse_kspace(el, shape):
 
 
 def polynomial_field(coeffs, shape, *, oversample=1):
-    """The smooth field ``c0 + c1 x + c2 y + c3 x^2 + c4 x y + c5 y^2`` on the (``oversample``
+    """The smooth bias field ``c0 + c1 x + c2 y + c3 x^2 + c4 x y + c5 y^2`` (``d2sa.md`` Sec. 5: a
+    2nd-order polynomial) on the (``oversample``
     times finer) grid ``(H, W)`` of [-1, 1)^2."""
     arr = _check_real(coeffs, "coeffs")
     if arr.shape != (6,):

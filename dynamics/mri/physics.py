@@ -237,15 +237,16 @@ def forward(x, mask, coils=None):
 
 
 def adjoint(y, mask, coils=None):
-    """``A^H y = sum_c conj(S_c) F^H (M y_c)`` (adjoint of :func:`forward`; ``M`` real so
-    ``M^H = M``, ``F`` unitary so ``F^H = F^{-1}``)."""
+    """``A^H y = sum_c conj(S_c) F^H (M y_c)`` (SENSE, Pruessmann et al. 1999; adjoint of
+    :func:`forward`; ``M`` real so ``M^H = M``, ``F`` unitary so ``F^H = F^{-1}``)."""
     m = _mask(mask, "mask")
     s = _coils(coils, "coils", m.shape)
     return _apply_h(_kspace(y, "y", m.shape, s), m, s)
 
 
 def normal(x, mask, coils=None):
-    """``A^H A x`` (the normal operator of the least-squares data term)."""
+    """``A^H A x`` (the normal operator of the least-squares data term; SENSE, Pruessmann et al.
+    1999)."""
     x = _complex(x, "x")
     m = _mask(mask, "mask", x.shape[-2:])
     s = _coils(coils, "coils", x.shape[-2:])
