@@ -366,7 +366,8 @@ class HyperConvDecoder(eqx.Module):
 
 
 class DnDGenerator(eqx.Module):
-    """Prompt batch ``(N, d)`` -> parameter tokens ``(T, r + 2, c + 2)``: the frozen
+    """Prompt batch ``(N, d)`` -> parameter tokens ``(T, r + 2, c + 2)`` (DnD, arXiv 2506.16406;
+    ``dnd.md`` Sec. 2): the frozen
     :class:`ConditionEncoder` then the :class:`HyperConvDecoder` from ``(N, H, W)`` through
     ``hidden`` to ``(T, r + 2, c + 2)``. Freeze the encoder when training
     (``nn.trainable_mask(gen, frozen=lambda g: g.encoder)``)."""

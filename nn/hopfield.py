@@ -256,8 +256,9 @@ class HopfieldAttention(eqx.Module):
 
 
 class HopfieldBlock(eqx.Module):
-    """Pre-norm block with MHA: ``x <- alpha x + (1 - alpha) Attn(norm x)`` (``alpha=None``:
-    ``x + Attn(norm x)``), then ``x <- x + MLP(norm x)`` (``mlp_residual=False``: ``MLP(norm x)``).
+    """Pre-norm block with MHA (Masumura & Taki 2025, arXiv 2511.20698; ``mha.md`` Sec. 1): ``x <-
+    alpha x + (1 - alpha) Attn(norm x)`` (``alpha=None``: ``x + Attn(norm x)``), then ``x <- x +
+    MLP(norm x)`` (``mlp_residual=False``: ``MLP(norm x)``).
 
     Called as ``blk(x, h_prev) -> (x, h)`` (``carries_state``; :class:`nn.TransformerLM` passes the
     state up its stack). With ``alpha=None, alpha_prime=0`` it equals :class:`nn.TransformerBlock`

@@ -65,7 +65,8 @@ class SwiGLU(eqx.Module):
 
 
 class HybridLayer(eqx.Module):
-    """Pre-norm decoder layer with any token mixer; ``parts(x) -> (mixer output, layer output)``."""
+    """Pre-norm decoder layer with any token mixer (Zebra-Llama, arXiv 2505.17272; ``x_ecomla.md``
+    Sec. 1.1); ``parts(x) -> (mixer output, layer output)``."""
 
     norm1: RMSNorm
     mixer: eqx.Module
@@ -190,9 +191,10 @@ class HybridLM(eqx.Module):
 def hybrid_from_teacher(
     teacher: HybridLM, kinds, *, kv_rank=None, rope_dim=0, init="structured", chunk=16, key
 ):
-    """A hybrid student from an all-GQA ``teacher``: embedding, norms, MLPs and head copied;
-    layer i's attention replaced by ``kinds[i]`` ("gqa" copies it). ``init="structured"``: SVD
-    (MLA) / kqvo (Mamba2) from the teacher's weights; ``"random"``: default init of that mixer."""
+    """A hybrid student from an all-GQA ``teacher`` (Zebra-Llama; ``x_ecomla.md`` Sec. 1.3-1.4):
+    embedding, norms, MLPs and head copied; layer i's attention replaced by ``kinds[i]`` ("gqa"
+    copies it). ``init="structured"``: SVD (MLA) / kqvo (Mamba2) from the teacher's weights;
+    ``"random"``: default init of that mixer."""
     check_choice(init, "init", ("structured", "random"))
     check_instance(teacher, "teacher", HybridLM)
     check_int(rope_dim, "rope_dim", lower=0)

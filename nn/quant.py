@@ -113,7 +113,8 @@ _ROUNDINGS = ("nearest", "stochastic")
 
 @dataclasses.dataclass(frozen=True)
 class FloatFormat:
-    """A floating grid: ``man_bits`` mantissa bits, min normal exponent ``emin``, largest value
+    """A floating grid (IEEE 754-style; OCP MX v1.0 for E2M1 and E8M0): ``man_bits`` mantissa bits,
+    min normal exponent ``emin``, largest value
     ``max``.
 
     Spacing is ``2^(max(e, emin) - man_bits)`` on the binade ``[2^e, 2^(e+1))``; ``subnormal=False``

@@ -185,7 +185,8 @@ def landing_field(x, g, lam):
 
 
 def feasibility(x):
-    """``||X^T X - I||_F`` over the last two axes (distance to the manifold, up to constants)."""
+    """``||X^T X - I||_F`` over the last two axes (distance to the manifold, up to constants; the
+    landing method's infeasibility, Ablin & Peyré 2022)."""
     x = _stiefel(x)
     eye = jnp.eye(x.shape[-1], dtype=x.dtype)
     return jnp.linalg.norm(_t(x) @ x - eye, axis=(-2, -1))
