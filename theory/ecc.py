@@ -208,6 +208,11 @@ def naive_limit(estimator, split, c: dict, theta, psi):
     Three splits: INT ``theta + psi - s_a s_y theta``, NR ``psi + (1 - s_y) theta``,
     DR ``psi + (1 - s_a)(1 - s_y) theta``. Two splits: INT ``theta + psi - Gamma theta - zeta psi``,
     NR as three splits, DR ``psi + kappa theta + zeta psi``.
+
+    >>> c = bias_constants(SpectralIntegrator(0.5, 1.0, 1.0))
+    >>> nv = naive_limit("dr", 3, c, 0.5, 1.0)  # theta = 0.5, psi = 1
+    >>> bool(np.isclose(nv, 1.0 + (1 - c["s_a"]) * (1 - c["s_y"]) * 0.5))  # DR, three splits
+    True
     """
     estimator, split = _check_kind(estimator, split)
     c = _check_constants(c)
@@ -235,6 +240,11 @@ def debias_factors(estimator, split, c: dict):
     ``(theta, psi)``: INT ``k = (1 - Gamma)/Gamma``, ``M = (Gamma - zeta)/Gamma``;
     NR ``k = (1 - s_y)/Gamma``, ``M = 1 - zeta (1 - s_y)/Gamma``; DR ``k = kappa/Gamma``,
     ``M = 1 + zeta - zeta kappa / Gamma``.
+
+    >>> c = bias_constants(SpectralIntegrator(0.5, 1.0, 1.0))
+    >>> k, M = debias_factors("dr", 3, c)  # three splits: M = 1
+    >>> float(M), bool(np.isclose(k, (1 - c["s_a"]) * (1 - c["s_y"]) / (c["s_a"] * c["s_y"])))
+    (1.0, True)
     """
     estimator, split = _check_kind(estimator, split)
     c = _check_constants(c)
@@ -260,6 +270,12 @@ def debias(estimator, split, naive, theta_hat, c: dict):
     McGrath et al. 2025's debiased estimators (authors' code; note ``ecc_ridge.md`` §3.4).
     ``theta_tilde = theta_hat/(s_a s_y)`` (three splits) or ``(theta_hat - zeta psi_tilde)/Gamma``
     (two splits), the authors' ``theta_bc_hat``.
+
+    >>> c = bias_constants(SpectralIntegrator(0.5, 1.0, 1.0))
+    >>> naive = naive_limit("dr", 2, c, 0.5, 1.0)  # theta = 0.5, psi = 1
+    >>> theta_hat = c["Gamma"] * 0.5 + c["zeta"] * 1.0  # the limit of the plug-in theta
+    >>> [round(float(v), 9) for v in debias("dr", 2, naive, theta_hat, c)]  # recovers (psi, theta)
+    [1.0, 0.5]
     """
     naive = as_array(naive, "naive", lower=-1e100, upper=1e100)
     theta_hat = as_array(theta_hat, "theta_hat", lower=-1e100, upper=1e100)
@@ -344,6 +360,13 @@ def variance_components(
     + s_e^2 e_y |v|^2 + outer`` (note §4.3 table). Checked by Monte Carlo in
     ``tests/estimators/test_ecc_monte_carlo.py``
     and in the limits/symmetries of ``tests/estimators/test_ecc_theory.py``.
+
+    >>> v = variance_components(
+    ...     "dr", 2, SpectralIntegrator(0.5, 1.0, 1.0), a2=1.0, b2=1.0, theta=0.5, var_eps=1.0,
+    ...     var_delta=1.0, cov_eps_delta=0.0,
+    ... )
+    >>> round(float((v["eval"] + v["train"]) / v["M"] ** 2), 4)  # asymptotic_variance, m_E = m_T
+    3.7567
     """
     estimator, split = _check_kind(estimator, split)
     check_instance(integ, "integ", SpectralIntegrator)
