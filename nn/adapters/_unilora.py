@@ -124,7 +124,12 @@ def project_transpose(g, index, value, d: int):
 def kaiming_uniform_bases(r: int, m_max: int, n_max: int, *, key, dtype=None):
     """VeRA's shared frozen bases (Kopiczko et al. 2024): ``A (r, n_max)``, ``B (m_max, r)``, each
     Kaiming-uniform (a = sqrt(5), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, PEFT ``vera``
-    ``_kaiming_init``)."""
+    ``_kaiming_init``).
+
+    >>> A, B = kaiming_uniform_bases(2, 3, 4, key=jax.random.key(0))
+    >>> A.shape, B.shape, bool(abs(A).max() <= 0.5)  # A's fan-in is n_max = 4
+    ((2, 4), (3, 2), True)
+    """
     r = check_int(r, "r", lower=1)
     m_max = check_int(m_max, "m_max", lower=1)
     n_max = check_int(n_max, "n_max", lower=1)
@@ -149,6 +154,12 @@ def vera_projection(shapes, a, b):
     Returns a list, per layer of shape ``(m, n)``, of ``(index_A, value_A, index_B, value_B)``
     with ``theta_l = [lambda_b (m); lambda_d (r)]`` stored at consecutive offsets, so that
     ``A' = diag(lambda_d) A[:, :n]`` and ``B' = diag(lambda_b) B[:m]``.
+
+    >>> a, b = jnp.ones((1, 2)), jnp.ones((2, 1))  # r = 1, one 2 x 2 layer
+    >>> [(index_a, value_a, index_b, value_b)] = vera_projection([(2, 2)], a, b)
+    >>> theta = jnp.array([2.0, 3.0, 5.0])  # lambda_b = (2, 3), lambda_d = (5,)
+    >>> project(theta, index_a, value_a).tolist(), project(theta, index_b, value_b).tolist()
+    ([[5.0, 5.0]], [[2.0], [3.0]])
     """
     if not isinstance(shapes, list | tuple) or not shapes:
         raise TypeError(
