@@ -504,7 +504,7 @@ def ecc_path(
     ``ecc_ridge.md`` §3.4), at ``lam_a = lam_y``.
 
     >>> rng = np.random.default_rng(0)
-    >>> n, p = 2000, 250
+    >>> n, p = 1000, 100
     >>> X = rng.standard_normal((n, p)); al = np.full(p, p**-0.5)
     >>> e = rng.multivariate_normal([0, 0], [[1, .5], [.5, 1]], n)  # psi = 0.5
     >>> r = ecc_path(X @ al + e[:, 0], X @ al + e[:, 1], X, [0.5, 1.0, 2.0], rng=1)
@@ -574,7 +574,7 @@ def variance_curve(
     The prediction-optimal pair uses the method-of-moments plug-ins (Lemma F.2).
 
     >>> rng = np.random.default_rng(0)
-    >>> n, p = 2000, 250
+    >>> n, p = 1000, 100
     >>> X = rng.standard_normal((n, p)); al = np.full(p, p**-0.5)
     >>> e = rng.multivariate_normal([0, 0], [[1, .5], [.5, 1]], n)
     >>> v = variance_curve(X @ al + e[:, 0], X @ al + e[:, 1], X, rng=1)
