@@ -309,7 +309,8 @@ def fit_koopman_batch(Xs, Ys, k, *, keys, **options) -> list[KoopmanModel]:
             f"`Xs`, `Ys` and `keys` must be non-empty and of one length; got "
             f"{len(Xs)}, {len(Ys)} and {len(keys)}."
         )
-    return _fit(list(Xs), list(Ys), k, list(keys), True, **options)
+    defaults = fit_koopman.__kwdefaults__ or {}  # options not given take fit_koopman's defaults
+    return _fit(list(Xs), list(Ys), k, list(keys), True, **{**defaults, **options})
 
 
 def _fit(
@@ -319,22 +320,22 @@ def _fit(
     keys,
     batched,
     *,
-    loss="lora",
-    nesting="jnt",
-    estimator="unbiased",
-    width=64,
-    depth=2,
-    embedding="standardize",
-    shared=False,
-    include_constant=True,
-    batch_size=256,
-    steps=3000,
-    lr=1e-3,
-    gamma=0.01,
-    schedule="cosine",
-    dtype=jnp.float32,
-    progress=True,
-):
+    loss,
+    nesting,
+    estimator,
+    width,
+    depth,
+    embedding,
+    shared,
+    include_constant,
+    batch_size,
+    steps,
+    lr,
+    gamma,
+    schedule,
+    dtype,
+    progress,
+):  # the defaults are fit_koopman's, stated once there
     pairs = [_pairs(X, Y) for X, Y in zip(Xs, Ys, strict=True)]
     X, Y = pairs[0]
     if any(p[0].shape != X.shape for p in pairs):
