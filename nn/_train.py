@@ -173,6 +173,8 @@ def make_step(loss_fn: Callable, optimizer: optax.GradientTransformation):
     ``(loss_fn, optimizer)`` when both are hashable: repeated :func:`train` calls with the same
     loss and optimiser (a resumed run, several seeds) reuse one step function and its compilations.
     """
+    check_callable(loss_fn, "loss_fn")
+    check_transform(optimizer, "optimizer")
     try:
         hash((loss_fn, optimizer))
     except TypeError:

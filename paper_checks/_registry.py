@@ -132,6 +132,12 @@ class Mutant:
     apply: Callable[[], contextlib.AbstractContextManager] = field(repr=False)
 
 
+def _check_mutant(target, description: str) -> None:
+    for v, arg in ((target, "target"), (description, "description")):
+        if not isinstance(v, str) or not v:
+            raise TypeError(f"`{arg}` must be a non-empty str; got {v!r}.")
+
+
 def _resolve(target: str):
     """``"pkg.mod.attr"`` -> (owner object, attribute name, current value)."""
     parts = target.split(".")
@@ -174,6 +180,7 @@ def _patched(target: str, make_new: Callable[[Any], Any]) -> Iterator[None]:
 
 def patch(target: str, new: Any, description: str, *, name: str | None = None) -> Mutant:
     """Mutant replacing the object at dotted path ``target`` by ``new``."""
+    _check_mutant(target, description)
     return Mutant(
         name or f"{target.rsplit('.', 1)[-1]}_patched",
         description,
@@ -189,6 +196,9 @@ def wrap(
     name: str | None = None,
 ) -> Mutant:
     """Mutant replacing the function at ``target`` by ``wrapper(original)``."""
+    _check_mutant(target, description)
+    if not callable(wrapper):
+        raise TypeError(f"`wrapper` must be callable (original -> replacement); got {wrapper!r}.")
     return Mutant(
         name or f"{target.rsplit('.', 1)[-1]}_wrapped",
         description,

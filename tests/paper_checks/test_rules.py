@@ -12,8 +12,10 @@ from paper_checks import (
     holds,
     measure,
     paired_gap,
+    patch,
     slope_within,
     within,
+    wrap,
 )
 
 
@@ -110,3 +112,17 @@ def test_rules_name_a_bad_argument_and_a_nan_measurement_still_fails():
         within(1.0, 1.0, 0.1, name=3)  # pyright: ignore[reportArgumentType]
     with pytest.raises(TypeError, match="`verdicts` must be Verdicts"):
         measure(within(1.0, 1.0, 0.1), 0.5)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize(
+    "make,kw,arg",
+    [
+        (patch, dict(target=3, new=1, description="d"), "target"),
+        (patch, dict(target="theory.sgd.x", new=1, description=None), "description"),
+        (wrap, dict(target=None, wrapper=lambda f: f, description="d"), "target"),
+        (wrap, dict(target="theory.sgd.x", wrapper="f", description="d"), "wrapper"),
+    ],
+)
+def test_mutant_constructors_name_a_bad_argument(make, kw, arg):
+    with pytest.raises(TypeError, match=f"`{arg}`"):
+        make(**kw)
