@@ -31,7 +31,7 @@ from ._data import check_data as _check_data
 from ._generic import GenericFit as _GenericFit
 from ._hoif import hoif
 from ._ols import ols_fit
-from ._results import CITestResult, ECCResult, VarianceCurve
+from ._results import CITestResult, ECCResult, VarianceCurve, wald
 from ._ridge import (
     _auto_lambda,
     _center,
@@ -288,12 +288,11 @@ def _ols_result(y, a, X, estimator, level, center, names):
         moments["var_leave_out"], moments["var_homoskedastic"] = fit.var_loo_hc(), fit.var_loo(est)
         var = max(moments["var_leave_out"], moments["var_homoskedastic"])
     se = float(np.sqrt(var))
-    z = float(special.ndtri(0.5 + level / 2))
     n, p = X.shape
     return ECCResult(
         estimate=est,
         se=se,
-        ci=(est - z * se, est + z * se),
+        ci=wald(est, se, level),
         variance=n * var,
         lam=(0.0, 0.0),
         estimator=estimator,
@@ -330,11 +329,10 @@ def _hoif_result(y, a, X, XU, level, center, names):
         y, a, X, XU = y - y.mean(), a - a.mean(), X - mx, XU - mx
     est, var, var_lab, var_unl, theta = hoif(y, a, X, XU)
     se = float(np.sqrt(var))
-    z = float(special.ndtri(0.5 + level / 2))
     return ECCResult(
         estimate=est,
         se=se,
-        ci=(est - z * se, est + z * se),
+        ci=wald(est, se, level),
         variance=n * var,
         lam=(0.0, 0.0),
         estimator="hoif",
@@ -381,12 +379,11 @@ def _generic_result(y, a, X, lam, level, center, names):
             stacklevel=3,
         )
     se = float(np.sqrt(var))
-    z = float(special.ndtri(0.5 + level / 2))
     s_e, s_d, a2, b2, th = mom
     return ECCResult(
         estimate=float(psi),
         se=se,
-        ci=(psi - z * se, psi + z * se),
+        ci=wald(psi, se, level),
         variance=n * var,
         lam=(float(la), float(ly)),
         estimator="dr",
@@ -470,11 +467,10 @@ def _pack(prep, estimator, lam, level, fitted, var, constants, moments, names):
     _check_variance(var, lam)
     se = float(np.sqrt(var))
     est = float(psi[0])
-    z = float(special.ndtri(0.5 + level / 2))
     return ECCResult(
         estimate=est,
         se=se,
-        ci=(est - z * se, est + z * se),
+        ci=wald(est, se, level),
         variance=prep.m * var,
         lam=(float(lam[0]), float(lam[1])),
         estimator=estimator,

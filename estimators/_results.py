@@ -17,6 +17,12 @@ __all__ = ["ECCResult", "VarianceCurve", "CITestResult"]
 # --------------------------------------------------------------------------------------------
 
 
+def wald(estimate: float, se: float, level: float) -> tuple[float, float]:
+    """Wald interval ``estimate ± z_{(1+level)/2} se`` (normal quantile)."""
+    z = float(special.ndtri(0.5 + level / 2))
+    return (float(estimate - z * se), float(estimate + z * se))
+
+
 @dataclass(frozen=True)
 class ECCResult:
     """ECC estimate with its plug-in standard error (debiased ridge, or exact OLS residual).
@@ -94,8 +100,7 @@ class ECCResult:
     def conf_int(self, level: float = 0.95) -> tuple[float, float]:
         """Wald interval ``estimate ± z_{(1+level)/2} se``."""
         level = check_scalar(level, "level", lower=0.0, upper=1.0, closed="neither")
-        z = special.ndtri(0.5 + level / 2)
-        return (float(self.estimate - z * self.se), float(self.estimate + z * self.se))
+        return wald(self.estimate, self.se, level)
 
     def summary(self) -> str:
         lo, hi = self.ci
