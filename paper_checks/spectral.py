@@ -441,6 +441,10 @@ def edge_scale(sigma) -> float:
     return float(np.sum(law.weights / (u + law.upper_gaps) ** 3)) ** (1.0 / 3.0)
 
 
+#: the mutant shared by the two GOE-simulation claims (phase transition, null edge)
+GOE_SCALE = wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale")
+
+
 @claim(
     "spectral.phase_transition",
     paper=PAPER,
@@ -461,7 +465,7 @@ def edge_scale(sigma) -> float:
             "overlap <v1(X), x>^2 without the factor H'(theta)",
             name="overlap_no_hprime",
         ),
-        wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale"),
+        GOE_SCALE,
     ],
     replicates=_phase_plan,
 )
@@ -500,7 +504,7 @@ def _phase(size, seed) -> Measurement:
             "bulk edge 0.1 high",
             name="edge_plus_0.1",
         ),
-        wrap("spectral.goe", scaled(1.05), "GOE noise 5 % too large", name="goe_scale"),
+        GOE_SCALE,
     ],
     replicates=_phase_plan,
 )
