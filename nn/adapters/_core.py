@@ -428,6 +428,8 @@ def target_paths(model) -> dict[str, str]:
     matches; kinds "linear", "conv", "embedding")."""
     if isinstance(model, Adapted):
         model = model.model
+    if not isinstance(model, eqx.Module):
+        raise TypeError(f"`model` must be an equinox Module; got {type(model).__name__}.")
     return {p: t.kind for p, _, _, t, _ in _targets(model)}
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import sys
 
 import equinox as eqx
 import jax
@@ -69,6 +70,8 @@ def ct_gap_bound(beta: float, c: float) -> float:
     """
     beta = check_scalar(beta, "beta", lower=0, upper=1, closed="right")
     c = check_scalar(c, "c", lower=0, upper=1)
+    if c > 0 and beta * math.e < c / sys.float_info.max:  # c / (beta e) would overflow
+        raise ValueError(f"`beta` must exceed c / (e * max float) for c = {c}; got {beta!r}.")
     return (1 - beta) * (c / (beta * math.e) + (1 - c) * math.log(2))
 
 

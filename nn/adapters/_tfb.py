@@ -30,6 +30,7 @@ import numpy as np
 from theory._validation import (
     _is_tracer,
     as_array,
+    call_scalar,
     check_callable,
     check_finite_result,
     check_int,
@@ -208,13 +209,15 @@ def tfb_search_sigma(
         )
     tol = check_scalar(tol, "tol", lower=0)
     iters = check_int(iters, "iters", lower=1)
-    sig, met = [sigma_max], [float(metric(sigma_max))]
+    sig, met = [sigma_max], [call_scalar(metric, sigma_max, "metric")]
+    if not np.isfinite(met[0]):
+        raise ValueError(f"`metric` returned {met[0]} at sigma = {sigma_max}.")
     if met[0] <= tol:
         return TFBSearchResult(sigma_max, sigma_max, sigma_max, tol, np.array(sig), np.array(met))
     low, high = sigma_min, sigma_max
     for _ in range(iters):
         mid = 0.5 * (low + high)
-        v = float(metric(mid))
+        v = call_scalar(metric, mid, "metric")
         if not np.isfinite(v):
             raise ValueError(f"`metric` returned {v} at sigma = {mid}.")
         sig.append(mid)

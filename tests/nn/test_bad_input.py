@@ -325,3 +325,16 @@ def test_flags_and_options_are_checked_when_given_not_when_first_used():
         A.Prompted(A.ACAVPPrompt((3, 8, 8)), cnn, [[0], [1, 2]])
     with pytest.raises(TypeError, match="`target` must be array-like"):
         A.frequency_label_map([0, 1], [[0], [1, 2]], 2, 3)
+
+
+def test_adapter_helpers_name_a_bad_callable_model_or_overflowing_bound():
+    import pytest
+    from scipy import stats
+
+    with pytest.raises(TypeError, match="`metric"):  # the distribution, not a function of sigma
+        AD_.tfb_search_sigma(stats.norm, sigma_max=1.0, tol=0.1)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`model` must be an equinox Module"):
+        AD_.target_paths("mlp")
+    with pytest.raises(ValueError, match="`beta` must exceed"):  # c / (beta e) overflows
+        AD_.ct_gap_bound(5e-324, 0.5)
+    assert AD_.ct_gap_bound(5e-324, 0.0) == pytest.approx(np.log(2))  # c = 0: no 1/beta term
