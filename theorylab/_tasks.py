@@ -70,6 +70,13 @@ def _error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}{where}"
 
 
+def _error_row(detail: str) -> dict:
+    """The row of a claim that raised (or whose replicate chunk raised): ``detail`` says why."""
+    return dict(
+        status="error", measured=None, expected=None, tolerance=None, rule="", detail=detail
+    )
+
+
 def _measure(c, scale: str, seed: int, mutant: str | None, chunks=None) -> dict:
     from paper_checks import run_claim
 
@@ -77,14 +84,7 @@ def _measure(c, scale: str, seed: int, mutant: str | None, chunks=None) -> dict:
     if chunks is not None:  # [(Replicates, [replicate_chunk output, ...]), ...]
         failed = [ch["error"] for _, outs in chunks for ch in outs if ch["error"]]
         if failed:
-            return dict(
-                status="error",
-                measured=None,
-                expected=None,
-                tolerance=None,
-                rule="",
-                detail=failed[0],
-            )
+            return _error_row(failed[0])
         results = {reps: [x for ch in outs for x in ch["results"]] for reps, outs in chunks}
     try:
         m = run_claim(c, scale, seed, mutant, results)
@@ -97,14 +97,7 @@ def _measure(c, scale: str, seed: int, mutant: str | None, chunks=None) -> dict:
             detail=m.detail,
         )
     except Exception as err:  # a claim that raises is an error row, the run goes on
-        return dict(
-            status="error",
-            measured=None,
-            expected=None,
-            tolerance=None,
-            rule="",
-            detail=_error_text(err),
-        )
+        return _error_row(_error_text(err))
 
 
 def claim_row(
