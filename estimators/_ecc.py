@@ -494,7 +494,8 @@ def ecc_path(
 ) -> dict:
     """Naive and debiased estimates of all three estimators over a common-penalty grid, one fit.
 
-    Returns ``{"lams", "naive": {est: array}, "debiased": {est: array}, "se": {est: array}}``.
+    Returns ``{"lams", "naive": {est: array}, "debiased": {est: array}, "se": {est: array}}``;
+    ``NumericalError`` (naming the penalties) where a plug-in variance is not finite and positive.
     One eigendecomposition per training fold serves the whole grid (used by the paper checks).
     The estimators and their debiasing are those of :func:`ecc` (McGrath et al. 2025, §3; note
     ``ecc_ridge.md`` §3.4), at ``lam_a = lam_y``.
@@ -516,8 +517,18 @@ def ecc_path(
         naive, psi, _, var_phi, c = prep.fit(est, lams, lams, constants)
         out["naive"][est] = naive
         out["debiased"][est] = psi
-        with np.errstate(all="ignore"):
-            out["se"][est] = np.sqrt(prep.variance(est, lams, lams, (var_phi, c)))
+        var = prep.variance(est, lams, lams, (var_phi, c))
+        bad = ~(np.isfinite(var) & (var > 0))
+        if bad.any():
+            raise NumericalError(
+                f"the plug-in variance of the {est} estimator is not finite and positive at "
+                f"lam = {', '.join(f'{v:.3g}' for v in lams[bad])}: the plug-in formula breaks "
+                f"down at these penalties for these data; leave them out of `lams`.",
+                estimator=est,
+                lams=lams[bad],
+                variance=var[bad],
+            )
+        out["se"][est] = np.sqrt(var)
     return out
 
 

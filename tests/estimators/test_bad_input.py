@@ -114,6 +114,16 @@ def test_a_penalty_where_the_plug_in_breaks_down_is_a_numerical_error(lam, split
     assert info.value.diagnostics  # the penalty and what broke, for the caller
 
 
+def test_ecc_path_names_the_penalties_where_the_plug_in_breaks_down():
+    from theory._validation import NumericalError
+
+    r = E.ecc_path(YW, AW, XW, [0.3, 1.0], rng=0)
+    assert all(np.all(np.isfinite(v)) and np.all(v > 0) for v in r["se"].values())
+    with pytest.raises(NumericalError, match="lam = 1e\\+05") as info:
+        E.ecc_path(YW, AW, XW, [0.3, 1e5], rng=0)
+    np.testing.assert_array_equal(info.value.diagnostics["lams"], [1e5])
+
+
 def test_data_at_the_float_limits_is_a_numerical_error_not_a_crash():
     from theory._validation import NumericalError
 
