@@ -360,11 +360,11 @@ class Adapted(eqx.Module):
         }
 
 
-@contextlib.contextmanager
-def disabled(adapted: Adapted):
-    """``with disabled(adapted) as base: ...``: the model with every adapter off."""
+def disabled(adapted: Adapted) -> contextlib.AbstractContextManager:
+    """``with disabled(adapted) as base: ...``: the model with every adapter off (``adapted`` is
+    checked at the call, not only on entering the context)."""
     _check_adapted(adapted)
-    yield adapted.disable()
+    return contextlib.nullcontext(adapted.disable())
 
 
 # ---------------------------------------------------------------------------- paths and targets

@@ -335,6 +335,8 @@ def test_adapter_helpers_name_a_bad_callable_model_or_overflowing_bound():
         AD_.tfb_search_sigma(stats.norm, sigma_max=1.0, tol=0.1)  # pyright: ignore[reportArgumentType]
     with pytest.raises(TypeError, match="`model` must be an equinox Module"):
         AD_.target_paths("mlp")
+    with pytest.raises(TypeError, match="`adapted`"):  # at the call, before any `with`
+        AD_.disabled("model")  # pyright: ignore[reportArgumentType]
     with pytest.raises(ValueError, match="`beta` must exceed"):  # c / (beta e) overflows
         AD_.ct_gap_bound(5e-324, 0.5)
     assert AD_.ct_gap_bound(5e-324, 0.0) == pytest.approx(np.log(2))  # c = 0: no 1/beta term
