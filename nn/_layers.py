@@ -256,8 +256,8 @@ def causal_attention(q, k, v, *, return_weights=False):
     ``(..., heads, T, T)``).
 
     >>> v = jnp.arange(3.0).reshape(1, 3, 1)  # one head, T = 3, equal scores
-    >>> causal_attention(jnp.zeros((1, 3, 1)), jnp.zeros((1, 3, 1)), v)[0, :, 0]  # running means
-    Array([0. , 0.5, 1. ], dtype=float32)
+    >>> causal_attention(jnp.zeros((1, 3, 1)), jnp.zeros((1, 3, 1)), v)[0, :, 0].tolist()  # means
+    [0.0, 0.5, 1.0]
     """
     check_bool(return_weights, "return_weights")
     for name, a in (("q", q), ("k", k), ("v", v)):
