@@ -402,16 +402,21 @@ class TransformerLM(eqx.Module):
         self.head = Linear(d_model, vocab_size, False, dtype=dtype, key=kh)
         self.max_len = max_len
 
-    def __call__(self, tokens, *, key=None):
+    def hidden(self, tokens, *, key=None):
+        """The residual stream after the last block, ``(..., T, d_model)`` (what the final norm
+        reads)."""
         T = tokens.shape[-1]
         if T > self.max_len:
             raise ValueError(f"tokens must have length <= max_len={self.max_len}, got {T}")
-        keys = _keys(key, len(self.blocks) + 1)
         x = self.embed(tokens) + self.pos_embed(jnp.arange(T))
         state = None  # carried up the stack by blocks with ``carries_state`` (nn.hopfield)
-        for blk, k in zip(self.blocks, keys[:-1], strict=False):
+        for blk, k in zip(self.blocks, _keys(key, len(self.blocks)), strict=False):
             if getattr(blk, "carries_state", False):
                 x, state = blk(x, state, key=k)
             else:
                 x = blk(x, key=k)
-        return self.head(self.norm(x), key=keys[-1])
+        return x
+
+    def __call__(self, tokens, *, key=None):
+        keys = _keys(key, 2)
+        return self.head(self.norm(self.hidden(tokens, key=keys[0])), key=keys[1])

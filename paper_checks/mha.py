@@ -382,15 +382,6 @@ TU_SIZES = sizes(
 TU = dict(vocab=32, d_model=32, num_heads=4, alpha_mha=0.5, val=256)
 
 
-def final_tokens(lm, tokens):
-    """The residual stream after the last block, ``(B, T, d)`` (what the final norm reads)."""
-    x = lm.embed(tokens) + lm.pos_embed(jnp.arange(tokens.shape[-1]))
-    state = None
-    for blk in lm.blocks:
-        x, state = blk(x, state) if getattr(blk, "carries_state", False) else (blk(x), state)
-    return x
-
-
 def mean_cosine(x):
     """Mean pairwise cosine similarity of the token vectors of each sequence ``(..., T, d)``
     (the off-diagonal mean; 1 when every token is the same vector)."""
@@ -436,7 +427,7 @@ def train_lm_seeds(layers, alpha_prime, lrs, seeds, steps, length, batch, seed):
     def run(p, tk, lr):
         p, _, _ = nn.fit(nll, optax.adam(lr), p, tk, frozen=static)
         m = eqx.combine(p, static)
-        x = jax.vmap(lambda t: final_tokens(m, t))(val[:, :-1])
+        x = jax.vmap(m.hidden)(val[:, :-1])
         return nll(m, val), jnp.mean(mean_cosine(x))
 
     v, c = jax.vmap(run)(params, toks, rates)
