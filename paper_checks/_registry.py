@@ -256,6 +256,30 @@ def clear_caches() -> None:
         sys.modules["jax"].clear_caches()
 
 
+#: Linux caps a process at ``vm.max_map_count`` memory maps (65530 by default) and each compiled
+#: XLA CPU program holds about 7: a long run (the default test run, a serial ``theorylab
+#: reproduce``) reaches the cap after ~9000 programs, and XLA then crashes in its next compile.
+MAX_MAPS = 40_000
+
+
+def release_compiled(max_maps: int = MAX_MAPS) -> bool:
+    """Drop JAX's compiled programs (``jax.clear_caches``) when this process holds more than
+    ``max_maps`` memory maps (Linux; elsewhere a no-op); :func:`memo` results stay. Called
+    between tasks by ``theorylab`` and between tests. Returns whether it released."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            n = sum(1 for _ in f)
+    except OSError:
+        return False
+    if n <= max_maps or "jax" not in sys.modules:
+        return False
+    import gc
+
+    sys.modules["jax"].clear_caches()
+    gc.collect()
+    return True
+
+
 # ------------------------------------------------------------------------------------ replicates
 @dataclass(frozen=True)
 class Replicates:

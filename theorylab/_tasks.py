@@ -55,6 +55,17 @@ def setup_jax(compile_cache: bool = True) -> str | None:
     return str(path)
 
 
+def _on_worker(compile_cache: bool | None) -> None:
+    """Start of a task: on a Dask worker (``compile_cache`` set) set JAX up and, the worker being
+    long-lived, release compiled programs past the memory-map cap (``release_compiled``)."""
+    if compile_cache is None:
+        return
+    from paper_checks._registry import release_compiled
+
+    setup_jax(compile_cache)
+    release_compiled()
+
+
 def device_name() -> str:
     """The JAX device the work runs on, e.g. ``cpu`` or ``gpu (NVIDIA H200)``."""
     import jax
@@ -115,8 +126,7 @@ def claim_row(
     ``compile_cache`` set: first set JAX up (a task on a worker). ``chunks``: per run (``mutant``
     and, with ``mutants``, each mutant's name) the claim's replicates as computed by
     :func:`replicate_chunk` tasks; ``seconds`` then adds the chunks' time to this task's."""
-    if compile_cache is not None:
-        setup_jax(compile_cache)
+    _on_worker(compile_cache)
     t0 = time.perf_counter()
     given = (lambda run: None) if chunks is None else chunks.__getitem__
     row = _measure(c, scale, seed, mutant, given(mutant))
@@ -147,8 +157,7 @@ def replicate_chunk(
     """Replicates ``start`` to ``stop`` of ``reps`` under ``mutant`` (a
     :class:`~paper_checks.Mutant`, or None): one task of a chunked claim. Returns ``results``
     (in index order), ``seconds`` and ``error`` (the text of what it raised, else None)."""
-    if compile_cache is not None:
-        setup_jax(compile_cache)
+    _on_worker(compile_cache)
     t0 = time.perf_counter()
     try:
         with mutant.apply() if mutant is not None else contextlib.nullcontext():
@@ -222,8 +231,7 @@ def figure_row(
     import matplotlib
 
     matplotlib.use("Agg")
-    if compile_cache is not None:
-        setup_jax(compile_cache)
+    _on_worker(compile_cache)
     from figures import save
 
     try:
@@ -239,8 +247,7 @@ def property_row(
     """One property's verification row (:func:`paper_checks.verify`)."""
     from paper_checks import verify
 
-    if compile_cache is not None:
-        setup_jax(compile_cache)
+    _on_worker(compile_cache)
     return verify(p, examples, seed, mutant)
 
 
@@ -261,8 +268,11 @@ def execute(
     """
     rows = [] if rows is None else rows
     if workers is None and scheduler is None:
+        from paper_checks._registry import release_compiled
+
         for fn, args, kwargs in tqdm(jobs, desc=desc, unit="task", disable=None):
             rows.append(fn(*args, **kwargs))
+            release_compiled()
         return rows
     try:
         from dask.distributed import Client, LocalCluster, as_completed

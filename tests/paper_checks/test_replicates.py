@@ -1,6 +1,8 @@
 """Claims that declare their Monte Carlo replicates: the declaration matches what the check runs,
 and a check fed replicates computed elsewhere, in chunks, measures what the serial check does."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -67,3 +69,25 @@ def test_undeclared_replicates_are_an_error_and_each_result_depends_on_its_index
         run_claim(reg["demo.mc"], "smoke", 0, results={})
     reps = Replicates(_draw, (3,), 8)
     assert reps.run(5, 8) == reps.run()[5:] == [_draw(3, i) for i in (5, 6, 7)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="Linux memory maps")
+def test_release_compiled_frees_the_maps_of_compiled_programs():
+    """Past the threshold the compiled programs go (their memory maps with them); below it
+    nothing happens, and a jitted function still runs after the release."""
+    import jax
+    import jax.numpy as jnp
+
+    from paper_checks._registry import release_compiled
+
+    def maps():
+        return len(Path("/proc/self/maps").read_bytes().splitlines())
+
+    fs = [jax.jit(lambda x, i=i: jnp.sin(x) * i) for i in range(40)]
+    for f in fs:
+        f(jnp.ones(3)).block_until_ready()
+    before = maps()
+    assert not release_compiled(max_maps=before + 1000)
+    assert release_compiled(max_maps=0)
+    assert maps() < before - 100
+    assert float(fs[3](jnp.ones(3))[0]) == pytest.approx(3 * np.sin(1.0))
