@@ -174,6 +174,7 @@ def kl_to_teacher(teacher, student, tokens):
     return _kl(teacher, student, tokens)
 
 
+@eqx.filter_jit
 def _kl(teacher, student, tokens):
     lt = jax.nn.log_softmax(teacher(tokens), -1)
     ls = jax.nn.log_softmax(student(tokens), -1)
