@@ -73,14 +73,15 @@ def _check(mode, threshold, window):
 
 
 def detect_crossing(ratios, threshold=SQRT3, window=10):
-    """First index ``t`` with ``mean(ratios[t - window + 1 : t + 1]) < threshold``, or None.
+    """First index ``t`` with ``mean(ratios[t - window + 1 : t + 1]) < threshold``, or None;
+    ``ratios`` are gradient-to-noise ratios, >= 0 (+inf at a step without quantisation noise).
 
     The switch rule of Chmiel et al. 2025, Sec. 4 and Fig. 5: move to higher precision once the
     gradient-to-noise ratio falls below sqrt(3). The moving-average window is chosen here (the
     paper does not state one).
     """
     _check("none", threshold, window)
-    r = as_array(ratios, "ratios", ndim=1, finite="nan")
+    r = as_array(ratios, "ratios", ndim=1, finite="nan", lower=0.0)  # +inf: no noise
     if len(r) < window:
         return None
     m = np.convolve(r, np.ones(window) / window, mode="valid")

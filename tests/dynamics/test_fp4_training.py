@@ -16,6 +16,12 @@ def test_detect_crossing():
     assert F.detect_crossing(np.full(30, 5.0)) is None
     with pytest.raises(ValueError, match="window"):
         F.detect_crossing(r, window=0)
+    # a step without quantisation noise has ratio +inf: the window holding it never crosses
+    assert F.detect_crossing(np.r_[np.full(5, 1.0), np.inf, np.full(5, 1.0)], window=3) == 2
+    assert F.detect_crossing(np.r_[np.inf, np.full(4, 1.0)], window=2) == 2
+    for bad in (-np.inf, -1.0):
+        with pytest.raises(ValueError, match="ratios"):
+            F.detect_crossing(np.r_[np.full(5, 1.0), bad])
 
 
 def _loss(m, batch, *, key=None):
