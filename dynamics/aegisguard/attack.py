@@ -29,7 +29,7 @@ import numpy as np
 import optax
 
 import nn
-from theory._validation import as_array, check_int, check_key, check_scalar
+from theory._validation import as_array, check_int, check_key, check_scalar, to_array
 
 from .victim import (
     _ce,
@@ -155,7 +155,7 @@ def subset_masks(n_layers: int) -> np.ndarray:
 
 def subset_index(mask) -> int:
     """The row of :func:`subset_masks` holding the bool ``mask``."""
-    m = np.asarray(mask)
+    m = to_array(mask, "mask")
     if m.ndim != 1 or m.dtype != bool:
         raise TypeError(f"`mask` must be a 1-D bool array; got {m.dtype} of shape {m.shape}.")
     return int(np.sum(m.astype(np.int64) << np.arange(m.size)))

@@ -19,7 +19,6 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 import nn
@@ -56,9 +55,7 @@ def sac_quota(remaining, t, T, scores, *, alpha: float = 0.5, delta: float = 1.0
     remaining = check_scalar(remaining, "remaining", lower=0, upper=1e9)
     T = check_int(T, "T", lower=1, upper=10**6)
     t = check_int(t, "t", lower=0, upper=T - 1)
-    scores = check_layer_vector(
-        scores, "scores", np.shape(scores)[0] if np.ndim(scores) == 1 else -1
-    )
+    scores = check_layer_vector(scores, "scores")
     alpha = check_scalar(alpha, "alpha", lower=0, upper=1)
     delta = check_scalar(delta, "delta", lower=0, upper=1e6, closed="neither")
     return _quota(remaining, t, T, scores, alpha, delta)

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import check_choice, check_int, check_scalar
+from theory._validation import check_choice, check_int, check_scalar, to_array
 
 from .physics import _fft2c, _grid, _ifft2c, _rng, _shape, cartesian_mask, coil_maps
 
@@ -168,7 +168,7 @@ def _slice(e, z):
 
 
 def _check_z(z):
-    arr = np.asarray(z) if not isinstance(z, jax.core.Tracer) else z
+    arr = to_array(z, "z") if not isinstance(z, jax.core.Tracer) else z
     if np.dtype(arr.dtype).kind not in "iuf":
         raise TypeError(f"`z` must be real; got dtype {arr.dtype}.")
     if not isinstance(arr, jax.core.Tracer) and not np.all(np.abs(arr) <= 1):

@@ -343,3 +343,19 @@ def test_options_seeds_shapes_and_ragged_input_are_named():
         S.pep_worst_case(1, 2, 0.5, eps="no")  # pyright: ignore[reportArgumentType]
     with pytest.raises(TypeError, match="`name` must be str"):
         S.least_squares(A, B, name=3)  # pyright: ignore[reportArgumentType]
+
+
+def test_ragged_lists_are_named_by_their_argument():
+    import pytest
+
+    from dynamics.aegisguard import attack as AT
+    from dynamics.aegisguard import pruning as PR
+
+    with pytest.raises(TypeError, match="`mask` must be array-like"):
+        AT.subset_index([[True], [True, False]])
+    with pytest.raises(TypeError, match="`scores` must be array-like"):
+        PR.sac_quota(5.0, 1, 4, [[0.1], [0.2, 0.3]])
+    with pytest.raises(ValueError, match=r"`scores` must have shape \(L,\)"):
+        PR.sac_quota(5.0, 1, 4, np.ones((2, 2)))
+    with pytest.raises(TypeError, match="`z` must be array-like"):
+        MR.simulate(PAT, [[0.0], [0.1, 0.2]], (8, 8))
