@@ -108,6 +108,11 @@ def learn_sigma(
 
     Ma & Kunisky 2025, Sec. 4 (learning from data), with the differences stated in the module
     docstring. ``key`` is a JAX PRNG key (initialisation and batch order).
+
+    >>> train, test = make_dataset(32, 20, 3.0, rng=0), make_dataset(32, 20, 3.0, rng=1)
+    >>> r = learn_sigma(train, test, units=2, epochs=10, batch=32, lr=0.3, key=jax.random.key(0))
+    >>> r.test_accuracy, r.losses.shape, bool(r.losses[-1] < r.losses[0] / 10)  # beta = 3 > 1
+    (1.0, (10,), True)
     """
     units = check_int(units, "units", lower=1, upper=10_000)
     epochs = check_int(epochs, "epochs", lower=1, upper=1_000_000)

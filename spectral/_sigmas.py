@@ -18,7 +18,17 @@ __all__ = ["Sigma", "tanh", "zshape", "step", "constant", "zero", "monotone_mlp"
 class Sigma:
     """Base class: a bounded non-decreasing σ: ℝ → ℝ with declared breaks and bounds.
 
-    The hypotheses on σ of Ma & Kunisky 2025, Sec. 3."""
+    The hypotheses on σ of Ma & Kunisky 2025, Sec. 3. A subclass sets ``upper``, ``lower``,
+    ``breaks`` and ``gap_upper``; the call, ``gap_lower`` and shifts come from here.
+
+    >>> class Clip(Sigma):  # min(max(t, 0), 1): kinks at 0 and 1
+    ...     upper, lower, breaks, name = 1.0, 0.0, (0.0, 1.0), "clip"
+    ...     def gap_upper(self, t):
+    ...         return 1.0 - np.clip(t, 0.0, 1.0)
+    >>> s = Clip()
+    >>> s(np.array([-1.0, 0.25, 3.0])).tolist(), (s + 2.0).upper, float(s.gap_lower(0.25))
+    ([0.0, 0.25, 1.0], 3.0, 0.25)
+    """
 
     upper: float
     lower: float

@@ -200,6 +200,11 @@ def signal_expectations(sigma, beta: float, eta: EtaLaw) -> _Signal:
     """The rule for E_{η,g}[(η²/m2) f(σ(βηm1/m2 + g))] at this β (a :class:`_Signal`).
 
     The expectations of S_β (Ma & Kunisky 2025, Sec. 3.1; official code's ``theta`` integrals).
+
+    >>> from spectral import sigmas
+    >>> sig = signal_expectations(sigmas.step([0.0], [0.0, 1.0]), 2.0, EtaLaw.point())
+    >>> round(sig.s1(1.0), 9)  # E[1/(1 + 1{2 + g < 0})] = Phi(2) + Phi(-2) / 2
+    0.988624934
     """
     _check_sigma(sigma)
     _check_eta(eta)

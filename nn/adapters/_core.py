@@ -624,7 +624,17 @@ def unload(adapted: Adapted):
 
 def delta_weights(adapted: Adapted, *, name: str | None = None, **context) -> dict:
     """The ``(out, fan_in)`` update of every layer of adapter ``name`` (default: the active one),
-    each method's ``Delta W`` as its module states it."""
+    each method's ``Delta W`` as its module states it.
+
+    >>> import nn
+    >>> a = inject(nn.MLP(4, 2, 3, 1, key=jax.random.key(0)), "lora", key=jax.random.key(1), r=2)
+    >>> {p: dw.shape for p, dw in delta_weights(a).items()}  # (out, fan_in)
+    {'layers.0': (3, 4), 'layers.1': (2, 3)}
+    >>> a = eqx.tree_at(lambda m: m.layers()["layers.0"].B, a, jnp.eye(3, 2))  # B = 0 at init
+    >>> dw, x = delta_weights(a)["layers.0"], jnp.arange(4.0)
+    >>> bool(jnp.allclose(a.layers()["layers.0"].delta(x, {}), dw @ x))  # the unmerged branch
+    True
+    """
     _check_adapted(adapted)
     name = adapted._one(name)
     ctx = {**adapted.banks[name], **context}

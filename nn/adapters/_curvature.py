@@ -153,6 +153,12 @@ def ct_steer(model, beta: float, c: float = 0.5, *, activation=jax.nn.relu):
     ``eqx.nn.Lambda(jax.nn.relu)`` in an ``eqx.nn.Sequential``. An activation called inside a
     ``__call__`` without being stored cannot be reached; a model with none raises ``ValueError``.
     ``0 <= beta <= 1``; ``beta = 1`` is the ReLU itself.
+
+    >>> import nn
+    >>> m = nn.MLP(4, 2, 3, 1, activation=jax.nn.relu, key=jax.random.key(0))
+    >>> x = jnp.linspace(-1.0, 1.0, 4)
+    >>> bool(jnp.array_equal(ct_steer(m, 1.0)(x), m(x))), ct_steer(m, 0.7).activation
+    (True, CTActivation(beta=0.7, c=0.5))
     """
     beta = check_scalar(beta, "beta", lower=0, upper=1)
     c = check_scalar(c, "c", lower=0, upper=1)
@@ -251,6 +257,13 @@ def ct_trainable(model, *, beta0: float = 0.8, c0: float = 0.5, train=()):
     ``("head",)`` for a linear probe). A model with no reachable ReLU, or a ReLU in a static field
     other than :class:`nn.MLP`'s, raises ``ValueError``. On :class:`nn.MLP` s
     ``nn.count_params(model, mask)`` is ``2 sum_l C_l`` plus the probe.
+
+    >>> import nn
+    >>> m = nn.MLP(4, 2, 3, 1, activation=jax.nn.relu, key=jax.random.key(0))
+    >>> t, mask = ct_trainable(m)  # beta = 0.8, c = 0.5 on each of the 3 hidden channels
+    >>> x = jnp.linspace(-1.0, 1.0, 4)
+    >>> nn.count_params(t, mask), bool(jnp.allclose(t(x), ct_steer(m, 0.8, 0.5)(x)))
+    (6, True)
     """
     beta0 = check_scalar(beta0, "beta0", lower=0, upper=1, closed="neither")
     c0 = check_scalar(c0, "c0", lower=0, upper=1, closed="neither")

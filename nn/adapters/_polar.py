@@ -76,7 +76,15 @@ def _is_polar(n):
 
 
 def stiefel_mask(tree):
-    """Boolean pytree over ``tree`` (an Adapted model or its trainable half), True at X and Y."""
+    """Boolean pytree over ``tree`` (an Adapted model or its trainable half), True at X and Y.
+
+    >>> import nn
+    >>> from nn.adapters import inject
+    >>> a = inject(nn.MLP(4, 2, 3, 1, key=jax.random.key(0)), "polar", key=jax.random.key(1), r=2)
+    >>> m = stiefel_mask(a).layers()["layers.0"]
+    >>> m.X, m.Theta, m.Y  # X, Y on Stiefel manifolds; Theta unconstrained
+    (True, False, True)
+    """
 
     def mark(node):
         if _is_polar(node):

@@ -147,6 +147,17 @@ def fedavg(clients: list[Adapted], weights=None) -> Adapted:
 
     For LoRA this averages ``A`` and ``B`` separately, so the update is ``avg(B) avg(A)``, not
     ``avg(BA)``. Works under ``jit`` (``weights`` may be traced).
+
+    >>> import nn
+    >>> from nn.adapters import delta_weights, inject
+    >>> a = inject(nn.MLP(4, 2, 3, 1, key=jax.random.key(0)), "lora", key=jax.random.key(1), r=2)
+    >>> c1 = eqx.tree_at(lambda m: m.layers()["layers.0"].B, a, jnp.eye(3, 2))
+    >>> c2 = eqx.tree_at(lambda m: m.layers()["layers.0"].A, a, 2 * a.layers()["layers.0"].A)
+    >>> dw = [delta_weights(m)["layers.0"] for m in (c1, c2, fedavg([c1, c2]))]  # dw[1] = 0
+    >>> bool(jnp.allclose(dw[2], 0.75 * dw[0])), bool(jnp.allclose(dw[2], dw[0] / 2))
+    (True, False)
+
+    (``avg(B) avg(A) = (B/2)(3A/2)``, not the average update ``BA/2``.)
     """
     return _average(clients, _check_clients(clients, weights))
 
@@ -172,6 +183,20 @@ def ravan_aggregate(clients: list[Adapted], weights=None, masks=None) -> Adapted
         trained keeps its broadcast ``s_i H_i``.
 
     Other trainable leaves (a task head) are averaged as in :func:`fedavg`.
+
+    >>> import nn
+    >>> from nn.adapters import delta_weights, inject
+    >>> mlp = nn.MLP(4, 2, 3, 1, key=jax.random.key(0))
+    >>> a = inject(mlp, "ravan", "layers.0", key=jax.random.key(1), r=1, heads=2)
+    >>> hs = lambda m: (m.layers()["layers.0"].H, m.layers()["layers.0"].s)
+    >>> c1 = eqx.tree_at(hs, a, (jnp.ones((2, 1, 1)), jnp.ones(2)))
+    >>> c2 = eqx.tree_at(hs, a, (jnp.full((2, 1, 1), 3.0), jnp.full(2, 2.0)))
+    >>> srv = ravan_aggregate([c1, c2], [0.25, 0.75])
+    >>> [v.ravel().tolist() for v in hs(srv)]  # H_i = 0.25 * 1 * 1 + 0.75 * 2 * 3, s_i = 1
+    [[4.75, 4.75], [1.0, 1.0]]
+    >>> dw = [delta_weights(m)["layers.0"] for m in (c1, c2, srv)]
+    >>> bool(jnp.allclose(dw[2], 0.25 * dw[0] + 0.75 * dw[1]))  # exact FedAvg of Delta W
+    True
     """
     w = _check_clients(clients, weights)
     _check_ravan(clients[0], "clients")
@@ -222,6 +247,15 @@ def ravan_select_heads(
     ``"gradient"`` (largest ``||dL/dH_i||_F``; ``grads`` is the gradient of the trainable half,
     e.g. from ``eqx.filter_grad``). Ties go to the lower head index. Train only the selected
     heads (zero the other heads' gradients) and pass the masks to :func:`ravan_aggregate`.
+
+    >>> import nn
+    >>> from nn.adapters import inject
+    >>> mlp = nn.MLP(4, 2, 3, 1, key=jax.random.key(0))
+    >>> a = inject(mlp, "ravan", "layers.0", key=jax.random.key(1), r=1, heads=3)
+    >>> H = jnp.array([1.0, 3.0, 2.0]).reshape(3, 1, 1)  # s_i = 1: ||s_i H_i||_F = 1, 3, 2
+    >>> a = eqx.tree_at(lambda m: m.layers()["layers.0"].H, a, H)
+    >>> ravan_select_heads(a, 2, score="weight")["layers.0"].tolist()
+    [False, True, True]
     """
     _check_ravan(model, "model")
     layers = model.layers()

@@ -123,6 +123,19 @@ def tfb_bayesianize(adapted: Adapted, sigma: float, *, name: str | None = None) 
 
     The TFB adapter trains nothing; call the model with ``key=`` to sample (one draw of the noise
     per call and layer; a layer called without a key draws from ``fold_in(key, i)``).
+
+    >>> import nn
+    >>> from nn.adapters import inject
+    >>> mlp = nn.MLP(4, 2, 3, 1, key=jax.random.key(0))
+    >>> a = inject(mlp, "lora", "layers.0", key=jax.random.key(1), r=2)
+    >>> a = eqx.tree_at(lambda m: m.layers()["layers.0"].B, a, jnp.eye(3, 2))  # a trained B
+    >>> t, x = tfb_bayesianize(a, 0.1), jnp.ones(4)
+    >>> bool(jnp.allclose(t(x), a(x)))  # without a key: the posterior mean, the trained LoRA
+    True
+    >>> lay = t.layers()["layers.0"]
+    >>> e = lay.sample_delta_weight(jax.random.key(2)) - lay.delta_weight({})
+    >>> bool(jnp.all(abs(e[2]) < 1e-6)), bool(jnp.all(e[:2] != 0))  # noise in col(B) only
+    (True, True)
     """
     if not isinstance(adapted, Adapted):
         raise ValueError(
