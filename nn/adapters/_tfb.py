@@ -103,10 +103,19 @@ class TFBLoRALinear(AdapterLayer):
         return self.scale * (bp @ ap)
 
     def _noise(self, key, ap, d_over_sigma):
-        return jax.random.normal(key, ap.shape, ap.dtype) / d_over_sigma[:, None]
+        # B's numerical rank as in numpy.linalg.matrix_rank (d_i <= d_max max(m, r) eps is 0): a
+        # zero singular value (e.g. a layer still at B = 0) has a zero column of B' and carries
+        # no noise, so the law stays on col(B). Unmasked, sigma / 0 times that column is NaN,
+        # and a round-off d_i ~ 1e-16 would put variance sigma^2 along a direction outside col(B).
+        d = self.d[:, None]
+        tol = jnp.max(self.d, initial=0.0) * max(self.Bp.shape) * jnp.finfo(d.dtype).eps
+        ok = d > tol
+        z = jax.random.normal(key, ap.shape, ap.dtype)
+        return jnp.where(ok, z / jnp.where(ok, d_over_sigma[:, None], 1.0), 0.0)
 
     def sample_delta_weight(self, key):
-        """One draw of ``s B'(A' + E)``, ``E_ij ~ N(0, (sigma / d_i)^2)``."""
+        """One draw of ``s B'(A' + E)``, ``E_ij ~ N(0, (sigma / d_i)^2)`` (``E_i = 0`` where
+        ``d_i`` is zero at B's numerical rank)."""
         bp, ap, d = self._arrays()
         return self.scale * (bp @ (ap + self._noise(key, ap, d)))
 

@@ -57,6 +57,34 @@ def test_tfb_covariance_is_isotropic_on_col_b_and_gauge_invariant():
     np.testing.assert_allclose(bp @ ap, lora.B @ lora.A, atol=1e-12)
 
 
+def test_tfb_with_a_rank_deficient_b_samples_on_col_b():
+    """A layer left at B = 0 and one whose B has rank 1 of r = 2: draws are finite, the first
+    layer's is exactly its (zero) mean and the second's deviation lies in col(B), with the
+    variance (s sigma)^2 of the full-rank case along it."""
+    import equinox as eqx
+
+    base = nn.MLP(6, 3, 10, 2, key=jax.random.key(0))
+    a = ad.inject(base, "lora", targets=["layers.0", "layers.1"], key=jax.random.key(1), r=2)
+    u = jax.random.normal(jax.random.key(2), (10, 1))
+    b1 = u @ jnp.array([[1.0, -2.0]])  # rank 1
+    a = eqx.tree_at(lambda m: m.layers()["layers.1"].B, a, b1)
+    t = ad.tfb_bayesianize(a, sigma=0.3)
+    x = jnp.ones((4, 6))
+    assert bool(jnp.all(jnp.isfinite(t(x, key=jax.random.key(3)))))
+    zero = t.layers()["layers.0"]
+    np.testing.assert_array_equal(zero.sample_delta_weight(jax.random.key(4)), 0.0)
+    layer, lora = t.layers()["layers.1"], a.layers()["layers.1"]
+    N = 2000
+    draws = jax.vmap(layer.sample_delta_weight)(jax.random.split(jax.random.key(5), N))
+    dev = np.asarray(draws - lora.scale * lora.B @ lora.A)
+    un = np.asarray(u / jnp.linalg.norm(u))
+    np.testing.assert_allclose(dev - un @ (un.T @ dev), 0, atol=1e-12)
+    z = np.einsum("i,Nik->Nk", un[:, 0], dev)
+    target = (lora.scale * 0.3) ** 2
+    se = target * math.sqrt(2 / (N - 1)) / math.sqrt(z.shape[1])
+    assert abs(z.var(axis=0).mean() - target) < 4 * se
+
+
 def test_sigma_search_bisection():
     truth = 0.0123
     f = lambda s: 0.01 * s / truth  # noqa: E731  (monotone; crosses tol = 0.01 at truth)
