@@ -296,3 +296,21 @@ def test_package_embedding_and_linear_targets_merge():
     np.testing.assert_allclose(
         fwd(ad.merge(a), toks), y, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(y)))
     )
+
+
+def test_a_method_name_is_registered_once():
+    """Another class under a taken name is refused; the same class definition imported a second
+    time (pytest's importlib mode runs a module file anew) keeps the first registration."""
+    from nn.adapters._core import METHODS, register_method
+
+    first = METHODS["lora"]
+
+    class Other(ad.AdapterLayer):
+        pass
+
+    with pytest.raises(ValueError, match="'lora' is registered twice"):
+        register_method("lora")(Other)
+    twin = type(first.__name__, (first,), {"__module__": first.__module__})
+    twin.__qualname__ = first.__qualname__
+    assert register_method("lora")(twin) is twin
+    assert METHODS["lora"] is first
