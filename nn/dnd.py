@@ -205,7 +205,7 @@ def detokenize(tokens, shapes, chunk: int) -> list[tuple[jax.Array, jax.Array]]:
 
 def token_mask(tokens) -> jax.Array:
     """``~isnan(tokens)``: the positions a loss may compare (the code's mask)."""
-    tokens = check_array(tokens, "tokens", min_ndim=2, finite=False)
+    tokens = check_array(tokens, "tokens", min_ndim=2, finite="inf")
     return ~jnp.isnan(jnp.asarray(tokens))
 
 
@@ -217,7 +217,7 @@ def criterion_weight(tokens) -> jax.Array:
     datasets (official ``criterion_weight_for_0.5B.py`` / ``calculate_mean_criterion_weight``,
     ``dnd.md`` Sec. 2.4). Shape ``(T,)``.
     """
-    tokens = check_array(tokens, "tokens", ndim=5, finite=False)
+    tokens = check_array(tokens, "tokens", ndim=5, finite="inf")
     if tokens.shape[1] < 2:
         raise ValueError(f"`tokens` needs >= 2 checkpoints per dataset; got {tokens.shape}.")
     s = jnp.std(jnp.asarray(tokens), axis=1, ddof=1)  # (D, T, h, w), NaN at padding
@@ -233,7 +233,7 @@ def dnd_loss(pred, target, weight) -> jax.Array:
     entries (``decoderonly.py::forward/criterion``, ``dnd.md`` Sec. 2.6). ``pred``/``target``
     ``(..., T, h, w)``, ``weight (T,)``."""
     pred = check_array(pred, "pred", min_ndim=3)
-    target = check_array(target, "target", min_ndim=3, finite=False)
+    target = check_array(target, "target", min_ndim=3, finite="inf")
     weight = check_array(weight, "weight", ndim=1)
     if pred.shape != target.shape or weight.shape[0] != pred.shape[-3]:
         raise ValueError(

@@ -191,13 +191,15 @@ def to_array(x, name) -> np.ndarray:
         raise TypeError(f"`{name}` must be array-like; got {type(x).__name__} ({err}).") from err
 
 
-def check_array(x, name, *, ndim=None, min_ndim=None, finite=True, max_abs=None):
+def check_array(
+    x, name, *, ndim=None, min_ndim=None, finite: bool | Literal["inf"] = True, max_abs=None
+):
     """Validate a NumPy/JAX array (or tracer) without converting it: real floating or integer
     dtype, ``ndim`` (or at least ``min_ndim``) axes, finite entries (at most ``max_abs`` in
-    magnitude) when concrete. Returns ``x``
-    (lists and scalars go through :func:`as_array`)."""
+    magnitude) when concrete. ``finite="inf"`` rejects infinities but admits NaN (a padding or
+    missing-value marker). Returns ``x`` (lists and scalars go through :func:`as_array`)."""
     if not hasattr(x, "dtype") or not hasattr(x, "shape"):
-        return as_array(x, name, ndim=ndim, finite=finite)
+        x = as_array(x, name, ndim=ndim, finite=finite is True)
     kind = np.dtype(x.dtype).kind if not str(x.dtype).startswith("key") else "V"
     if kind not in "iuf":
         raise TypeError(f"`{name}` must hold real numbers; got an array of dtype {x.dtype}.")
@@ -207,8 +209,15 @@ def check_array(x, name, *, ndim=None, min_ndim=None, finite=True, max_abs=None)
         raise ValueError(
             f"`{name}` must have at least {min_ndim} axes; got shape {tuple(x.shape)}."
         )
-    if finite and not _is_tracer(x) and kind == "f" and not np.all(np.isfinite(np.asarray(x))):
-        raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
+    if finite and not _is_tracer(x) and kind == "f":
+        arr = np.asarray(x)
+        if finite == "inf" and np.isinf(arr).any():
+            raise ValueError(
+                f"`{name}` must be free of infinities (NaN marks a missing entry); got "
+                f"{int(np.isinf(arr).sum())} infinite value(s)."
+            )
+        if finite is True and not np.all(np.isfinite(arr)):
+            raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
     if max_abs is not None and not _is_tracer(x) and x.size:
         # float64 before comparing: max_abs cast to a narrow dtype (bfloat16, float16) overflows
         top = float(np.abs(np.asarray(x, dtype=np.float64)).max())

@@ -340,3 +340,20 @@ def test_adapter_helpers_name_a_bad_callable_model_or_overflowing_bound():
     with pytest.raises(ValueError, match="`beta` must exceed"):  # c / (beta e) overflows
         AD_.ct_gap_bound(5e-324, 0.5)
     assert AD_.ct_gap_bound(5e-324, 0.0) == pytest.approx(np.log(2))  # c = 0: no 1/beta term
+
+
+def test_dnd_tokens_admit_nan_padding_but_not_infinities():
+    import pytest
+
+    from nn import dnd
+
+    tok = np.ones((2, 3, 2, 2, 2))
+    tok[0, 0, 0, 0, 0] = np.nan  # padding
+    assert np.isfinite(np.asarray(dnd.criterion_weight(tok))).all()
+    tok[1, 2, 1, 1, 1] = np.inf
+    with pytest.raises(ValueError, match="`tokens` must be free of infinities"):
+        dnd.criterion_weight(tok)
+    with pytest.raises(ValueError, match="`tokens` must be free of infinities"):
+        dnd.token_mask(tok[1, 2])
+    with pytest.raises(ValueError, match="`target` must be free of infinities"):
+        dnd.dnd_loss(np.zeros((2, 2, 2)), np.full((2, 2, 2), np.inf), np.ones(2))

@@ -109,3 +109,16 @@ def test_memory_and_numerical_faults():
         V.check_finite_result(np.array([1.0, np.nan]), "the loss", step=7)
     assert info.value.diagnostics == {"step": 7}
     assert issubclass(V.ConvergenceError, V.NumericalError)
+
+
+def test_check_array_may_admit_nan_markers_but_never_infinities():
+    from theory._validation import check_array
+
+    marked = np.array([[1.0, np.nan], [2.0, 3.0]])
+    assert check_array(marked, "tokens", finite="inf") is marked
+    with pytest.raises(ValueError, match="`tokens` must be free of infinities.*got 1 infinite"):
+        check_array(np.array([[1.0, np.inf], [np.nan, 0.0]]), "tokens", finite="inf")
+    with pytest.raises(ValueError, match="`tokens` must be free of infinities"):
+        check_array([[1.0, -np.inf]], "tokens", finite="inf")
+    with pytest.raises(ValueError, match="`w` must have at least 2 axes"):  # lists too
+        check_array([1.0, 2.0], "w", min_ndim=2)
