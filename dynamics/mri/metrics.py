@@ -68,12 +68,17 @@ def _psnr(x, ref):
 
 def psnr(x, ref, data_range=None):
     """``10 log10(peak^2 / mean((x - ref)^2))`` per image (the standard PSNR), ``peak = data_range``
-    or the reference's maximum (a fixed intensity scale: not renormalised per reconstruction)."""
+    or the reference's maximum (a fixed intensity scale: not renormalised per reconstruction);
+    ``inf`` where ``x == ref``. Evaluated in logs of ``peak`` and of the largest error, so a peak
+    or an error below ``1e-154`` (whose square underflows float64) gives its finite PSNR."""
     x, ref = _pair(x, ref)
     peak = _range(data_range, ref, lambda r: r.max(axis=(-2, -1)))
-    mse = np.mean((x - ref) ** 2, axis=(-2, -1))
+    d = x - ref
+    top = np.abs(d).max(axis=(-2, -1))
+    scale = np.where(top > 0, top, 1.0)
+    rel = np.mean((d / scale[..., None, None]) ** 2, axis=(-2, -1))  # in [1/(HW), 1]
     with np.errstate(divide="ignore"):
-        return 10 * np.log10(peak**2 / mse)
+        return 20 * np.log10(peak) - 20 * np.log10(top) - 10 * np.log10(rel)
 
 
 def _minmax(a):

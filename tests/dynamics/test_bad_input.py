@@ -359,3 +359,15 @@ def test_ragged_lists_are_named_by_their_argument():
         PR.sac_quota(5.0, 1, 4, np.ones((2, 2)))
     with pytest.raises(TypeError, match="`z` must be array-like"):
         MR.simulate(PAT, [[0.0], [0.1, 0.2]], (8, 8))
+
+
+def test_psnr_of_images_whose_square_underflows_is_finite():
+    from dynamics.mri import metrics as ME
+
+    ref = np.abs(_g.standard_normal((8, 8))) + 0.5
+    x = ref + 0.01 * _g.standard_normal((8, 8))
+    want = 10 * np.log10(ref.max() ** 2 / np.mean((x - ref) ** 2))
+    assert np.isclose(ME.psnr(x * 1e-300, ref * 1e-300), want, rtol=1e-12)  # scale-free
+    tiny_peak = ME.psnr(x, ref * 1e-300)  # a reference near zero: very negative, not -inf
+    assert np.isfinite(tiny_peak) and tiny_peak < -5000
+    assert ME.psnr(ref, ref) == np.inf  # identical images
