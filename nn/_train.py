@@ -27,6 +27,7 @@ from theory._validation import (
     check_int,
     check_key,
     check_transform,
+    to_array,
 )
 
 from ._tree import combine, split
@@ -53,7 +54,9 @@ def cross_entropy(logits, targets):
     """
     logits = check_array(logits, "logits", min_ndim=1)
     if isinstance(targets, str | bytes) or not hasattr(targets, "dtype"):
-        targets = check_array(np.asarray(targets) if targets is not None else targets, "targets")
+        targets = check_array(
+            to_array(targets, "targets") if targets is not None else None, "targets"
+        )
     if np.dtype(targets.dtype).kind not in "iu":
         raise TypeError(f"`targets` must be an integer array; got dtype {targets.dtype}.")
     if tuple(targets.shape) != tuple(logits.shape[:-1]) or logits.shape[-1] < 1:

@@ -357,3 +357,10 @@ def test_dnd_tokens_admit_nan_padding_but_not_infinities():
         dnd.token_mask(tok[1, 2])
     with pytest.raises(ValueError, match="`target` must be free of infinities"):
         dnd.dnd_loss(np.zeros((2, 2, 2)), np.full((2, 2, 2), np.inf), np.ones(2))
+
+
+def test_cross_entropy_names_ragged_targets():
+    import pytest
+
+    with pytest.raises(TypeError, match="`targets` must be array-like"):
+        nn.cross_entropy(jnp.zeros((2, 4)), [[0], [1, 2]])
