@@ -345,9 +345,16 @@ def load(path: str | os.PathLike, like):
     path = as_path(path, "path", kind="file")
     with open(path, "rb") as f:
         try:
-            return eqx.tree_deserialise_leaves(f, like)
+            tree = eqx.tree_deserialise_leaves(f, like)
         except (ValueError, TypeError, RuntimeError) as err:
             raise ValueError(
                 f"`like` must have the structure, shapes and dtypes of the tree saved at "
                 f"{path!r}: {err}"
             ) from err
+        left = len(f.read())
+    if left:  # a `like` with fewer leaves (None, a str, an object) reads part of the file
+        raise ValueError(
+            f"`like` must have the structure, shapes and dtypes of the tree saved at {path!r}; "
+            f"got {type(like).__name__}, which leaves {left} byte(s) of the file unread."
+        )
+    return tree

@@ -364,3 +364,14 @@ def test_cross_entropy_names_ragged_targets():
 
     with pytest.raises(TypeError, match="`targets` must be array-like"):
         nn.cross_entropy(jnp.zeros((2, 4)), [[0], [1, 2]])
+
+
+def test_load_refuses_a_like_that_leaves_the_file_unread(tmp_path):
+    import pytest
+
+    path = tmp_path / "lin.eqx"
+    nn.save(path, LIN)
+    assert np.array_equal(nn.load(path, LIN).weight, LIN.weight)
+    for like in (None, "model", object()):
+        with pytest.raises(ValueError, match=r"`like` must have the structure.*unread"):
+            nn.load(path, like)
