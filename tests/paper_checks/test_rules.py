@@ -126,3 +126,17 @@ def test_rules_name_a_bad_argument_and_a_nan_measurement_still_fails():
 def test_mutant_constructors_name_a_bad_argument(make, kw, arg):
     with pytest.raises(TypeError, match=f"`{arg}`"):
         make(**kw)
+
+
+def test_slope_within_fails_non_finite_points_and_keeps_extreme_scales():
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    for bad in (np.nan, np.inf, -np.inf):  # a failed measurement fails the rule, no LinAlgError
+        xb = x.copy()
+        xb[1] = bad
+        for log in (True, False):
+            assert not slope_within(xb, x, 1.0, 10.0, log=log).passed
+            assert not slope_within(x, xb, 1.0, 10.0, log=log).passed
+    assert not slope_within(np.full(4, 3.0), x, 1.0, 10.0).passed  # x constant: no slope
+    v = slope_within(1e200 * x, 1e200 * (2 * x + 1), 2.0, 1e-12, log=False)
+    assert v.passed, v.measured  # polyfit returned 0 here
+    assert slope_within(1e-300 * x, x, 1e300, 1e288, log=False).passed
