@@ -135,7 +135,12 @@ def task_targets(family: TaskFamily, theta, X) -> jax.Array:
     _check_family(family)
     theta = _theta(family, theta)
     X = _bounded(X, "X", "(..., n, dim) inputs")
-    if X.ndim != theta.ndim + 1 or X.shape[-1] != family.dim:
+    try:
+        np.broadcast_shapes(X.shape[:-2], theta.shape[:-1])
+        batch_ok = True
+    except ValueError:
+        batch_ok = False
+    if X.ndim != theta.ndim + 1 or X.shape[-1] != family.dim or not batch_ok:
         raise ValueError(
             f"`X` must have shape (..., n, {family.dim}) matching `theta` {tuple(theta.shape)}; "
             f"got {tuple(X.shape)}."

@@ -371,3 +371,17 @@ def test_psnr_of_images_whose_square_underflows_is_finite():
     tiny_peak = ME.psnr(x, ref * 1e-300)  # a reference near zero: very negative, not -inf
     assert np.isfinite(tiny_peak) and tiny_peak < -5000
     assert ME.psnr(ref, ref) == np.inf  # identical images
+
+
+def test_dnd_task_targets_names_theta_and_x_whose_batches_differ():
+    import pytest
+
+    from dynamics import dnd as DD
+
+    fam = DD.task_family(2, 2, width=6, key=KEY)
+    theta = np.asarray(fam.theta_train)  # (tasks, k)
+    X = np.asarray(DD.sample_inputs(fam, theta, 4, key=KEY))  # (tasks, 4, dim)
+    assert DD.task_targets(fam, theta, X).shape == X.shape[:-1]
+    for th, x in ((np.concatenate([theta, theta[:1]]), X), (theta, np.concatenate([X, X[:1]]))):
+        with pytest.raises(ValueError, match="`X` must have shape .* matching `theta`"):
+            DD.task_targets(fam, th, x)
