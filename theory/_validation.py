@@ -142,7 +142,8 @@ def as_array(
         if arr.ndim != len(shape) or any(
             s is not None and s != t for s, t in zip(shape, arr.shape, strict=True)
         ):
-            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape)
+            want += ",)" if len(shape) == 1 else ")"
             raise ValueError(f"`{name}` must have shape {want}; got shape {tuple(arr.shape)}.")
     if min_size is not None and arr.size < min_size:
         raise ValueError(

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import check_choice, check_int, check_scalar, to_array
+from theory._validation import as_array, check_choice, check_int, check_scalar, to_array
 
 from .physics import _fft2c, _grid, _ifft2c, _rng, _shape, cartesian_mask, coil_maps
 
@@ -316,10 +316,9 @@ def random_bias(key, *, strength=0.3, gain=(0.6, 1.6)):
     (a second-order polynomial bias, ``../shared/papers/d2sa.md`` Sec. 5.1; derived here)."""
     rng = _rng(key)
     strength = check_scalar(strength, "strength", lower=0.0, upper=1.0, closed="left")
-    if not hasattr(gain, "__len__") or len(gain) != 2:
-        raise TypeError(f"`gain` must be a pair (low, high); got {gain!r}.")
-    lo = check_scalar(gain[0], "gain", lower=0.0, closed="neither")
-    hi = check_scalar(gain[1], "gain", lower=lo)
+    pair = as_array(gain, "gain", shape=(2,))  # a pair (low, high)
+    lo = check_scalar(pair[0], "gain", lower=0.0, closed="neither")
+    hi = check_scalar(pair[1], "gain", lower=lo)
     g = rng.uniform(lo, hi)
     return jnp.asarray(
         g * np.r_[1.0, rng.uniform(-strength / 5, strength / 5, 5)], dtype=jnp.result_type(float)

@@ -385,3 +385,13 @@ def test_dnd_task_targets_names_theta_and_x_whose_batches_differ():
     for th, x in ((np.concatenate([theta, theta[:1]]), X), (theta, np.concatenate([X, X[:1]]))):
         with pytest.raises(ValueError, match="`X` must have shape .* matching `theta`"):
             DD.task_targets(fam, th, x)
+
+
+def test_mri_random_bias_gain_is_a_real_pair():
+    import pytest
+
+    assert MR.random_bias(KEY, gain=np.array([1.0, 1.0]))[0] == 1.0
+    with pytest.raises(ValueError, match=r"`gain` must have shape \(2,\); got shape \(\)"):
+        MR.random_bias(KEY, gain=np.array(1.0))
+    with pytest.raises(TypeError, match="`gain` must hold real numbers; got an array of object"):
+        MR.random_bias(KEY, gain=np.array([0.6, 1.6], dtype=object))
