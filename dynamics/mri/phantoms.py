@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import as_array, check_choice, check_int, check_scalar, to_array
+from theory._validation import as_array, check_choice, check_int, check_key, check_scalar, to_array
 
 from .physics import _fft2c, _grid, _ifft2c, _rng, _shape, cartesian_mask, coil_maps
 
@@ -454,7 +454,7 @@ def cohort(shift, n_patients, n_slices, shape, key, *, noise_std=0.01, z_range=0
     h, w = _shape(shape)
     noise_std = check_scalar(noise_std, "noise_std", lower=0.0, upper=1.0)
     z_range = check_scalar(z_range, "z_range", lower=0.0, upper=0.7)
-    key = jax.random.key(0) if key is None else key
+    key = check_key(key, "key")
     z = np.linspace(-z_range, z_range, n_slices)
     ks, ts, ms, gains = [], [], [], []
     for p in range(n_patients):

@@ -395,3 +395,10 @@ def test_mri_random_bias_gain_is_a_real_pair():
         MR.random_bias(KEY, gain=np.array(1.0))
     with pytest.raises(TypeError, match="`gain` must hold real numbers; got an array of object"):
         MR.random_bias(KEY, gain=np.array([0.6, 1.6], dtype=object))
+
+
+def test_mri_cohort_requires_a_key():
+    import pytest
+
+    with pytest.raises(ValueError, match="`key` must be a single JAX PRNG key"):
+        MR.cohort("source", 1, 1, (8, 8), None)  # pyright: ignore[reportArgumentType]
