@@ -168,6 +168,8 @@ def to_channels(x):
 def to_complex(out):
     """Two channels ``(..., 2, H, W)`` as a complex image ``(..., H, W)``."""
     out = jnp.asarray(_checked(out, "out"))
+    if jnp.iscomplexobj(out):
+        raise TypeError(f"`out` must be real (two channels: real, imaginary); got {out.dtype}.")
     if out.ndim < 3 or out.shape[-3] != 2:
         raise ValueError(f"`out` must have shape (..., 2, H, W); got {out.shape}.")
     return out[..., 0, :, :] + 1j * out[..., 1, :, :]

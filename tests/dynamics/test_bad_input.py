@@ -402,3 +402,14 @@ def test_mri_cohort_requires_a_key():
 
     with pytest.raises(ValueError, match="`key` must be a single JAX PRNG key"):
         MR.cohort("source", 1, 1, (8, 8), None)  # pyright: ignore[reportArgumentType]
+
+
+def test_mri_to_complex_refuses_complex_channels():
+    import pytest
+
+    from dynamics.mri import tta
+
+    two = _g.standard_normal((2, 4, 4))
+    assert np.allclose(tta.to_complex(two), two[0] + 1j * two[1])
+    with pytest.raises(TypeError, match="`out` must be real"):
+        tta.to_complex(two + 1j)
