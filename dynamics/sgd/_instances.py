@@ -190,8 +190,11 @@ def least_squares(
     """
     A = as_array(A, "A", ndim=2, min_size=1, lower=-_BIG, upper=_BIG)
     n, d = A.shape
-    if not A.any():
-        raise ValueError("`A` must not be all zero (the smoothness beta would be 0).")
+    if not np.einsum("ij,ij->i", A, A).max() > 0.0:  # beta = max_i |a_i|^2 underflows too
+        raise ValueError(
+            "`A` must have a row with squared norm > 0 in float64 (the smoothness beta would be "
+            f"0); got max |A| = {np.abs(A).max():g}."
+        )
     if (b is None) == (w_star is None):
         raise ValueError("give exactly one of `b` (labels) and `w_star` (realizable labels).")
     if w_star is not None:

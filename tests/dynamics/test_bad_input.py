@@ -413,3 +413,11 @@ def test_mri_to_complex_refuses_complex_channels():
     assert np.allclose(tta.to_complex(two), two[0] + 1j * two[1])
     with pytest.raises(TypeError, match="`out` must be real"):
         tta.to_complex(two + 1j)
+
+
+def test_least_squares_names_a_whose_squares_underflow():
+    import pytest
+
+    for tiny in (np.zeros((3, 2)), A * 1e-300):
+        with pytest.raises(ValueError, match="`A` must have a row with squared norm > 0"):
+            S.least_squares(tiny, B)
