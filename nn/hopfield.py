@@ -45,6 +45,7 @@ from theory._validation import (
     check_bool,
     check_choice,
     check_int,
+    check_key,
     check_scalar,
 )
 
@@ -204,6 +205,7 @@ class HopfieldAttention(eqx.Module):
             scale = check_scalar(scale, "scale", lower=0.0, closed="neither")
         self.scale, self.causal = scale, check_bool(causal, "causal")
         self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        check_key(key)
         kq, kk, kv, ko = jax.random.split(key, 4)
         self.q_proj = Linear(d_model, d_model, use_bias, dtype=dtype, key=kq)
         self.k_proj = Linear(d_model, d_model, use_bias, dtype=dtype, key=kk)
@@ -292,6 +294,7 @@ class HopfieldBlock(eqx.Module):
     ):
         _dims(d_model=d_model, num_heads=num_heads, mlp_ratio=mlp_ratio)
         check_bool(mlp_residual, "mlp_residual")
+        check_key(key)
         ka, km = jax.random.split(key)
         self.norm1 = RMSNorm(d_model, dtype=dtype)
         self.attn = HopfieldAttention(
@@ -464,6 +467,7 @@ class HopfieldViT(eqx.Module):
         _dims(num_heads=num_heads, num_layers=num_layers, mlp_ratio=mlp_ratio)
         _dims(num_patches=num_patches)
         check_bool(mlp_residual, "mlp_residual")
+        check_key(key)
         ke, kc, kp, kb, kh = jax.random.split(key, 5)
         dt = default_float(dtype)
         self.embed = Linear(patch_dim, d_model, dtype=dtype, key=ke)

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from theory._validation import as_array, check_bool, check_choice, check_instance, check_int
+from theory._validation import check_key as _check_key  # a layer's key, before it is split
 
 from ._layers import Embedding, Linear, RMSNorm
 from .mamba2 import Mamba2, mamba2_from_gqa
@@ -55,6 +56,7 @@ class SwiGLU(eqx.Module):
     def __init__(self, d_model, hidden, *, dtype=None, key):
         check_int(d_model, "d_model", lower=1, upper=2**16)
         check_int(hidden, "hidden", lower=1, upper=2**20)
+        _check_key(key)
         k1, k2, k3 = jax.random.split(key, 3)
         self.gate = Linear(d_model, hidden, False, dtype=dtype, key=k1)
         self.up = Linear(d_model, hidden, False, dtype=dtype, key=k2)
@@ -141,6 +143,7 @@ class HybridLM(eqx.Module):
         check_int(mlp_hidden, "mlp_hidden", lower=1, upper=2**20)
         check_int(rope_dim, "rope_dim", lower=0, upper=head_dim)  # also where no layer is MLA
         check_int(chunk, "chunk", lower=1, upper=2**16)
+        _check_key(key)
         ke, kh, kl = jax.random.split(key, 3)
         self.embed = Embedding(vocab_size, d_model, init_std=1.0, dtype=dtype, key=ke)
         layers = []
@@ -207,6 +210,7 @@ def hybrid_from_teacher(
         )
     if any(k != "gqa" for k in teacher.kinds):
         raise ValueError(f"`teacher` must be all-GQA; got kinds {teacher.kinds}.")
+    _check_key(key)
     layers = []
     for i, (kind, layer) in enumerate(zip(kinds, teacher.layers, strict=True)):
         g: GQAttention = layer.mixer

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import _is_tracer, check_array, check_instance, check_int
+from theory._validation import _is_tracer, check_array, check_instance, check_int, check_key
 
 from ._layers import Linear
 from .mla import GQAttention
@@ -168,6 +168,7 @@ class Mamba2(eqx.Module):
         d_conv = check_int(d_conv, "d_conv", lower=1, upper=2**10)
         self.chunk = check_int(chunk, "chunk", lower=1, upper=2**16)
         inner, xb = num_heads * head_dim, num_kv_heads * head_dim
+        check_key(key)
         k1, k2, k3, k4 = jax.random.split(key, 4)
         self.in_proj = Linear(d_model, 2 * inner + 2 * xb + num_heads, False, dtype=dtype, key=k1)
         dtype = self.in_proj.weight.dtype

@@ -40,6 +40,7 @@ from theory._validation import (
     check_array,
     check_instance,
     check_int,
+    check_key,
     check_scalar,
 )
 
@@ -125,6 +126,7 @@ class GQAttention(eqx.Module):
         if rope_theta is not None and head_dim % 2:
             raise ValueError(f"`head_dim` must be even with RoPE; got {head_dim}.")
         self.rope_theta = rope_theta
+        check_key(key)
         kq, kk, kv, ko = jax.random.split(key, 4)
         self.q_proj = Linear(d_model, num_heads * head_dim, False, dtype=dtype, key=kq)
         self.k_proj = Linear(d_model, num_kv_heads * head_dim, False, dtype=dtype, key=kk)
@@ -196,6 +198,7 @@ class MLA(eqx.Module):
         if q_rank is not None:
             q_rank = check_int(q_rank, "q_rank", lower=1, upper=min(d_model, num_heads * qk))
         self.rope_theta = check_scalar(rope_theta, "rope_theta", lower=0.0, closed="neither")
+        check_key(key)
         k1, k2, k3, k4, k5 = jax.random.split(key, 5)
         if q_rank is None:
             self.q_down = None

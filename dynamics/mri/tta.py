@@ -421,6 +421,7 @@ class FilmINR(eqx.Module):
         scale = check_scalar(scale, "scale", lower=0.0, upper=1e3, closed="neither")
         self.omega = check_scalar(omega, "omega", lower=1e-3, upper=1e3)
         self.gamma = check_choice(gamma, "gamma", ("residual", "raw"))
+        check_key(key)
         ks = jax.random.split(key, depth + 3)
         self.B = scale * jax.random.normal(ks[0], (n_freq, 2), DTYPE)
         sizes = [2 * n_freq + latent_dim] + [width] * depth
@@ -489,6 +490,7 @@ def with_diffusion(model, *, nonlinearity="perona_malik", zero_init=True, ratio=
     """``model`` (a :class:`D2SAModel`) with a :class:`DiffusionBlock` as the adapter of every
     U-Net conv block (D2SA stage 2, ``models/prompt.py``)."""
     blocks = model.unet.conv_blocks()
+    check_key(key)
     keys = jax.random.split(key, len(blocks))
     adapters = tuple(
         DiffusionBlock(

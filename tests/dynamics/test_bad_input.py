@@ -421,3 +421,13 @@ def test_least_squares_names_a_whose_squares_underflow():
     for tiny in (np.zeros((3, 2)), A * 1e-300):
         with pytest.raises(ValueError, match="`A` must have a row with squared norm > 0"):
             S.least_squares(tiny, B)
+
+
+def test_mri_film_inr_checks_its_key():
+    import pytest
+
+    from dynamics.mri import tta
+
+    for bad in (None, np.random.default_rng(0), jax.random.split(KEY, 3)):
+        with pytest.raises((TypeError, ValueError), match="`key` must be a single JAX PRNG"):
+            tta.FilmINR(2, 3, width=4, key=bad)

@@ -375,3 +375,25 @@ def test_load_refuses_a_like_that_leaves_the_file_unread(tmp_path):
     for like in (None, "model", object()):
         with pytest.raises(ValueError, match=r"`like` must have the structure.*unread"):
             nn.load(path, like)
+
+
+def test_layer_constructors_check_their_key():
+    import pytest
+
+    labels = [
+        "nn.hopfield.HopfieldAttention",
+        "nn.hopfield.HopfieldBlock",
+        "nn.hopfield.HopfieldViT",
+        "nn.mla.GQAttention",
+        "nn.mla.MLA",
+        "nn.mamba2.Mamba2",
+        "nn.mamba2.mamba2_from_gqa",
+        "nn.hybrid.SwiGLU",
+        "nn.hybrid.HybridLM",
+        "nn.hybrid.hybrid_from_teacher",
+    ]
+    for label in labels:
+        case = CASES[label]
+        for bad in (None, np.random.default_rng(0), jax.random.split(KEY, 3)):
+            with pytest.raises((TypeError, ValueError), match="`key` must be a single JAX PRNG"):
+                case.fn(**{**case.kwargs, "key": bad})
