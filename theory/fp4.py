@@ -147,8 +147,10 @@ def two_point_variance(y, lo, hi):
     0.1875
     """
     y, lo, hi = as_array(y, "y"), as_array(lo, "lo"), as_array(hi, "hi")
-    if np.any(lo > y) or np.any(y > hi):
-        raise ValueError("y must satisfy lo <= y <= hi")
+    bad = (lo > y) | (y > hi)
+    if np.any(bad):
+        yb, lb, hb = (np.broadcast_to(v, bad.shape)[bad].ravel()[0] for v in (y, lo, hi))
+        raise ValueError(f"`y` must satisfy lo <= y <= hi; got y = {yb:g} with [{lb:g}, {hb:g}].")
     return (y - lo) * (hi - y)
 
 

@@ -345,3 +345,14 @@ def test_scalars_keys_names_and_ragged_input():
         sgd.varre2021_rate(10, 0.5, 1e30, 1.0)
     with pytest.raises(TypeError, match="`name` must be str"):
         nl.EtaLaw(np.array([1.0]), np.array([1.0]), name=3)  # pyright: ignore[reportArgumentType]
+
+
+def test_fp4_two_point_variance_names_y_and_the_value():
+    import pytest
+
+    from theory import fp4
+
+    with pytest.raises(
+        ValueError, match=r"`y` must satisfy lo <= y <= hi; got y = -1 with \[0, 1\]"
+    ):
+        fp4.two_point_variance(np.array([0.5, -1.0]), 0.0, 1.0)
