@@ -461,9 +461,7 @@ def rare_curvature_risk(T, eta, beta, p, w0):
     eta, beta, c = _contraction(eta, beta)
     p = check_scalar(p, "p", lower=0.0, upper=1.0)
     w0 = check_scalar(w0, "w0", lower=-_BIG, upper=_BIG)
-    T = as_array(T, "T")
-    if np.any(T < 0):
-        raise ValueError("`T` must be >= 0.")
+    T = as_array(T, "T", lower=0.0)
     return _out(0.5 * p * beta * w0**2 * (1.0 - p * c) ** T)
 
 
@@ -500,9 +498,7 @@ def ar1_risk(T, eta, beta, s2, w0):
     eta, beta = check_stepsize(eta, beta)
     s2 = _nonneg(s2, "s2")
     w0 = check_scalar(w0, "w0", lower=-_BIG, upper=_BIG)
-    T = as_array(T, "T")
-    if np.any(T < 0):
-        raise ValueError("`T` must be >= 0.")
+    T = as_array(T, "T", lower=0.0)
     be = beta * eta
     r = (1.0 - be) ** (2.0 * T)
     return _out(0.5 * beta * (r * w0**2 + be * s2 * (1.0 - r) / (2.0 - be)))
@@ -536,9 +532,10 @@ def commuting_risk(T, eta, beta, p, w0):
     p = as_array(p, "p", ndim=1, min_size=1)
     w0 = as_array(w0, "w0", shape=(p.size,), lower=-_BIG, upper=_BIG)
     if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-9:
-        raise ValueError("`p` must be a probability vector (>= 0, summing to 1).")
-    T = as_array(T, "T")
-    if np.any(T < 0):
-        raise ValueError("`T` must be >= 0.")
+        raise ValueError(
+            f"`p` must be a probability vector (>= 0, summing to 1); got min {p.min():g} and "
+            f"sum {p.sum():.12g}."
+        )
+    T = as_array(T, "T", lower=0.0)
     terms = 0.5 * p * beta * w0**2 * (1.0 - p * c) ** T[..., None]
     return _out(terms.sum(axis=-1))

@@ -356,3 +356,14 @@ def test_fp4_two_point_variance_names_y_and_the_value():
         ValueError, match=r"`y` must satisfy lo <= y <= hi; got y = -1 with \[0, 1\]"
     ):
         fp4.two_point_variance(np.array([0.5, -1.0]), 0.0, 1.0)
+
+
+def test_sgd_horizons_and_weights_name_the_value():
+    import pytest
+
+    with pytest.raises(ValueError, match=r"`T` must lie in \[0, inf\]; got -1"):
+        sgd.ar1_risk(-1, 0.5, 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"`T` must lie in \[0, inf\]; got -2 among"):
+        sgd.rare_curvature_risk(np.array([1.0, -2.0]), 0.5, 1.0, 0.5, 1.0)
+    with pytest.raises(ValueError, match="`p` must be a probability.*got min 0.5 and sum 1.1"):
+        sgd.commuting_risk(1, 0.5, 1.0, [0.5, 0.6], [1.0, 1.0])
