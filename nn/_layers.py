@@ -147,7 +147,14 @@ class Linear(eqx.Module):
 
 
 def set_matmul(model, matmul):
-    """Return ``model`` with the ``matmul`` hook of every :class:`Linear` set to ``matmul``."""
+    """Return ``model`` with the ``matmul`` hook of every :class:`Linear` set to ``matmul`` (a
+    callable, or None for ``jnp.matmul``); a model without a ``Linear`` raises ``ValueError``."""
+    if matmul is not None:
+        check_callable(matmul, "matmul")
+    if not any(map(_is_linear, jax.tree.leaves(model, is_leaf=_is_linear))):
+        raise ValueError(
+            f"`model` must contain an nn.Linear whose matmul to set; got {type(model).__name__}."
+        )
 
     def swap(node):
         if not isinstance(node, Linear):
@@ -156,7 +163,11 @@ def set_matmul(model, matmul):
         object.__setattr__(new, "matmul", matmul)
         return new
 
-    return jax.tree.map(swap, model, is_leaf=lambda n: isinstance(n, Linear))
+    return jax.tree.map(swap, model, is_leaf=_is_linear)
+
+
+def _is_linear(node) -> bool:
+    return isinstance(node, Linear)
 
 
 class MLP(eqx.Module):

@@ -397,3 +397,15 @@ def test_layer_constructors_check_their_key():
         for bad in (None, np.random.default_rng(0), jax.random.split(KEY, 3)):
             with pytest.raises((TypeError, ValueError), match="`key` must be a single JAX PRNG"):
                 case.fn(**{**case.kwargs, "key": bad})
+
+
+def test_set_matmul_needs_a_callable_and_a_linear():
+    import pytest
+
+    assert nn.set_matmul(LIN, None).matmul is None
+    for bad in ("fp4", 3, object()):
+        with pytest.raises(TypeError, match="`matmul` must be callable"):
+            nn.set_matmul(LIN, bad)
+    for model in (None, "model", np.ones(3), {"w": jnp.ones(2)}):
+        with pytest.raises(ValueError, match="`model` must contain an nn.Linear"):
+            nn.set_matmul(model, None)
