@@ -113,6 +113,9 @@ def sizes(**table: dict) -> dict[str, Sizes]:
     every row with the same keys."""
     if set(table) != set(SCALES):
         raise ValueError(f"a size table needs exactly the scales {SCALES}; got {tuple(table)}.")
+    for s, row in table.items():
+        if not isinstance(row, dict) or not all(isinstance(k, str) for k in row):
+            raise TypeError(f"`{s}` must be a dict of sizes keyed by name; got {row!r}.")
     keys = {s: set(row) for s, row in table.items()}
     if len({frozenset(k) for k in keys.values()}) != 1:
         raise ValueError(f"every scale of a size table needs the same keys; got {keys}.")
@@ -136,6 +139,11 @@ def _check_mutant(target, description: str) -> None:
     for v, arg in ((target, "target"), (description, "description")):
         if not isinstance(v, str) or not v:
             raise TypeError(f"`{arg}` must be a non-empty str; got {v!r}.")
+    parts = target.split(".")
+    if parts[0] not in _OWN or len(parts) < 2 or not all(p.isidentifier() for p in parts):
+        raise ValueError(
+            f"`target` must be a dotted path to an attribute in {_OWN}; got {target!r}."
+        )
 
 
 def _resolve(target: str):
@@ -209,6 +217,10 @@ def wrap(
 def scaled(factor: float) -> Callable[[Callable], Callable]:
     """A wrapper for :func:`wrap`: the original's (array or float) output times ``factor``."""
 
+    from theory._validation import check_scalar
+
+    factor = check_scalar(factor, "factor", lower=-1e300, upper=1e300)
+
     def wrapper(f):
         @functools.wraps(f)
         def g(*args, **kwargs):
@@ -235,6 +247,8 @@ _MEMOS: list = []
 def memo(f):
     """``functools.cache`` for simulations shared by claims and figures; cleared by
     :func:`clear_caches` (so a mutant or a new seed never reads a stale result)."""
+    if not callable(f):
+        raise TypeError(f"`f` must be a callable (the simulation to memoise); got {f!r}.")
     cached = functools.cache(f)
     _MEMOS.append(cached)
     return cached

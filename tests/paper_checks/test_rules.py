@@ -140,3 +140,23 @@ def test_slope_within_fails_non_finite_points_and_keeps_extreme_scales():
     v = slope_within(1e200 * x, 1e200 * (2 * x + 1), 2.0, 1e-12, log=False)
     assert v.passed, v.measured  # polyfit returned 0 here
     assert slope_within(1e-300 * x, x, 1e300, 1e288, log=False).passed
+
+
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda R: R.patch("no-such-option", 1, "d"), ValueError, "`target`"),
+        (lambda R: R.wrap("numpy.sum", lambda f: f, "d"), ValueError, "`target`"),
+        (lambda R: R.scaled(float("nan")), ValueError, "`factor`"),
+        (lambda R: R.scaled("2"), TypeError, "`factor`"),
+        (lambda R: R.memo("x"), TypeError, "`f`"),
+        (lambda R: R.sizes(smoke=None, quick={}, full={}), TypeError, "`smoke`"),
+    ],
+)
+def test_declarations_refuse_bad_input_at_declaration(call, exc, match):
+    """A mutant, size table or memo declared wrongly fails where it is written, naming the
+    argument, not later when a claim runs under it."""
+    from paper_checks import _registry
+
+    with pytest.raises(exc, match=match):
+        call(_registry)
