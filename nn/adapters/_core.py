@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import as_array, check_choice, check_int, check_scalar
+from theory._validation import as_array, check_choice, check_int, check_key, check_scalar
 
 from ._targets import Target, target_of
 
@@ -502,6 +502,7 @@ def inject(
     if not isinstance(method, str) or method not in METHODS:
         check_choice(method, "method", tuple(METHODS))
     cls = METHODS[method]
+    check_key(key)
     old = model if isinstance(model, Adapted) else None
     if old is not None:
         if name is None:

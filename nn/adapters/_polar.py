@@ -86,6 +86,12 @@ def stiefel_mask(tree):
     (True, False, True)
     """
 
+    if not any(_is_polar(n) for n in jax.tree.leaves(tree, is_leaf=_is_polar)):
+        raise ValueError(
+            f"`tree` must hold PoLAR adapter layers (an Adapted model or its trainable half); "
+            f"got {type(tree).__name__} without any."
+        )
+
     def mark(node):
         if _is_polar(node):
             false = jax.tree.map(lambda _: False, node)

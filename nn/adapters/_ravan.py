@@ -45,7 +45,7 @@ import numpy as np
 
 import nn as _nn
 from nn import riemannian as _rm
-from theory._validation import check_choice, check_int
+from theory._validation import check_choice, check_int, check_key
 
 from ._core import Adapted, AdapterLayer, register_method
 
@@ -265,6 +265,7 @@ def ravan_select_heads(
     if score == "random":
         if key is None:
             raise ValueError("`key` must be given for score='random'.")
+        check_key(key)
         scores = {
             p: jax.random.uniform(jax.random.fold_in(key, j), (h,)) for j, p in enumerate(layers)
         }

@@ -314,3 +314,15 @@ def test_a_method_name_is_registered_once():
     twin.__qualname__ = first.__qualname__
     assert register_method("lora")(twin) is twin
     assert METHODS["lora"] is first
+
+
+def test_keys_and_trees_are_named_when_wrong():
+    mlp = nn.MLP(4, 2, 3, 1, key=jax.random.key(0))
+    for bad in (None, np.random.default_rng(0), jax.random.split(jax.random.key(0), 2)):
+        with pytest.raises((TypeError, ValueError), match="`key`"):
+            ad.inject(mlp, "lora", key=bad, r=1)
+    with pytest.raises(ValueError, match="`tree`"):
+        ad.stiefel_mask(ad.inject(mlp, "lora", key=jax.random.key(1), r=1))
+    a = ad.inject(mlp, "ravan", "layers.0", key=jax.random.key(1), r=1, heads=3)
+    with pytest.raises((TypeError, ValueError), match="`key`"):
+        ad.ravan_select_heads(a, 1, key="seed")
