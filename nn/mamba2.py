@@ -57,9 +57,9 @@ def _check_ssd(x, dt, A, B, C):
     if 0 in x.shape:
         raise ValueError(f"`x` must be non-empty; got shape {x.shape}.")
     if not _is_tracer(dt) and np.asarray(dt).min() < 0:
-        raise ValueError("`dt` must be >= 0 (step sizes).")
+        raise ValueError(f"`dt` must be >= 0 (step sizes); got min {float(np.min(dt)):.3g}.")
     if not _is_tracer(A) and np.asarray(A).max() > 0:
-        raise ValueError("`A` must be <= 0 (a decaying state).")
+        raise ValueError(f"`A` must be <= 0 (a decaying state); got max {float(np.max(A)):.3g}.")
     return x, dt, A, B, C
 
 

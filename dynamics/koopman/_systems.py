@@ -83,7 +83,10 @@ class FiniteChain:
         if P.shape != (n, n) or n < 2:
             raise ValueError(f"`P` must be square with n >= 2; got shape {P.shape}.")
         if (P < 0).any() or not np.allclose(P.sum(1), 1.0, atol=1e-12):
-            raise ValueError("`P` must be row-stochastic (non-negative, rows summing to 1).")
+            raise ValueError(
+                f"`P` must be row-stochastic (non-negative, rows summing to 1); got min entry "
+                f"{P.min():.3g}, row sums off by up to {np.abs(P.sum(1) - 1.0).max():.3g}."
+            )
         self.lag = check_int(lag, "lag", lower=1)
         self.P = P
         self.kernel = np.linalg.matrix_power(P, self.lag)

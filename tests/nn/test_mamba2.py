@@ -26,6 +26,10 @@ def _inputs(T, H, P, N, key=KEY):
     )
 
 
+def _with(args, i, value):
+    return (*args[:i], value, *args[i + 1 :])
+
+
 @settings(max_examples=8)
 @given(
     T=st.integers(1, 13),
@@ -78,6 +82,8 @@ def test_layer_modes_agree_and_kqvo_init_copies_teacher():
         (lambda: Mamba2(16, 4, 3, 4, key=KEY), "num_kv_heads"),
         (lambda: Mamba2(16, 4, 2, 4, chunk=0, key=KEY), "chunk"),
         (lambda: ssd_chunked(*_inputs(3, 1, 1, 1), chunk=0), "chunk"),
+        (lambda: ssd_scan(*_with(_inputs(3, 1, 1, 1), 2, jnp.array([0.5]))), "A.*got max 0.5"),
+        (lambda: ssd_scan(*_with(_inputs(3, 1, 1, 1), 1, -jnp.ones((2, 3, 1)))), "dt.*got min -1"),
         (lambda: Mamba2(16, 4, 2, 4, key=KEY)(jnp.zeros((2, 16)), mode="fast"), "mode"),
     ],
 )

@@ -150,7 +150,7 @@ def test_bad_input():
         FiniteChain(np.eye(2), lag=0)
     with pytest.raises(ValueError, match="k"):
         FiniteChain.random(4, rng=0).singular_values(5)
-    with pytest.raises(ValueError, match="P"):
+    with pytest.raises(ValueError, match="P.*row sums off by up to 0.1"):
         FiniteChain(np.array([[0.5, 0.6], [0.5, 0.5]]))
     with pytest.raises(ValueError, match="tau"):
         OrnsteinUhlenbeck(tau=0.0)
