@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-# Most of the default run is XLA compiling small programs once: skipping XLA's optimisation
-# passes makes the run ~35 % faster and changes results only by rounding (no test asserts
+# Most of the default run is XLA compiling small programs once: LLVM at -O0 (XLA's HLO passes
+# still run) makes the run ~35 % faster and changes results only by rounding (no test asserts
 # more than float64 tolerances). Set through the environment so subprocesses inherit it.
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 import jax  # noqa: E402
