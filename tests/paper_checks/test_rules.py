@@ -146,7 +146,7 @@ def test_slope_within_fails_non_finite_points_and_keeps_extreme_scales():
     "call,exc,match",
     [
         (lambda R: R.patch("no-such-option", 1, "d"), ValueError, "`target`"),
-        (lambda R: R.wrap("numpy.sum", lambda f: f, "d"), ValueError, "`target`"),
+        (lambda R: R.wrap("theory.bbp edge", lambda f: f, "d"), ValueError, "`target`"),
         (lambda R: R.scaled(float("nan")), ValueError, "`factor`"),
         (lambda R: R.scaled("2"), TypeError, "`factor`"),
         (lambda R: R.memo("x"), TypeError, "`f`"),
