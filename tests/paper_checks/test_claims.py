@@ -17,16 +17,6 @@ from paper_checks import REGISTRY, SCALES, run_claim
 
 matplotlib.use("Agg")
 CLAIMS = [c.id for c in REGISTRY]
-
-
-def _paper(id_):
-    """One xdist group per paper (``--dist loadgroup``): its claims and figures share memoised
-    simulations, so they run in one worker."""
-    return pytest.mark.xdist_group(id_.split(".")[0])
-
-
-SMOKE_CLAIMS = [pytest.param(c, marks=_paper(c)) for c in CLAIMS]
-FIGURES = [pytest.param(m, marks=_paper(m.ID), id=m.ID) for m in figure_modules()]
 MUTANTS = [(c.id, m.name) for c in REGISTRY for m in c.mutants]
 
 
@@ -41,7 +31,7 @@ def _numbers(x):
         yield float(x)
 
 
-@pytest.mark.parametrize("claim_id", SMOKE_CLAIMS)
+@pytest.mark.parametrize("claim_id", CLAIMS)
 def test_claim_runs_at_smoke_with_a_typed_rule_sizes_and_mutants(claim_id):
     c = REGISTRY[claim_id]
     assert set(c.sizes) == set(SCALES)
@@ -52,7 +42,7 @@ def test_claim_runs_at_smoke_with_a_typed_rule_sizes_and_mutants(claim_id):
     assert values and all(math.isfinite(v) for v in values), m.measured
 
 
-@pytest.mark.parametrize("mod", FIGURES)
+@pytest.mark.parametrize("mod", figure_modules(), ids=lambda m: m.ID)
 def test_figure_is_written_at_smoke(mod, tmp_path):
     paths = save(mod.make("smoke", seed=0), tmp_path, mod.ID)
     assert [p[-4:] for p in paths] == [".png", ".pdf"]
