@@ -70,7 +70,15 @@ def psnr(x, ref, data_range=None):
     """``10 log10(peak^2 / mean((x - ref)^2))`` per image (the standard PSNR), ``peak = data_range``
     or the reference's maximum (a fixed intensity scale: not renormalised per reconstruction);
     ``inf`` where ``x == ref``. Evaluated in logs of ``peak`` and of the largest error, so a peak
-    or an error below ``1e-154`` (whose square underflows float64) gives its finite PSNR."""
+    or an error below ``1e-154`` (whose square underflows float64) gives its finite PSNR.
+
+    Examples
+    --------
+    >>> ref = np.zeros((4, 4))
+    >>> ref[0, 0] = 1.0
+    >>> round(float(psnr(ref + 0.1, ref)), 6)  # 10 log10(1 / 0.1^2)
+    20.0
+    """
     x, ref = _pair(x, ref)
     peak = _range(data_range, ref, lambda r: r.max(axis=(-2, -1)))
     d = x - ref
@@ -88,7 +96,14 @@ def _minmax(a):
 
 def psnr_normalized(x, ref):
     """PSNR after min-max normalising ``x`` and ``ref`` separately to [0, 1] (D2SA's
-    ``metrics.py``): invariant to ``x -> a x + b`` for ``a > 0``."""
+    ``metrics.py``): invariant to ``x -> a x + b`` for ``a > 0``.
+
+    Examples
+    --------
+    >>> ref = np.arange(16.0).reshape(4, 4)
+    >>> float(psnr_normalized(2 * ref + 1, ref)), bool(psnr(2 * ref + 1, ref) < 10)  # blind to gain
+    (inf, True)
+    """
     x, ref = _pair(x, ref)
     return psnr(_minmax(x), _minmax(ref), 1.0)
 
@@ -96,7 +111,14 @@ def psnr_normalized(x, ref):
 def ssim(x, ref, data_range=None, *, win_size=7):
     """Mean structural similarity (Wang et al. 2004, eq. 13; ``skimage`` defaults: uniform
     ``win_size`` window, sample statistics, K1 = 0.01, K2 = 0.03, mean over the windows fully
-    inside the image) per image; ``data_range`` defaults to the reference's ``max - min``."""
+    inside the image) per image; ``data_range`` defaults to the reference's ``max - min``.
+
+    Examples
+    --------
+    >>> ref = np.arange(64.0).reshape(8, 8)
+    >>> round(float(ssim(ref, ref)), 6), bool(ssim(ref + 5.0, ref) < 1)
+    (1.0, True)
+    """
     x, ref = _pair(x, ref)
     w = check_int(win_size, "win_size", lower=3, upper=min(x.shape[-2:]))
     if w % 2 == 0:
@@ -120,7 +142,14 @@ def ssim(x, ref, data_range=None, *, win_size=7):
 
 def hfen(x, ref, sigma=1.5):
     """``|LoG(x - ref)|_2 / |LoG(ref)|_2`` per image, LoG of ``sigma`` on a 15x15 support
-    (Ravishankar & Bresler 2011), reflecting borders."""
+    (Ravishankar & Bresler 2011), reflecting borders.
+
+    Examples
+    --------
+    >>> ref = np.random.default_rng(0).random((16, 16))
+    >>> round(float(hfen(ref + 3.0, ref)), 2), round(float(hfen(2 * ref, ref)), 6)  # offset: 0
+    (0.0, 1.0)
+    """
     x, ref = _pair(x, ref)
     sigma = check_scalar(sigma, "sigma", lower=0.3, upper=20.0)
     axes = tuple(range(x.ndim - 2, x.ndim))

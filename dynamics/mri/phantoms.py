@@ -87,14 +87,28 @@ SOURCE = {
 
 
 class Patient(NamedTuple):
-    """Ellipsoids ``(E, 8)`` (rho, a, b, c, x0, y0, z0, phi[rad]) and tissue labels ``(E,)``."""
+    """Ellipsoids ``(E, 8)`` (rho, a, b, c, x0, y0, z0, phi[rad]) and tissue labels ``(E,)``.
+
+    Examples
+    --------
+    >>> p = shepp_logan_3d()
+    >>> p.ellipsoids.shape, p.tissue.tolist()[:3]  # skull, brain, a ventricle
+    ((10, 8), [0, 1, 2])
+    """
 
     ellipsoids: jax.Array
     tissue: jax.Array
 
 
 def shepp_logan_3d():
-    """The 3-D modified Shepp-Logan phantom (table :data:`SHEPP_LOGAN_3D`) as a :class:`Patient`."""
+    """The 3-D modified Shepp-Logan phantom (table :data:`SHEPP_LOGAN_3D`) as a :class:`Patient`.
+
+    Examples
+    --------
+    >>> img = rasterize(slice_ellipses(shepp_logan_3d(), 0.0), (16, 16))
+    >>> round(float(img[8, 8]), 6)  # the centre: skull 1.0 plus brain -0.8
+    0.2
+    """
     e = SHEPP_LOGAN_3D.copy()
     e[:, 7] = np.deg2rad(e[:, 7])
     return Patient(jnp.asarray(e, dtype=jnp.result_type(float)), jnp.asarray(_SL_TISSUE))
@@ -125,7 +139,14 @@ def random_patient(key, *, family="brain", jitter=1.0):
     5 %, semi-axes scaled by up to 10 %, in-plane tilts of up to 10 deg (the outer shell, the
     first two ellipsoids, perturbed as one so the object stays non-negative), as in
     ``../shared/papers/d2sa.md`` Sec. 5.1; "knee": elongated bone/cartilage ellipsoids, the anatomy
-    shift) with every perturbation scaled by ``jitter`` in [0, 1]."""
+    shift) with every perturbation scaled by ``jitter`` in [0, 1].
+
+    Examples
+    --------
+    >>> p = random_patient(jax.random.key(0), jitter=0.0)  # no jitter: the Shepp-Logan phantom
+    >>> bool(jnp.allclose(p.ellipsoids, shepp_logan_3d().ellipsoids))
+    True
+    """
     rng = _rng(key)
     family = check_choice(family, "family", ("brain", "knee"))
     jitter = check_scalar(jitter, "jitter", lower=0.0, upper=1.0)
@@ -154,7 +175,14 @@ def _check_patient(patient, name="patient"):
 def slice_ellipses(patient, z):
     """The 2-D ellipses ``(..., E, 6)`` = (rho, a s, b s, x0, y0, phi) cut by the planes ``z``
     (scalar or array), ``s = sqrt(max(0, 1 - ((z - z0)/c)^2))`` (the section of a z-aligned
-    ellipsoid; derived here)."""
+    ellipsoid; derived here).
+
+    Examples
+    --------
+    >>> el = slice_ellipses(shepp_logan_3d(), jnp.array([0.0, 0.9]))
+    >>> el.shape, round(float(el[0, 0, 1]), 4), float(el[1, 0, 1])  # z = 0.9 > c = 0.81
+    ((2, 10, 6), 0.69, 0.0)
+    """
     return _slice(_check_patient(patient).ellipsoids, jnp.asarray(_check_z(z)))
 
 
@@ -194,7 +222,15 @@ def _ellipses(ellipses):
 
 def rasterize(ellipses, shape):
     """Point samples at the pixel centres of the sum of ellipse indicators times intensities:
-    ``(..., H, W)`` real."""
+    ``(..., H, W)`` real.
+
+    Examples
+    --------
+    >>> disc = jnp.array([[1.0, 0.5, 0.5, 0.0, 0.0, 0.0]])  # intensity 1, radius 0.5
+    >>> area = float(rasterize(disc, (64, 64)).sum()) * (2 / 64) ** 2
+    >>> bool(abs(area - np.pi / 4) < 0.01)  # pixel count times pixel area: pi r^2
+    True
+    """
     return _rasterize(_ellipses(ellipses), _shape(shape))
 
 
@@ -246,7 +282,13 @@ def _j1_over_x(x):
 
 def j1(x):
     """Bessel function ``J1`` (Abramowitz & Stegun 9.4.4 and 9.4.6 polynomial approximations,
-    absolute error below 1e-7; odd in ``x``)."""
+    absolute error below 1e-7; odd in ``x``).
+
+    Examples
+    --------
+    >>> round(float(j1(1.0)), 6), round(float(j1(-1.0)), 6)  # J1(1) = 0.4400506
+    (0.440051, -0.440051)
+    """
     return _j1(jnp.asarray(_check_real(x, "x"), dtype=jnp.result_type(float)))
 
 
@@ -277,6 +319,13 @@ def ellipse_kspace(ellipses, shape):
     by the affine change of variables; as in Guerquin-Kern et al., IEEE TMI 31:626, 2012).
     The factor ``sqrt(HW)/4`` is the Riemann sum of the orthonormal DFT over pixels of area
     ``(2/H)(2/W)`` (derived here). Being the continuous transform sampled, it has no inverse crime.
+
+    Examples
+    --------
+    >>> disc = jnp.array([[1.0, 0.5, 0.5, 0.0, 0.0, 0.0]])
+    >>> k = ellipse_kspace(disc, (8, 8))
+    >>> round(float(k[4, 4].real), 4)  # DC: sqrt(HW)/4 times the area pi/4
+    1.5708
     """
     return _ellipse_kspace(_ellipses(ellipses), _shape(shape))
 
@@ -297,7 +346,13 @@ def _ellipse_kspace(el, shape):
 def polynomial_field(coeffs, shape, *, oversample=1):
     """The smooth bias field ``c0 + c1 x + c2 y + c3 x^2 + c4 x y + c5 y^2`` (``d2sa.md`` Sec. 5: a
     2nd-order polynomial) on the (``oversample``
-    times finer) grid ``(H, W)`` of [-1, 1)^2."""
+    times finer) grid ``(H, W)`` of [-1, 1)^2.
+
+    Examples
+    --------
+    >>> [round(float(v), 6) for v in polynomial_field([1.0, 0.5, 0, 0, 0, 0], (4, 4))[0]]  # 1 + x/2
+    [0.5, 0.75, 1.0, 1.25]
+    """
     arr = _check_real(coeffs, "coeffs")
     if arr.shape != (6,):
         raise ValueError(f"`coeffs` must have shape (6,); got {tuple(arr.shape)}.")
@@ -313,7 +368,14 @@ def random_bias(key, *, strength=0.3, gain=(0.6, 1.6)):
     """Scanner shift: coefficients of a multiplicative field ``g (1 + p(x, y))``, ``g`` uniform on
     ``gain`` and the five non-constant coefficients of ``p`` uniform on ``+-strength/5``, so
     ``|p| <= strength`` on the field of view and the field stays positive for ``strength < 1``
-    (a second-order polynomial bias, ``../shared/papers/d2sa.md`` Sec. 5.1; derived here)."""
+    (a second-order polynomial bias, ``../shared/papers/d2sa.md`` Sec. 5.1; derived here).
+
+    Examples
+    --------
+    >>> c = random_bias(jax.random.key(0), strength=0.3)
+    >>> c.shape, bool(0.6 <= c[0] <= 1.6), bool(jnp.all(jnp.abs(c[1:]) <= 0.06 * c[0]))
+    ((6,), True, True)
+    """
     rng = _rng(key)
     strength = check_scalar(strength, "strength", lower=0.0, upper=1.0, closed="left")
     pair = as_array(gain, "gain", shape=(2,))  # a pair (low, high)
@@ -327,7 +389,14 @@ def random_bias(key, *, strength=0.3, gain=(0.6, 1.6)):
 
 def random_phase(key, *, max_phase=0.5):
     """Coefficients of a smooth image phase (radians) with ``|phase| <= max_phase`` (five
-    non-constant coefficients uniform on ``+-max_phase/5``; ``d2sa.md`` Sec. 5.1)."""
+    non-constant coefficients uniform on ``+-max_phase/5``; ``d2sa.md`` Sec. 5.1).
+
+    Examples
+    --------
+    >>> c = random_phase(jax.random.key(0), max_phase=0.5)
+    >>> float(c[0]), bool(jnp.abs(polynomial_field(c, (16, 16))).max() <= 0.5)
+    (0.0, True)
+    """
     rng = _rng(key)
     max_phase = check_scalar(max_phase, "max_phase", lower=0.0, upper=np.pi)
     return jnp.asarray(
@@ -337,7 +406,14 @@ def random_phase(key, *, max_phase=0.5):
 
 def apply_contrast(patient, contrast):
     """Contrast shift: each ellipsoid's intensity times the factor of its tissue
-    (``CONTRASTS[contrast]`` or an array of 4 factors)."""
+    (``CONTRASTS[contrast]`` or an array of 4 factors).
+
+    Examples
+    --------
+    >>> t2 = apply_contrast(shepp_logan_3d(), "T2")
+    >>> [round(float(v), 6) for v in t2.ellipsoids[2:4, 0]]  # the ventricles: -0.2 * -1.5
+    [0.3, 0.3]
+    """
     patient = _check_patient(patient)
     if isinstance(contrast, str):
         factors = CONTRASTS[check_choice(contrast, "contrast", tuple(CONTRASTS))]
@@ -365,6 +441,12 @@ def simulate(
     from the reconstruction grid (no inverse crime; Guerquin-Kern et al. 2012).
     ``noise_std`` adds circular complex Gaussian noise of that standard deviation per entry
     (drawn from ``key``).
+
+    Examples
+    --------
+    >>> k, coils = simulate(shepp_logan_3d(), [0.0, 0.1], (8, 8))  # one coil: analytic k-space
+    >>> k.shape, coils is None
+    ((2, 8, 8), True)
     """
     patient = _check_patient(patient)
     h, w = _shape(shape)
@@ -415,7 +497,13 @@ def _fine_kspace(el, bias, phase, maps, shape, oversample):
 def shift_setting(shift):
     """The acquisition setting of a shift: :data:`SOURCE` with one entry changed — anatomy: knee
     family; scanner: bias field on (gain and polynomial, :func:`random_bias`); contrast: "T2";
-    acceleration: R = 8 with cf = 0.04; mask: equispaced columns (``d2sa.md`` Sec. 5.1)."""
+    acceleration: R = 8 with cf = 0.04; mask: equispaced columns (``d2sa.md`` Sec. 5.1).
+
+    Examples
+    --------
+    >>> shift_setting("acceleration")["R"], shift_setting("mask")["mask_kind"]
+    (8.0, 'equispaced')
+    """
     shift = check_choice(shift, "shift", SHIFTS + ("source",))
     change = {
         "source": {},
@@ -432,7 +520,14 @@ class Cohort(NamedTuple):
     """Patients of one setting: noisy fully sampled k-space ``kspace (P, S, H, W)``, the
     noiseless band-limited images ``target (P, S, H, W)`` (``ifft2c`` of the noiseless k-space,
     the fully sampled reference as in fastMRI), one acquisition mask per patient ``mask (P, H, W)``
-    and the injected per-patient gain ``gain (P,)`` (1 without a bias field)."""
+    and the injected per-patient gain ``gain (P,)`` (1 without a bias field).
+
+    Examples
+    --------
+    >>> c = cohort("scanner", 1, 1, (8, 8), jax.random.key(0))
+    >>> c.kspace.shape, c.target.shape, bool(c.gain[0] != 1.0)  # a bias field sets the gain
+    ((1, 1, 8, 8), (1, 1, 8, 8), True)
+    """
 
     kspace: jax.Array
     target: jax.Array
@@ -447,7 +542,14 @@ def cohort(shift, n_patients, n_slices, shape, key, *, noise_std=0.01, z_range=0
     shift), contrast and family, complex Gaussian noise of ``noise_std`` per k-space entry, and a
     Cartesian mask of the setting's kind, R and centre fraction (one per patient, fixed over its
     slices as in D2SA's ``data/dataset.py``). Patient ``p`` uses ``fold_in(key, p)`` only, so a
-    patient does not depend on how many others are drawn. Single coil."""
+    patient does not depend on how many others are drawn. Single coil.
+
+    Examples
+    --------
+    >>> c = cohort("scanner", 2, 1, (8, 8), jax.random.key(0))
+    >>> c.kspace.shape, c.mask.shape, bool(np.all((0.6 <= c.gain) & (c.gain <= 1.6)))
+    ((2, 1, 8, 8), (2, 8, 8), True)
+    """
     setting = shift_setting(shift)
     n_patients = check_int(n_patients, "n_patients", lower=1, upper=10_000)
     n_slices = check_int(n_slices, "n_slices", lower=1, upper=1_000)

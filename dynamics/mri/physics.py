@@ -133,12 +133,26 @@ def _kspace(y, name, shape, coils):
 
 def fft2c(x):
     """Centred orthonormal 2-D DFT over the last two axes: ``fftshift(fft2(ifftshift(x)))/sqrt(HW)``
-    (fastMRI ``fft2c``, Zbontar et al. 2018); unitary, DC at ``(H // 2, W // 2)``."""
+    (fastMRI ``fft2c``, Zbontar et al. 2018); unitary, DC at ``(H // 2, W // 2)``.
+
+    Examples
+    --------
+    >>> k = fft2c(jnp.ones((4, 4), dtype=complex))  # a constant image: all of it at DC
+    >>> round(float(abs(k[2, 2])), 6), int(jnp.count_nonzero(jnp.abs(k) > 1e-6))
+    (4.0, 1)
+    """
     return _fft2c(_complex(x, "x"))
 
 
 def ifft2c(k):
-    """Inverse of :func:`fft2c` (its adjoint, the transform being unitary)."""
+    """Inverse of :func:`fft2c` (its adjoint, the transform being unitary).
+
+    Examples
+    --------
+    >>> x = jnp.arange(16.0).reshape(4, 4) + 1j
+    >>> bool(jnp.allclose(ifft2c(fft2c(x)), x, atol=1e-4))
+    True
+    """
     return _ifft2c(_complex(k, "k"))
 
 
@@ -152,6 +166,12 @@ def coil_maps(n_coils, shape, *, width=1.0, radius=1.2, oversample=1):
     SENSE maps, Pruessmann et al., MRM 42:952, 1999, with identity noise covariance). Profile
     derived here. ``oversample`` evaluates the same continuous maps on a grid ``oversample`` times
     finer (for simulation without the inverse crime). One coil gives ``S = 1``.
+
+    Examples
+    --------
+    >>> s = coil_maps(4, (8, 8))
+    >>> s.shape, bool(jnp.allclose(jnp.sum(jnp.abs(s) ** 2, axis=0), 1.0, atol=1e-5))
+    ((4, 8, 8), True)
     """
     n_coils = check_int(n_coils, "n_coils", lower=1, upper=64)
     shape = _shape(shape)
@@ -230,6 +250,13 @@ def forward(x, mask, coils=None):
     Cartesian SENSE encoding model (Pruessmann et al. 1999; the D2SA forward model
     ``y_c = M F(S_c x)``). ``x`` complex ``(..., H, W)``; ``mask`` 0/1 ``(H, W)``; ``coils``
     ``(C, H, W)`` or None for a single coil with ``S = 1``.
+
+    Examples
+    --------
+    >>> m = jnp.zeros((4, 4)).at[:, 2].set(1.0)  # only the centre column acquired
+    >>> y = forward(jnp.ones((4, 4), dtype=complex), m)
+    >>> round(float(abs(y[2, 2])), 6), int(jnp.count_nonzero(jnp.abs(y) > 1e-6))
+    (4.0, 1)
     """
     x = _complex(x, "x")
     m = _mask(mask, "mask", x.shape[-2:])
@@ -238,7 +265,17 @@ def forward(x, mask, coils=None):
 
 def adjoint(y, mask, coils=None):
     """``A^H y = sum_c conj(S_c) F^H (M y_c)`` (SENSE, Pruessmann et al. 1999; adjoint of
-    :func:`forward`; ``M`` real so ``M^H = M``, ``F`` unitary so ``F^H = F^{-1}``)."""
+    :func:`forward`; ``M`` real so ``M^H = M``, ``F`` unitary so ``F^H = F^{-1}``).
+
+    Examples
+    --------
+    >>> s, m = coil_maps(2, (4, 4)), jnp.zeros((4, 4)).at[:, 1:3].set(1.0)
+    >>> x, y = jnp.arange(16.0).reshape(4, 4) + 1j, jnp.ones((2, 4, 4), dtype=complex)
+    >>> lhs = jnp.vdot(forward(x, m, s), y)  # <A x, y> = <x, A^H y>
+    >>> rhs = jnp.vdot(x, adjoint(y, m, s))
+    >>> bool(abs(lhs - rhs) < 1e-4 * abs(lhs))
+    True
+    """
     m = _mask(mask, "mask")
     s = _coils(coils, "coils", m.shape)
     return _apply_h(_kspace(y, "y", m.shape, s), m, s)
@@ -246,7 +283,15 @@ def adjoint(y, mask, coils=None):
 
 def normal(x, mask, coils=None):
     """``A^H A x`` (the normal operator of the least-squares data term; SENSE, Pruessmann et al.
-    1999)."""
+    1999).
+
+    Examples
+    --------
+    >>> s, m = coil_maps(3, (4, 4)), jnp.ones((4, 4))  # full sampling: A^H A = S^H S = I
+    >>> x = jnp.arange(16.0).reshape(4, 4) + 0j
+    >>> bool(jnp.allclose(normal(x, m, s), x, atol=1e-4))
+    True
+    """
     x = _complex(x, "x")
     m = _mask(mask, "mask", x.shape[-2:])
     s = _coils(coils, "coils", x.shape[-2:])
@@ -270,6 +315,14 @@ def kspace_consistency(k, y, mask, lam=None):
     ``(k + lam y)/(1 + lam)`` (soft, the minimiser of ``|k' - k|^2 + lam |M k' - y|^2`` entrywise;
     Schlemper et al., IEEE TMI 37:491, 2018, the data-consistency layer; ``lam -> inf``
     recovers the hard step); entries outside the mask are kept. ``k``, ``y`` complex, same shape.
+
+    Examples
+    --------
+    >>> k, y, m = jnp.zeros((2, 2), complex), jnp.ones((2, 2), complex), jnp.eye(2)
+    >>> kspace_consistency(k, y, m).real.tolist()  # hard: y on the mask
+    [[1.0, 0.0], [0.0, 1.0]]
+    >>> kspace_consistency(k, y, m, lam=1.0).real.tolist()  # soft: (k + y) / 2
+    [[0.5, 0.0], [0.0, 0.5]]
     """
     k = _complex(k, "k")
     m = _mask(mask, "mask", k.shape[-2:])
@@ -287,6 +340,14 @@ def data_consistency(x, y, mask, coils=None, lam=None):
     ``x + A^H (y - A x)`` (derived here: expand ``S^H F^H [(1 - M) F S x + M y]``; checked in
     ``test_multicoil_dc_is_a_unit_gradient_step``) and the soft step
     ``x + A^H (y - A x) lam/(1+lam)``.
+
+    Examples
+    --------
+    >>> m = cartesian_mask((8, 8), 2, 0.25, jax.random.key(0))
+    >>> y = m * fft2c(jnp.ones((8, 8), complex))
+    >>> x = data_consistency(jnp.zeros((8, 8), complex), y, m)
+    >>> bool(jnp.allclose(forward(x, m), y, atol=1e-5))  # the result agrees with the data
+    True
     """
     x = _complex(x, "x")
     m = _mask(mask, "mask", x.shape[-2:])
@@ -314,7 +375,13 @@ def num_lines(n, R, center_fraction):
     """Acquired columns of :func:`cartesian_mask` with ``n`` columns:
     ``n_low = floor(n cf + 1/2)`` centre lines and ``n_lines = max(n_low, floor(n/R + 1/2))`` in
     all (the fastMRI mask's expected count ``n/R``, Zbontar et al. 2018 ``MaskFunc``, made exact).
-    Returns ``(n_lines, n_low)``."""
+    Returns ``(n_lines, n_low)``.
+
+    Examples
+    --------
+    >>> num_lines(320, 4, 0.08)  # 320/4 lines in all, 320 * 0.08 = 25.6 of them the centre
+    (80, 26)
+    """
     n = check_int(n, "n", lower=2, upper=100_000)
     R = check_scalar(R, "R", lower=1.0, upper=float(n))
     cf = check_scalar(center_fraction, "center_fraction", lower=0.0, upper=1.0)
@@ -334,6 +401,12 @@ def cartesian_mask(shape, R, center_fraction, key, *, kind="random"):
     ``floor(o + j (W - n_low)/n_out)``, ``j < n_out``, of the outer columns in order, with a random
     offset ``o`` in ``[0, (W - n_low)/n_out)`` (fastMRI ``EquispacedMaskFunc``, made exact; derived
     here). Deterministic per ``key``.
+
+    Examples
+    --------
+    >>> m = cartesian_mask((4, 16), 4, 0.125, jax.random.key(0))
+    >>> m.shape, int(m[0].sum()), bool((m == m[0]).all()), m[0, 7:9].tolist()  # 16/4 whole columns
+    ((4, 16), 4, True, [1.0, 1.0])
     """
     h, w = _shape(shape)
     kind = check_choice(kind, "kind", ("random", "equispaced"))
@@ -364,6 +437,13 @@ def ssdu_split(mask, rho, key, *, kind="gaussian", acs=(4, 4), std_scale=4.0):
     Gumbel-top-k (Kool et al., ICML 2019), which draws the same sequence as SSDU's repeated
     draws with rejection of duplicates (derived here). A held-out set for self-validation (D2SA:
     5 %) is ``ssdu_split(mask, 0.05, key, kind="uniform", acs=(0, 0))[1]``.
+
+    Examples
+    --------
+    >>> m = jnp.ones((8, 8))
+    >>> theta, lam = ssdu_split(m, 0.4, jax.random.key(0))
+    >>> int(lam.sum()), bool((theta + lam == m).all())  # floor(0.4 (64 - 16)): the 4 x 4 ACS stays
+    (19, True)
     """
     m = np.asarray(_mask(mask, "mask"))
     rho = check_scalar(rho, "rho", lower=0.0, upper=1.0, closed="neither")
@@ -396,7 +476,15 @@ def ssdu_split(mask, rho, key, *, kind="gaussian", acs=(4, 4), std_scale=4.0):
 def resubsample(mask, R, center_fraction, key, *, kind="random"):
     """A further Cartesian mask applied on top of the acquired one: ``mask * cartesian_mask(...)``
     (the N2N-style resubsampling of D2SA ``data/masking.py``: sub-mask R = 2, cf = 0.08; the loss
-    mask stays the full acquired one, so input and loss sets overlap)."""
+    mask stays the full acquired one, so input and loss sets overlap).
+
+    Examples
+    --------
+    >>> m = cartesian_mask((8, 16), 2, 0.25, jax.random.key(0))
+    >>> sub = resubsample(m, 2, 0.25, jax.random.key(1))
+    >>> bool((sub <= m).all()), int(sub[0].sum()) <= int(m[0].sum()) // 2 + 4
+    (True, True)
+    """
     m = _mask(mask, "mask")
     return m * cartesian_mask(m.shape, R, center_fraction, key, kind=kind)
 
@@ -439,12 +527,26 @@ def normalized_l1_l2(y_pred, y, mask):
     """SSDU loss on the points of ``mask`` (Yaman et al. 2020, the normalised l1-l2 loss):
     ``|M(y - y_pred)|_2/|M y|_2 + |M(y - y_pred)|_1/|M y|_1``, the l1 norm taken over the real
     and imaginary parts. Invariant to a common real scale ``c != 0`` of ``y`` and ``y_pred``
-    (each term is a ratio of norms homogeneous of degree 1)."""
+    (each term is a ratio of norms homogeneous of degree 1).
+
+    Examples
+    --------
+    >>> y, m = jnp.ones((4, 4), complex), jnp.ones((4, 4))
+    >>> round(float(normalized_l1_l2(0.5 * y, y, m)), 6)  # 1/2 + 1/2
+    1.0
+    """
     return _normalized_l1_l2(*_loss_args(y_pred, y, mask))
 
 
 def relative_l1(y_pred, y, mask):
     """D2SA's relative l1 data fidelity on the points of ``mask``:
     ``|M(y_pred - y)|_1 / |M y|_1`` over real and imaginary parts (D2SA ``engine/adapt.py``; the
-    Darestani et al. 2022 self-supervised loss). Invariant to a common real scale ``c != 0``."""
+    Darestani et al. 2022 self-supervised loss). Invariant to a common real scale ``c != 0``.
+
+    Examples
+    --------
+    >>> y, m = jnp.ones((4, 4), complex), jnp.ones((4, 4))
+    >>> round(float(relative_l1(0.75 * y, y, m)), 6)
+    0.25
+    """
     return _relative_l1(*_loss_args(y_pred, y, mask))

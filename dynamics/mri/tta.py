@@ -158,7 +158,15 @@ def _r(x):
 
 
 def to_channels(x):
-    """Complex image ``(..., H, W)`` as two real channels ``(..., 2, H, W)`` (real, imaginary)."""
+    """Complex image ``(..., H, W)`` as two real channels ``(..., 2, H, W)`` (real, imaginary).
+
+    Examples
+    --------
+    >>> x = jnp.array([[1 + 2j, 3j], [0j, 1 + 0j]])
+    >>> c = to_channels(x)
+    >>> c.shape, c[1].tolist()  # the second channel: the imaginary part
+    ((2, 2, 2), [[2.0, 3.0], [0.0, 0.0]])
+    """
     x = jnp.asarray(_checked(x, "x"))
     if x.ndim < 2:
         raise ValueError(f"`x` must have shape (..., H, W); got {x.shape}.")
@@ -166,7 +174,14 @@ def to_channels(x):
 
 
 def to_complex(out):
-    """Two channels ``(..., 2, H, W)`` as a complex image ``(..., H, W)``."""
+    """Two channels ``(..., 2, H, W)`` as a complex image ``(..., H, W)``.
+
+    Examples
+    --------
+    >>> x = jnp.array([[1 + 2j, 3j], [0j, 1 + 0j]])
+    >>> bool((to_complex(to_channels(x)) == x).all())
+    True
+    """
     out = jnp.asarray(_checked(out, "out"))
     if jnp.iscomplexobj(out):
         raise TypeError(f"`out` must be real (two channels: real, imaginary); got {out.dtype}.")
@@ -250,7 +265,15 @@ def ssl_masks(mask, n_slices, ssl, key, *, holdout=0.05, rho=0.4):
     rest ``A``: ``"dc"`` input = loss = ``A``; ``"ssdu"`` input ``Theta`` and loss ``Lambda`` a
     uniform point-wise split of ``A`` with ``|Lambda| = floor(rho |A outside a 4x4 centre|)``;
     ``"n2n"`` input ``A`` times a further random column mask (R = 2, cf = 0.08), loss ``A``. The
-    INR-image term uses ``A``."""
+    INR-image term uses ``A``.
+
+    Examples
+    --------
+    >>> m = cartesian_mask((8, 8), 2, 0.25, jax.random.key(0))
+    >>> ms = ssl_masks(m, 2, "ssdu", jax.random.key(1))
+    >>> ms.m_in.shape, bool(((ms.m_in + ms.m_loss + ms.m_val) == m).all())  # a partition
+    ((2, 8, 8), True)
+    """
     ssl = check_choice(ssl, "ssl", SSL)
     n_slices = check_int(n_slices, "n_slices", lower=1, upper=10_000)
     holdout = check_scalar(holdout, "holdout", lower=0.0, upper=0.5, closed="left")
@@ -279,7 +302,13 @@ def stop_iteration(errors, window):
     """Iterations run under self-validation early stopping on the held-out ``errors``
     (``errors[t]`` measured before update ``t``): the first ``t >= 3 window`` with
     ``mean(errors[t - w:t]) > mean(errors[t - 2w:t - w])``, or ``len(errors)`` if none (D2SA
-    ``engine/adapt.py``)."""
+    ``engine/adapt.py``).
+
+    Examples
+    --------
+    >>> stop_iteration([5, 4, 3, 2, 1, 1, 2, 3], 1)  # errors[6] > errors[5]: 7 run
+    7
+    """
     e = as_array(errors, "errors", ndim=1)
     w = check_int(window, "window", lower=1, upper=100_000)
     for t in range(3 * w, e.size + 1):
