@@ -333,6 +333,12 @@ def worst_start_excess_risk(instance, eta, T):
     The worst start point of a realizable, noiseless quadratic instance (derived here; module
     :mod:`dynamics.sgd._exact`): the top eigenvalue of the backward-propagated risk form.
     Returns an array over the sorted unique ``T``.
+
+    Examples
+    --------
+    >>> r = worst_start_excess_risk(rare_curvature(1.0, 0.1), 1.0, [1, 10])
+    >>> bool(np.allclose(r, 0.05 * 0.9 ** np.array([1, 10])))  # (p beta / 2) (1 - p eta beta)^T
+    True
     """
     inst = _check_instance(instance)
     if not isinstance(inst, QuadraticSum):
@@ -343,7 +349,15 @@ def worst_start_excess_risk(instance, eta, T):
 
 
 def simulate_iterates(instance, eta, T, *, key, n_paths=16, order="iid"):
-    """Whole SGD paths ``w_0, ..., w_T``: array ``(n_paths, T + 1, d)`` (keep ``T`` small)."""
+    """Whole SGD paths ``w_0, ..., w_T``: array ``(n_paths, T + 1, d)`` (keep ``T`` small).
+
+    Examples
+    --------
+    >>> import jax
+    >>> W = simulate_iterates(rare_curvature(1.0, 1.0), 0.5, 3, key=jax.random.key(0), n_paths=2)
+    >>> W.shape, [round(float(v), 6) for v in W[0, :, 0]]  # p = 1 is GD: w_t = (1 - eta)^t
+    ((2, 4, 1), [1.0, 0.5, 0.25, 0.125])
+    """
     inst = _check_instance(instance)
     eta, _ = check_stepsize(eta, inst.beta)
     T = check_int(T, "T", lower=1)
@@ -363,6 +377,14 @@ def simulate_divergence(instance, eta, T, *, key, n_paths=64) -> RiskCurve:
     outside it (on :func:`rare_curvature` with ``p = 1``, a deterministic quadratic of curvature
     :math:`\beta`, the loss stays constant at :math:`\eta = 2/\beta` and grows like
     :math:`|1-\beta\eta|^{2T}` beyond; compare :func:`theory.sgd.quadratic_gd_loss_ratio`).
+
+    Examples
+    --------
+    >>> import jax
+    >>> inst = rare_curvature(1.0, 1.0)  # p = 1: gradient descent on w^2 / 2
+    >>> c = simulate_divergence(inst, 3.0, [1, 2], key=jax.random.key(0), n_paths=2)
+    >>> [round(float(m), 6) for m in c.mean]  # (beta / 2) |1 - beta eta|^{2T} beyond 2/beta
+    [2.0, 8.0]
     """
     inst = _check_instance(instance)
     eta = check_scalar(eta, "eta", lower=0.0, closed="neither")
@@ -390,6 +412,12 @@ def continual_learning(
     2025, Def. 2.3 and Remark 2.4). ``method="exact"`` (with replacement only) returns the exact
     expected loss from the second-moment recursion; forgetting is path-dependent, so its arrays
     are then empty.
+
+    Examples
+    --------
+    >>> tasks = random_continual_tasks(3, 4, 4, rng=0)  # full-rank tasks: one of them fixes w_star
+    >>> round(float(continual_learning(tasks, [1, 2], method="exact").loss[0]), 10)
+    0.0
     """
     if not isinstance(tasks, ContinualTasks):
         raise TypeError(f"`tasks` must be ContinualTasks; got {type(tasks).__name__}.")

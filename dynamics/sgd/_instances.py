@@ -187,6 +187,12 @@ def least_squares(
     Give ``b`` (fixed labels, possibly inconsistent: then :math:`\sigma_\star > 0`) or ``w_star``
     (realizable labels :math:`b = A w_\star`). ``noise_var`` adds fresh Gaussian label noise at
     each step. ``w0`` defaults to 0.
+
+    Examples
+    --------
+    >>> inst = least_squares(np.eye(2), w_star=[1.0, -1.0])
+    >>> inst.beta, inst.realizable, float(inst.excess_risk(np.zeros(2)))  # (1/2) (1/2) |w_star|^2
+    (1.0, True, 0.5)
     """
     A = as_array(A, "A", ndim=2, min_size=1, lower=-_BIG, upper=_BIG)
     n, d = A.shape
@@ -213,6 +219,12 @@ def gaussian_design(
     :math:`b_i = a_i^\top w_\star + \xi_i`, :math:`\xi_i \sim N(0, \text{label\_noise})` (an
     inconsistent finite data set), ``noise_var`` fresh noise at every step. Uniform sampling,
     ``w0 = 0``; ``beta = max_i ||a_i||^2``.
+
+    Examples
+    --------
+    >>> inst = gaussian_design(50, [1.0, 0.0], rng=0)  # the second coordinate has no variance
+    >>> inst.dim, inst.n_samples, bool(np.all(inst.H[1] == 0))
+    (2, 50, True)
     """
     n = check_int(n, "n", lower=1)
     spec = as_array(spectrum, "spectrum", ndim=1, min_size=1, lower=0.0, upper=_BIG)
@@ -236,6 +248,12 @@ def kaczmarz(A, b, *, sampling="norm", w0=None) -> QuadraticSum:
     ``"norm"`` picks row i with probability :math:`\|a_i\|^2/\|A\|_F^2` (then
     :math:`F(x) = \|Ax-b\|^2/(2\|A\|_F^2)`), ``"uniform"`` uniformly. Source: the reduction in
     the paper note (Sec. 5.2) of Attia et al. 2025.
+
+    Examples
+    --------
+    >>> inst = kaczmarz(np.array([[3.0, 4.0], [0.0, 2.0]]), np.array([5.0, 2.0]))
+    >>> inst.beta, [round(float(v), 6) for v in inst.w_star]  # unit rows; the solution (1/3, 1)
+    (1.0, [0.333333, 1.0])
     """
     A = as_array(A, "A", ndim=2, min_size=1, lower=-_BIG, upper=_BIG)
     n, d = A.shape
@@ -252,6 +270,12 @@ def rare_curvature(beta, p, w0=1.0) -> QuadraticSum:
     r"""Scalar instance :math:`f(w; z) = z\tfrac\beta2 w^2`, :math:`z\sim\mathrm{Bernoulli}(p)`.
 
     Exact risk: :func:`theory.sgd.rare_curvature_risk` (``sgd_last_iterate.md`` Sec. 6.2).
+
+    Examples
+    --------
+    >>> inst = rare_curvature(2.0, 0.25)
+    >>> round(float(inst.risk(np.array([1.0]))), 12), round(inst.beta, 12)  # F(w) = p beta w^2 / 2
+    (0.25, 2.0)
     """
     beta = check_scalar(beta, "beta", lower=0.0, upper=_BIG, closed="right")
     p = check_scalar(p, "p", lower=0.0, upper=1.0, closed="right")
@@ -271,6 +295,11 @@ def ar1(beta, s2, w0=1.0) -> QuadraticSum:
 
     :math:`\sigma_\star^2 = \beta^2 s^2`; exact risk: :func:`theory.sgd.ar1_risk`
     (``sgd_last_iterate.md`` Sec. 6.2).
+
+    Examples
+    --------
+    >>> round(ar1(2.0, 0.5).sigma2_star, 12)  # beta^2 s^2
+    2.0
     """
     beta = check_scalar(beta, "beta", lower=0.0, upper=1e25, closed="right")
     s2 = check_scalar(s2, "s2", lower=0.0, upper=_BIG)
@@ -288,6 +317,12 @@ def commuting(beta, p, w0) -> QuadraticSum:
     r"""Commuting mixture: sample :math:`k \sim p`, loss :math:`\tfrac\beta2 (e_k^\top w)^2`.
 
     Exact risk: :func:`theory.sgd.commuting_risk` (``sgd_last_iterate.md`` Sec. 6.2).
+
+    Examples
+    --------
+    >>> inst = commuting(2.0, [0.5, 0.5], [1.0, 1.0])
+    >>> round(float(inst.risk(np.ones(2))), 12)  # sum_k p_k beta w_k^2 / 2
+    1.0
     """
     beta = check_scalar(beta, "beta", lower=0.0, upper=_BIG, closed="right")
     p = _probs(as_array(p, "p", ndim=1, min_size=1), np.size(p), "p")
@@ -395,7 +430,15 @@ class ContinualTasks:
 
 
 def continual_tasks(X: Sequence, y: Sequence) -> ContinualTasks:
-    """Build :class:`ContinualTasks` from task matrices ``X[m]`` and targets ``y[m]``."""
+    """Build :class:`ContinualTasks` from task matrices ``X[m]`` and targets ``y[m]``.
+
+    Examples
+    --------
+    >>> X = [np.array([[1.0, 0.0]]), np.array([[0.0, 2.0]])]
+    >>> tasks = continual_tasks(X, [np.array([1.0]), np.array([2.0])])
+    >>> tasks.w_star.tolist(), tasks.R
+    ([1.0, 1.0], 2.0)
+    """
     for name, v in (("X", X), ("y", y)):
         if isinstance(v, str | bytes) or not isinstance(v, Sequence | np.ndarray):
             raise TypeError(
@@ -408,6 +451,12 @@ def random_continual_tasks(n_tasks, dim, rank, *, rng=None) -> ContinualTasks:
     r"""Random jointly realizable tasks: Gaussian ``X_m`` ``(rank, dim)``, ``y_m = X_m w_star``.
 
     :math:`w_\star \sim N(0, I/d)`; the setting of Evron et al. 2025 / Tsipory et al. 2025 (App. B).
+
+    Examples
+    --------
+    >>> t = random_continual_tasks(4, 6, 2, rng=0)
+    >>> len(t.X), t.X[0].shape, bool(np.allclose(t.X[1] @ t.w_star, t.y[1]))  # jointly realizable
+    (4, (2, 6), True)
     """
     n_tasks = check_int(n_tasks, "n_tasks", lower=1)
     dim = check_int(dim, "dim", lower=1)
@@ -539,6 +588,13 @@ def logistic_separable(X, y, *, probs=None, w0=None) -> FiniteSum:
     Smoothness :math:`\|x_i\|^2/4`; the infimum 0 is not attained (``w_star = None``,
     ``dist2 = inf``), so the last-iterate bound with a minimiser is vacuous and only comparator
     versions apply. Raises if the data are not separable (checked by a linear program).
+
+    Examples
+    --------
+    >>> X, y = separable_data(8, 2, rng=0)
+    >>> inst = logistic_separable(X, y)
+    >>> round(inst.beta, 6), inst.w_star is None  # |x_i|^2 / 4 on unit rows; no minimiser
+    (0.25, True)
     """
     X = as_array(X, "X", ndim=2, min_size=1, lower=-_SEP, upper=_SEP)
     y = as_array(y, "y", shape=(X.shape[0],))
@@ -559,6 +615,13 @@ def squared_hinge(X, y, *, probs=None, w0=None) -> FiniteSum:
     minimiser of every sample: :math:`\sigma_\star = 0`, ``f_star = 0``); ``w_star`` is the one
     closest to ``w0`` (a QP solved with cvxpy). SGD on it is relaxed random projection onto
     half-spaces (POCS).
+
+    Examples
+    --------
+    >>> X, y = separable_data(8, 2, rng=0)
+    >>> inst = squared_hinge(X, y)
+    >>> round(inst.beta, 6), bool(np.all(y * (X @ inst.w_star) >= 1 - 1e-6))  # margins of w_star
+    (1.0, True)
     """
     X = as_array(X, "X", ndim=2, min_size=1, lower=-_SEP, upper=_SEP)
     y = as_array(y, "y", shape=(X.shape[0],))

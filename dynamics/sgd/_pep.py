@@ -160,6 +160,12 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
     modelling layer): variables the packed Gram blocks and the function values, one non-negative
     cone for the :math:`n(P+1)P` interpolation inequalities (half of them for ``n = 2``, see
     :func:`_symmetry_blocks`) and :math:`G_{00} \le D^2`, one PSD cone per block.
+
+    Examples
+    --------
+    >>> r = pep_worst_case(1, 1, 1.0)  # n = 1 is gradient descent: beta D^2 / (4T + 2)
+    >>> round(r.value, 4), r.status
+    (0.1667, 'optimal')
     """
     import clarabel
     import scs
@@ -272,7 +278,13 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
 
 
 def pepit_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL") -> float:
-    """The same worst case computed with PEPit (an optional, test/benchmark-only dependency)."""
+    """The same worst case computed with PEPit (an optional, test/benchmark-only dependency).
+
+    Examples
+    --------
+    >>> bool(abs(pepit_worst_case(1, 2, 0.5) - pep_worst_case(1, 2, 0.5).value) < 1e-5)
+    True
+    """
     try:
         from PEPit import PEP
         from PEPit.functions import SmoothConvexFunction
