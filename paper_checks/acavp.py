@@ -260,15 +260,15 @@ def _drop(res):
     sizes=SIZES,
     mutants=[
         wrap(
-            "nn.acavp.acavp_transform",
+            "nn.acavp.warp_affine",
             lambda f: (
-                lambda x, theta, scale, shear, translate, gain, additive, **kw: f(
-                    x, theta, scale, shear, translate, gain * 6.0, additive, **kw
+                lambda x, matrix, order=1, inverse=False: f(
+                    x, matrix, order=order, inverse=not inverse
                 )
             ),
-            "colour gain scaled by its range twice (6 * 6 sigmoid(M)), amplifying pixel noise",
-            name="gain_range_twice",
-        )
+            "the prompt's warp applies the inverse map (a shrink to 0.73 becomes a zoom by 1.37)",
+            name="inverted_warp",
+        ),
     ],
 )
 def _robustness(size, seed) -> Measurement:
