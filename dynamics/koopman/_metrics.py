@@ -60,6 +60,14 @@ def principal_angles(features, reference, weights=None):
     finite chain, or quadrature weights). ``cos theta = svd(Q_f^T W Q_ref)`` after orthonormalising
     both, and ``sin theta`` from the residual (Bjorck & Golub 1973; accurate for small angles);
     returns min(k, m) angles.
+
+    Examples
+    --------
+    >>> x = np.linspace(-1, 1, 5)
+    >>> [round(float(t), 6) for t in principal_angles(x[:, None], (x**2)[:, None])]  # odd vs even
+    [1.570796]
+    >>> [round(float(t), 6) for t in principal_angles(np.c_[x, x**2], np.c_[x + x**2, x])]
+    [0.0, 0.0]
     """
     F = as_array(features, "features", ndim=2, lower=-_BIG, upper=_BIG)
     R = as_array(reference, "reference", ndim=2, lower=-_BIG, upper=_BIG)
@@ -88,7 +96,14 @@ def directed_hausdorff(estimated, true):
 
 
 def forecast_rmse(predicted, truth):
-    """Root-mean-square error per horizon: ``predicted``/``truth`` (H, n[, d]) -> (H,)."""
+    """Root-mean-square error per horizon: ``predicted``/``truth`` (H, n[, d]) -> (H,).
+
+    Examples
+    --------
+    >>> truth = np.zeros((2, 4))
+    >>> forecast_rmse(truth + np.array([[0.0], [3.0]]), truth).tolist()  # per horizon
+    [0.0, 3.0]
+    """
     p = as_array(predicted, "predicted", lower=-_BIG, upper=_BIG)
     t = as_array(truth, "truth", lower=-_BIG, upper=_BIG)
     if p.shape != t.shape or p.ndim < 2:

@@ -120,6 +120,12 @@ def nesting_masks(k, weights=None):
     """Joint-nesting masks ``(m, W)``: ``m_i = sum_{l >= i} w_l`` and ``W_ij = m_{max(i, j)}``.
 
     ``weights`` defaults to ``w_l = 1/k`` (the official code). NestedLoRA, Ryu et al. 2024, Sec. 3.
+
+    Examples
+    --------
+    >>> m, W = nesting_masks(3)  # weights 1/3: m_i = (3 - i)/3
+    >>> [round(float(v), 6) for v in m], [round(float(v), 6) for v in W[1]]
+    ([1.0, 0.666667, 0.333333], [0.666667, 0.666667, 0.333333])
     """
     k = check_int(k, "k", lower=1, upper=100_000)
     w = (
@@ -139,6 +145,12 @@ def lora_from_moments(Mf, Mg, T, *, nesting=None, weights=None):
     Population value of the (nested) objective from the three second-moment matrices
     (Jeong et al. 2025, Sec. 3.1, eq. for L_lora; joint nesting from NestedLoRA Sec. 3). The value
     of ``"seq"`` equals the plain one.
+
+    Examples
+    --------
+    >>> S = jnp.diag(jnp.array([1.0, 0.5]))  # the optimum f = sqrt(s) phi, g = sqrt(s) psi
+    >>> round(float(lora_from_moments(S, S, S @ S)), 6)  # -(s_1^2 + s_2^2)
+    -1.25
     """
     Mf, Mg, T = _check_moments(Mf, Mg, T)
     _check_nesting(nesting, weights, Mf.shape[0])
@@ -171,6 +183,14 @@ def lora_loss(f, g, *, nesting=None, estimator="unbiased", weights=None):
     -------
     Scalar whose expectation over i.i.d. batches is the population objective for
     ``estimator="unbiased"`` (for any nesting; derived here, see the module docstring).
+
+    Examples
+    --------
+    >>> f = jnp.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> g = 2 * f
+    >>> plugin = lora_loss(f, g, estimator="plugin")  # the moments' value at the empirical law
+    >>> bool(abs(plugin - lora_from_moments(f.T @ f / 3, g.T @ g / 3, f.T @ g / 3)) < 1e-5)
+    True
     """
     f, g = _check_pair(f, g, min_rows=2 if estimator == "unbiased" else 1)
     _check_nesting(nesting, weights, f.shape[1], estimator)
@@ -210,6 +230,16 @@ def lora_population(F, G, kernel, rho0, *, nesting=None, weights=None):
     ``M_f = F^T D0 F``, ``M_g = G^T D1 G``, ``T = F^T D0 P G`` with ``D1 = diag(rho0 P)``.
     Equals ``||K~ - F~ G~^T||_F^2 - ||K~||_F^2`` with ``F~ = D0^{1/2} F``, ``G~ = D1^{1/2} G``
     (derived here; property-tested in ``tests/dynamics/koopman/test_objective.py``).
+
+    Examples
+    --------
+    >>> from dynamics.koopman import FiniteChain
+    >>> chain, x = FiniteChain(np.array([[0.9, 0.1], [0.2, 0.8]])), np.arange(2)
+    >>> s = chain.singular_values()  # (1, 0.7); the exact top-2 pair minimises the objective
+    >>> F = chain.left_singular_functions(x, 2) * np.sqrt(s)
+    >>> G = chain.right_singular_functions(x, 2) * np.sqrt(s)
+    >>> round(float(lora_population(F, G, chain.kernel, chain.rho0)), 6)  # -(1 + 0.7^2)
+    -1.49
     """
     F, G = check_array(F, "F", ndim=2, max_abs=_BIG), check_array(G, "G", ndim=2, max_abs=_BIG)
     n, k = F.shape

@@ -156,6 +156,15 @@ def cca_readout(fx, gy, fy=None, *, weights=None, rtol=1e-7):
     Koopman matrix ``E_rho1[psi~ phi~^T]`` needs ``fy``; it assumes stationary data (rho0 = rho1).
     ``weights`` (n,) turns the sample means into weighted means, e.g. quadrature weights of the
     joint law for population read-outs.
+
+    Examples
+    --------
+    >>> from dynamics.koopman import FiniteChain
+    >>> chain, E = FiniteChain(np.array([[0.9, 0.1], [0.2, 0.8]])), np.eye(2)
+    >>> i, j = np.divmod(np.arange(4), 2)  # every pair (i, j), weighted by the joint law
+    >>> r = cca_readout(E[i], E[j], E[j], weights=chain.joint.ravel())  # one-hot features
+    >>> [round(float(s), 6) for s in r.singular_values]
+    [1.0, 0.7]
     """
     fx = _features(fx, "fx")
     n, k = fx.shape
@@ -214,7 +223,17 @@ class EDMDReadout:
 
 def edmd_readout(bx, by, *, weights=None, rcond=1e-7):
     """EDMD on basis values ``bx = b(X)``, ``by = b(X')`` (Jeong et al. 2025, Sec. 3.2.2, eq. 9);
-    ``weights`` as in :func:`cca_readout`."""
+    ``weights`` as in :func:`cca_readout`.
+
+    Examples
+    --------
+    >>> from dynamics.koopman import FiniteChain
+    >>> chain, E = FiniteChain(np.array([[0.9, 0.1], [0.2, 0.8]])), np.eye(2)
+    >>> i, j = np.divmod(np.arange(4), 2)  # every pair (i, j), weighted by the joint law
+    >>> r = edmd_readout(E[i], E[j], weights=chain.joint.ravel())  # one-hot basis: K = P
+    >>> [round(float(abs(v)), 6) for v in r.eigenvalues]
+    [1.0, 0.7]
+    """
     bx = _features(bx, "bx")
     n, k = bx.shape
     by = _features(by, "by", n=n, k=k)

@@ -75,6 +75,12 @@ class FiniteChain:
     = 1`` with ``phi_0 = psi_0 = 1`` (Jeong et al. 2025, Sec. 2; derived here, checked in
     ``tests/dynamics/koopman/test_systems.py``). ``rho0`` defaults to the stationary law. States are
     the integers ``0..n-1``.
+
+    Examples
+    --------
+    >>> chain = FiniteChain(np.array([[0.9, 0.1], [0.2, 0.8]]))
+    >>> [round(float(s), 6) for s in chain.singular_values()]  # reversible: 1 and 1 - 0.1 - 0.2
+    [1.0, 0.7]
     """
 
     def __init__(self, P, rho0=None, *, lag=1):
@@ -185,6 +191,12 @@ class OrnsteinUhlenbeck:
     N(r x, v (1 - r^2))``, ``r = exp(-theta tau)``. K is self-adjoint on L2(pi) with ``s_n =
     lambda_n = r^n`` and ``phi_n = psi_n = He_n(x / sqrt v) / sqrt(n!)`` (Mehler's formula;
     classical). Sampling uses the exact AR(1) transition, so there is no discretisation error.
+
+    Examples
+    --------
+    >>> ou = OrnsteinUhlenbeck(theta=1.0, tau=0.5)
+    >>> [round(float(s), 6) for s in ou.singular_values(3)]  # r^n, r = exp(-theta tau)
+    [1.0, 0.606531, 0.367879]
     """
 
     def __init__(self, theta=1.0, sigma=1.4142135623730951, tau=0.5):
@@ -256,6 +268,12 @@ class NoisyLogisticMap:
 
     Noise sampling is exact: ``sin^2(pi xi) ~ Beta(1/2, (N+1)/2)`` with a random sign (derived
     here).
+
+    Examples
+    --------
+    >>> s = NoisyLogisticMap(N=4, n_quad=200).singular_values()
+    >>> len(s), round(float(s[0]), 6)  # rank N + 1; the constant function gives s_0 = 1
+    (5, 1.0)
     """
 
     def __init__(self, N=20, r=4.0, *, n_quad=2000):
@@ -397,6 +415,12 @@ class PrinzLangevin:
     ``n_grid`` cells of ``[-1.6, 1.6]``; a symmetric tridiagonal eigenproblem (derived here; the
     grid convergence is checked in ``tests/dynamics/koopman/test_systems.py``). Samples use
     Euler-Maruyama with step ``dt`` (weak error O(dt)) from the grid's stationary law.
+
+    Examples
+    --------
+    >>> mu = PrinzLangevin().generator_eigenvalues(3)  # Jeong et al. 2025: 0, -1.20, -7.89
+    >>> bool(abs(mu[0]) < 1e-9), [round(float(m), 2) for m in mu[1:]]
+    (True, [-1.2, -7.89])
     """
 
     lo, hi = -1.6, 1.6
@@ -517,6 +541,13 @@ class Lorenz63:
     ``singular_values`` / ``eigenvalues`` raise ``NotImplementedError``: the deterministic Koopman
     operator of a chaotic flow is unitary on L2(invariant measure) with continuous spectrum, so
     there is no exact finite list to compare with; use forecast errors instead.
+
+    Examples
+    --------
+    >>> c = np.sqrt(8 / 3 * 27)  # the fixed point (c, c, rho - 1) of the flow
+    >>> x = Lorenz63().trajectory(2, x0=[c, c, 27.0], burn_in=0)
+    >>> x.shape, bool(np.allclose(x, [c, c, 27.0]))
+    ((3, 3), True)
     """
 
     has_exact_spectrum = False
