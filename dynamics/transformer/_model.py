@@ -107,7 +107,17 @@ class SmallInitTransformer(eqx.Module):
 
 
 def exp_loss(model: SmallInitTransformer, X, y):
-    """``L = (1/n) sum_i exp(-y_i f(X_i))`` (Chen & Luo 2025, Eq. 3)."""
+    """``L = (1/n) sum_i exp(-y_i f(X_i))`` (Chen & Luo 2025, Eq. 3).
+
+    Examples
+    --------
+    >>> X, y = gaussian_task(16, 4, 6, rng=0)
+    >>> model = SmallInitTransformer.init(6, 1e-3, key=jax.random.key(0))
+    >>> with jax.enable_x64(True):
+    ...     loss = exp_loss(model, X, y)
+    >>> round(float(loss), 6)  # small init: f = O(eps^3), so L = mean(exp(0)) = 1
+    1.0
+    """
     return jnp.mean(jnp.exp(-y * model(X)))
 
 
@@ -141,6 +151,12 @@ def gaussian_task(n: int, s: int, d: int, *, labels: str = "random", rng=None):
     ``labels="random"``: i.i.d. Rademacher. ``labels="bilinear"``: ``y_i = sign(X_is B Xbar_i^T)``
     for a random Gaussian ``B``, a rule only the attention logits can express.
     Returns ``(X, y)`` with shapes ``(n, s, d)`` and ``(n,)``.
+
+    Examples
+    --------
+    >>> X, y = gaussian_task(8, 3, 2, labels="bilinear", rng=0)
+    >>> X.shape, y.shape, set(y.tolist()) <= {-1.0, 1.0}
+    ((8, 3, 2), (8,), True)
     """
     n, s, d = (check_int(v, k, lower=1) for v, k in ((n, "n"), (s, "s"), (d, "d")))
     check_memory(2.0 * n * s * d, "`n`, `s`, `d`", what="the task's tokens")
@@ -168,6 +184,12 @@ def anchor_task(n: int, *, s: int = 10, n_keys: int = 20, d: int = 16, rng=None)
     unit-variance entries as in :func:`gaussian_task`).
 
     Returns ``(X, y)`` with shapes ``(n, s, d)`` and ``(n,)``.
+
+    Examples
+    --------
+    >>> X, y = anchor_task(5, rng=0)  # s = 10 tokens embedded in d = 16
+    >>> X.shape, sorted(set(y.tolist()))
+    ((5, 10, 16), [-1.0, 1.0])
     """
     n = check_int(n, "n", lower=1)
     s = check_int(s, "s", lower=2)
