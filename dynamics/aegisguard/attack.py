@@ -67,7 +67,16 @@ class ExposedView(eqx.Module):
 
 def expose(model, As, Bs, shielded) -> ExposedView:
     """The attacker's view of a victim with factors ``As``, ``Bs`` when the layers where
-    ``shielded`` (bool, one per layer) is True stay in the enclave."""
+    ``shielded`` (bool, one per layer) is True stay in the enclave.
+
+    Examples
+    --------
+    >>> from dynamics.aegisguard.victim import ResMLP, adapted_model
+    >>> model = adapted_model(ResMLP(4, 4, 1, 2, key=jax.random.key(0)), 1, key=jax.random.key(1))
+    >>> view = expose(model, *adapter_arrays(model), jnp.array([True, False, False]))
+    >>> float(jnp.abs(view.As[0]).sum()), bool(jnp.any(view.As[1] != 0))  # layer 0 is shielded
+    (0.0, True)
+    """
     As, Bs = check_victim(model, As, Bs)
     shielded = check_layer_vector(shielded, "shielded", len(As), kind="b")
     zA = tuple(jnp.where(shielded[i], jnp.zeros_like(a), a) for i, a in enumerate(As))
@@ -83,7 +92,17 @@ def _zero_adapters(model):
 
 
 def query_labels(model, As, Bs, X):
-    """The deployed victim's answer to queries ``X``: top-1 labels only (label-only outputs)."""
+    """The deployed victim's answer to queries ``X``: top-1 labels only (label-only outputs).
+
+    Examples
+    --------
+    >>> from dynamics.aegisguard.victim import ResMLP, adapted_model
+    >>> backbone = ResMLP(4, 4, 1, 2, key=jax.random.key(0))
+    >>> model = adapted_model(backbone, 1, key=jax.random.key(1))
+    >>> X = jax.random.normal(jax.random.key(2), (8, 4))
+    >>> bool((query_labels(model, *adapter_arrays(model), X) == jnp.argmax(backbone(X), -1)).all())
+    True
+    """
     As, Bs = check_victim(model, As, Bs)
     X = check_inputs(model, X)
     return jnp.argmax(logits(model, As, Bs, X), -1)
@@ -154,7 +173,13 @@ def subset_masks(n_layers: int) -> np.ndarray:
 
 
 def subset_index(mask) -> int:
-    """The row of :func:`subset_masks` holding the bool ``mask``."""
+    """The row of :func:`subset_masks` holding the bool ``mask``.
+
+    Examples
+    --------
+    >>> subset_index(np.array([True, False, True])), subset_masks(3)[5].tolist()  # bits 0 and 2
+    (5, [True, False, True])
+    """
     m = to_array(mask, "mask")
     if m.ndim != 1 or m.dtype != bool:
         raise TypeError(f"`mask` must be a 1-D bool array; got {m.dtype} of shape {m.shape}.")
@@ -163,7 +188,13 @@ def subset_index(mask) -> int:
 
 def leakage(acc, acc_black_box, acc_white_box):
     """Normalised leakage ``(acc - acc_bb) / (acc_wb - acc_bb)`` (``aegisguard.md`` Sec. 8.2):
-    0 at black-box level, 1 at white-box level."""
+    0 at black-box level, 1 at white-box level.
+
+    Examples
+    --------
+    >>> round(float(leakage(0.6, 0.4, 0.8)), 6)  # halfway from black-box to white-box accuracy
+    0.5
+    """
     acc, bb, wb = (
         as_array(v, n, lower=0, upper=1)
         for v, n in (
@@ -184,6 +215,13 @@ def recover_adapter(X, Y):
     ``Y = X dW^T (n, d_out)`` sent back, ``dW = (X^+ Y)^T`` (``numpy.linalg.lstsq``, float64):
     exact once ``X`` has rank ``d_in`` (``n >= d_in`` generic queries), the minimum-norm guess
     otherwise. The feature-leakage caveat of ``aegisguard.md`` Sec. 9 G1 (out of the paper's scope).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X, dW = rng.standard_normal((6, 3)), rng.standard_normal((2, 3))
+    >>> bool(np.allclose(recover_adapter(X, X @ dW.T), dW))  # exact once X has rank d_in
+    True
     """
     X = as_array(X, "X", ndim=2)
     Y = as_array(Y, "Y", ndim=2)

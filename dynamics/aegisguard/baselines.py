@@ -47,14 +47,30 @@ __all__ = [
 
 def magnitude_scores(model, As, Bs):
     """``||scale B_l A_l||_F`` per layer (``scale`` the LoRA ``alpha / r``): the "Large magnitude"
-    baseline of ``aegisguard.md`` Sec. 8."""
+    baseline of ``aegisguard.md`` Sec. 8.
+
+    Examples
+    --------
+    >>> from dynamics.aegisguard.victim import ResMLP, adapted_model, adapter_arrays
+    >>> model = adapted_model(ResMLP(4, 4, 1, 2, key=jax.random.key(0)), 1, key=jax.random.key(1))
+    >>> As, Bs = adapter_arrays(model)
+    >>> s = magnitude_scores(model, As, (jnp.ones_like(Bs[0]), *Bs[1:]))  # ||1 A_0||_F = 2 ||A_0||
+    >>> bool(abs(s[0] - 2 * jnp.linalg.norm(As[0])) < 1e-5), s[1:].tolist()
+    (True, [0.0, 0.0])
+    """
     As, Bs = check_victim(model, As, Bs)
     scale = next(iter(model.layers().values())).scale
     return jnp.stack([jnp.linalg.norm(scale * (b @ a)) for a, b in zip(As, Bs, strict=True)])
 
 
 def depth_scores(n_layers: int, which: str = "deep"):
-    """Scores that shield the deepest (``"deep"``) or shallowest (``"shallow"``) layers first."""
+    """Scores that shield the deepest (``"deep"``) or shallowest (``"shallow"``) layers first.
+
+    Examples
+    --------
+    >>> top_k(depth_scores(4), 2).tolist(), top_k(depth_scores(4, "shallow"), 2).tolist()
+    ([False, False, True, True], [True, True, False, False])
+    """
     n_layers = check_int(n_layers, "n_layers", lower=1, upper=4096)
     check_choice(which, "which", ("deep", "shallow"))
     d = jnp.arange(n_layers, dtype=float)
@@ -77,7 +93,13 @@ def _probe_mean(model, As, Bs, X, y, rho, keys):
 
 
 def top_k(scores, k: int):
-    """Bool mask of the ``k`` highest ``scores`` (ties to the lower index); traceable."""
+    """Bool mask of the ``k`` highest ``scores`` (ties to the lower index); traceable.
+
+    Examples
+    --------
+    >>> top_k(jnp.array([0.3, 0.9, 0.3, 0.1]), 2).tolist()  # ties go to the lower index
+    [True, True, False, False]
+    """
     shape = scores.shape if hasattr(scores, "shape") else to_array(scores, "scores").shape
     scores = check_layer_vector(scores, "scores", shape[0] if len(shape) == 1 else -1)
     k = check_int(k, "k", lower=0, upper=scores.shape[-1])
@@ -97,10 +119,24 @@ def _by_size(acc_table, k):
 
 
 def random_expected(acc_table, k: int):
-    """Exact mean attack accuracy over every shielded set of size ``k`` (last axis)."""
+    """Exact mean attack accuracy over every shielded set of size ``k`` (last axis).
+
+    Examples
+    --------
+    >>> acc = np.array([0.9, 0.5, 0.7, 0.2])  # attack accuracy shielding none, {0}, {1}, {0, 1}
+    >>> round(float(random_expected(acc, 1)), 6)  # mean of 0.5 and 0.7
+    0.6
+    """
     return _by_size(acc_table, k).mean(-1)
 
 
 def oracle(acc_table, k: int):
-    """Lowest attack accuracy over every shielded set of size ``k`` (exhaustive search)."""
+    """Lowest attack accuracy over every shielded set of size ``k`` (exhaustive search).
+
+    Examples
+    --------
+    >>> acc = np.array([0.9, 0.5, 0.7, 0.2])  # attack accuracy shielding none, {0}, {1}, {0, 1}
+    >>> float(oracle(acc, 1)), float(oracle(acc, 2))
+    (0.5, 0.2)
+    """
     return _by_size(acc_table, k).min(-1)

@@ -51,7 +51,14 @@ def _importance(model, As, Bs, X, y, group):
 
 
 def sac_quota(remaining, t, T, scores, *, alpha: float = 0.5, delta: float = 1.0):
-    """``(R_total - R_t) / ((T - t + delta) sigma(s_i)) * (1 - alpha + alpha t / T)`` per layer."""
+    """``(R_total - R_t) / ((T - t + delta) sigma(s_i)) * (1 - alpha + alpha t / T)`` per layer.
+
+    Examples
+    --------
+    >>> q = sac_quota(10, 0, 4, jnp.zeros(2))  # 10 / ((4 - 0 + 1) sigma(0)) * (1 - 1/2)
+    >>> [round(float(v), 6) for v in q]
+    [2.0, 2.0]
+    """
     remaining = check_scalar(remaining, "remaining", lower=0, upper=1e9)
     T = check_int(T, "T", lower=1, upper=10**6)
     t = check_int(t, "t", lower=0, upper=T - 1)

@@ -150,7 +150,15 @@ def adapted_model(backbone: ResMLP, r: int = 4, *, key) -> ad.Adapted:
     """``backbone`` with LoRA of rank ``r`` (alpha = r) on every linear map
     (``nn.adapters.inject``): ``B = 0`` and ``A_l ~ U(-1/sqrt(n_l), 1/sqrt(n_l))`` drawn from
     ``fold_in(key, l)`` (PEFT's init, as ``inject`` draws it). Traceable: ``vmap`` over keys
-    and backbones."""
+    and backbones.
+
+    Examples
+    --------
+    >>> model = adapted_model(ResMLP(4, 4, 1, 2, key=jax.random.key(0)), 1, key=jax.random.key(1))
+    >>> As, Bs = adapter_arrays(model)  # one rank-1 LoRA per linear map, depth order
+    >>> len(As), As[0].shape, Bs[-1].shape, float(sum(jnp.abs(b).sum() for b in Bs))  # B = 0
+    (3, (1, 4), (2, 1), 0.0)
+    """
     check_instance(backbone, "backbone", ResMLP)
     check_int(r, "r", lower=1, upper=min(backbone.head.out_features, backbone.inp.in_features))
     check_key(key)
@@ -209,7 +217,16 @@ def logits(model: ad.Adapted, As, Bs, X):
 
 
 def accuracy(model: ad.Adapted, As, Bs, X, y):
-    """Top-1 accuracy of the adapted model on ``(X, y)``."""
+    """Top-1 accuracy of the adapted model on ``(X, y)``.
+
+    Examples
+    --------
+    >>> backbone = ResMLP(4, 4, 1, 2, key=jax.random.key(0))
+    >>> model = adapted_model(backbone, 1, key=jax.random.key(1))
+    >>> X = jax.random.normal(jax.random.key(2), (8, 4))
+    >>> float(accuracy(model, *adapter_arrays(model), X, jnp.argmax(backbone(X), -1)))  # B = 0
+    1.0
+    """
     As, Bs = check_victim(model, As, Bs)
     X, y = check_data(model, X, y)
     return jnp.mean(jnp.argmax(logits(model, As, Bs, X), -1) == y)
