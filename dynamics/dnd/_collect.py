@@ -35,7 +35,14 @@ LORA_SEED = 42  # LLaMA-Factory's default seed: one LoRA initialisation for ever
 
 def lora_template(base, r: int = 2, *, key) -> AD.Adapted:
     """``base`` (an ``nn.MLP``) with LoRA of rank ``r`` and ``alpha = 2 r`` (LLaMA-Factory's
-    default) on its hidden linear maps (all but the read-out), at its initialisation."""
+    default) on its hidden linear maps (all but the read-out), at its initialisation.
+
+    Examples
+    --------
+    >>> tpl = lora_template(nn.MLP(2, 1, 4, 1, key=jax.random.key(0)), 2, key=jax.random.key(1))
+    >>> [(a.shape, b.shape) for a, b in factors_of(tpl)]  # the hidden map only, rank 2
+    [((2, 2), (4, 2))]
+    """
     r = check_int(r, "r", lower=1, upper=4096)
     check_key(key)
     if not isinstance(base, nn.MLP) or len(base.layers) < 2:
@@ -45,14 +52,31 @@ def lora_template(base, r: int = 2, *, key) -> AD.Adapted:
 
 
 def factors_of(adapted: AD.Adapted) -> list[tuple[jax.Array, jax.Array]]:
-    """The ``(A, B)`` of every LoRA layer of ``adapted``, in path order (the tokenizer's order)."""
+    """The ``(A, B)`` of every LoRA layer of ``adapted``, in path order (the tokenizer's order).
+
+    Examples
+    --------
+    >>> tpl = lora_template(nn.MLP(2, 1, 4, 1, key=jax.random.key(0)), 2, key=jax.random.key(1))
+    >>> (A, B), = factors_of(tpl)
+    >>> A.shape, B.shape, float(jnp.abs(B).sum())  # LoRA starts at B = 0
+    ((2, 2), (4, 2), 0.0)
+    """
     if not isinstance(adapted, AD.Adapted):
         raise TypeError(f"`adapted` must be an nn.adapters.Adapted; got {type(adapted).__name__}.")
     return [(lay.A, lay.B) for lay in adapted.layers().values()]
 
 
 def with_factors(adapted: AD.Adapted, factors) -> AD.Adapted:
-    """``adapted`` with its LoRA factors replaced by ``factors`` (same shapes and order)."""
+    """``adapted`` with its LoRA factors replaced by ``factors`` (same shapes and order).
+
+    Examples
+    --------
+    >>> tpl = lora_template(nn.MLP(2, 1, 4, 1, key=jax.random.key(0)), 2, key=jax.random.key(1))
+    >>> (A, B), = factors_of(tpl)
+    >>> (A2, B2), = factors_of(with_factors(tpl, [(A, B + 1.0)]))
+    >>> bool((A2 == A).all()), float(B2.sum())
+    (True, 8.0)
+    """
     old = factors_of(adapted)
     if not isinstance(factors, list | tuple) or len(factors) != len(old):
         raise ValueError(f"`factors` must hold {len(old)} (A, B) pairs; got {factors!r:.80}.")

@@ -46,7 +46,18 @@ def _one_mse(template, fac, X, y):
 
 def adapter_mse(template: AD.Adapted, factors, X, y) -> jax.Array:
     """Test MSE of LoRA ``factors`` (one adapter, in :func:`factors_of` order) merged into
-    ``template``'s base, on inputs ``X (n, d)`` with targets ``y (n,)``."""
+    ``template``'s base, on inputs ``X (n, d)`` with targets ``y (n,)``.
+
+    Examples
+    --------
+    >>> import nn
+    >>> from dynamics.dnd import lora_template, factors_of
+    >>> base = nn.MLP(2, 1, 4, 1, key=jax.random.key(0))
+    >>> tpl = lora_template(base, 2, key=jax.random.key(1))
+    >>> X = jnp.ones((3, 2))
+    >>> float(adapter_mse(tpl, factors_of(tpl), X, base(X)[:, 0]))  # B = 0: the base model itself
+    0.0
+    """
     if not isinstance(template, AD.Adapted):
         raise TypeError(
             f"`template` must be an nn.adapters.Adapted; got {type(template).__name__}."
@@ -220,7 +231,14 @@ def timed(f: Callable, *args, warmup: int | None = None, repeats: int | None = N
     """Mean wall-clock seconds of ``jit(f)(*args)`` over calls ``warmup + 1 .. warmup + repeats``
     (each waited for with ``block_until_ready``), the first ``warmup`` calls (compilation
     included) left out, as the official overhead script times its generator (defaults
-    :data:`GEN_WARMUP` = 11 and :data:`GEN_REPEATS` = 9: the mean of calls 12-20)."""
+    :data:`GEN_WARMUP` = 11 and :data:`GEN_REPEATS` = 9: the mean of calls 12-20).
+
+    Examples
+    --------
+    >>> s = timed(jnp.sin, jnp.ones(3), warmup=1, repeats=2)  # compilation left out
+    >>> 0.0 < s < 1.0
+    True
+    """
     check_callable(f, "f")
     warmup = GEN_WARMUP if warmup is None else warmup
     repeats = GEN_REPEATS if repeats is None else repeats
