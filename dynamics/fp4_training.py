@@ -79,6 +79,13 @@ def detect_crossing(ratios, threshold=SQRT3, window=10):
     The switch rule of Chmiel et al. 2025, Sec. 4 and Fig. 5: move to higher precision once the
     gradient-to-noise ratio falls below sqrt(3). The moving-average window is chosen here (the
     paper does not state one).
+
+    Examples
+    --------
+    >>> detect_crossing([3.0, 2.0, 1.0, 1.0], window=2)  # mean(2, 1) = 1.5 < sqrt(3) first at t = 2
+    2
+    >>> detect_crossing([3.0, 2.0, np.inf], window=2) is None  # inf: a step without noise
+    True
     """
     _check("none", threshold, window)
     r = as_array(ratios, "ratios", ndim=1, finite="nan", lower=0.0)  # +inf: no noise
