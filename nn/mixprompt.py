@@ -302,7 +302,14 @@ class SegHead(eqx.Module):
 # ------------------------------------------------------------------------------- sub-spaces
 def split_subspaces(u, n):
     """``u (..., r)`` as ``(..., r / n, n)``: ``n`` contiguous chunks stacked on the last axis
-    (official ADA: ``torch.stack(torch.chunk(u, n, dim=-1), dim=-1)``)."""
+    (official ADA: ``torch.stack(torch.chunk(u, n, dim=-1), dim=-1)``).
+
+    Examples
+    --------
+    >>> s = split_subspaces(jnp.arange(6.0), 2)  # chunks [0, 1, 2] and [3, 4, 5] side by side
+    >>> s.shape, s[:, 1].tolist()
+    ((3, 2), [3.0, 4.0, 5.0])
+    """
     n = check_int(n, "n", lower=1, upper=_MAX_C)
     as_array(u, "u")
     shape = getattr(u, "shape", None)
@@ -326,7 +333,14 @@ def merge_subspaces(s):
 def mix_subspaces(u, omega):
     """Information mixing across sub-spaces: ``u^k <- sum_j Omega_kj u^j`` for the ``n``
     contiguous chunks ``u^j`` of ``u (..., r)``, ``omega (n, n)`` (official ADA's bias-free
-    ``nn.Linear(n, n)`` on the stacked axis)."""
+    ``nn.Linear(n, n)`` on the stacked axis).
+
+    Examples
+    --------
+    >>> swap = jnp.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> mix_subspaces(jnp.arange(4.0), swap).tolist()  # the chunks [0, 1] and [2, 3] swapped
+    [2.0, 3.0, 0.0, 1.0]
+    """
     as_array(omega, "omega")
     shape = getattr(omega, "shape", None)
     if shape is None or len(shape) != 2 or shape[0] != shape[1] or shape[0] < 1:

@@ -38,7 +38,14 @@ def confusion_matrix(pred, target, num_classes, *, ignore_index=None) -> np.ndar
 
 def miou(pred, target, num_classes, *, ignore_index=None) -> float:
     """Mean intersection over union over the classes present in prediction or target (the
-    class ``ignore_index``, when it is one, excluded)."""
+    class ``ignore_index``, when it is one, excluded).
+
+    Examples
+    --------
+    >>> pred, target = np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1])
+    >>> round(miou(pred, target, 2), 6)  # IoU 1/2 for class 0, 2/3 for class 1
+    0.583333
+    """
     m = confusion_matrix(pred, target, num_classes, ignore_index=ignore_index)
     tp = np.diag(m).astype(np.float64)
     union = m.sum(0) + m.sum(1) - tp

@@ -53,6 +53,12 @@ def rgbd_scenes(n, size=16, *, objects=3, camouflage=0.3, kind="target", rng=Non
     camouflage : float in [0, 1], fraction of boxes coloured like the background (target only).
     kind : ``"target"`` (4 classes, depth semantics) or ``"source"`` (3 classes, RGB only).
     rng : numpy Generator or seed.
+
+    Examples
+    --------
+    >>> sc = rgbd_scenes(2, 8, rng=0)
+    >>> sc.rgb.shape, sc.depth.shape, sc.labels.shape, int(sc.labels.max()) < 4  # 4 target classes
+    ((2, 8, 8, 3), (2, 8, 8), (2, 8, 8), True)
     """
     n = check_int(n, "n", lower=1, upper=100_000)
     s = check_int(size, "size", lower=8, upper=256)

@@ -20,7 +20,14 @@ DEPTH_MEAN, DEPTH_STD = 0.449, 0.226
 def depth_sensor(depth, *, noise=0.02, holes=0.05, rng=None) -> np.ndarray:
     """Measured depth ``depth + N(0, noise^2)`` (the Kinect-like sensor of ``mixprompt.md`` Sec. 5),
     with each pixel independently a hole (0) with
-    probability ``holes``; ``depth (..., H, W)`` non-negative."""
+    probability ``holes``; ``depth (..., H, W)`` non-negative.
+
+    Examples
+    --------
+    >>> d = depth_sensor(np.ones((100, 100)), noise=0.0, holes=0.05, rng=0)
+    >>> round(float(np.mean(d == 0)), 2), float(d.max())  # about 5 % holes, the rest exact
+    (0.05, 1.0)
+    """
     d = as_array(depth, "depth", lower=0.0, dtype=np.float32)
     if d.ndim < 2:
         raise ValueError(f"`depth` must have shape (..., H, W); got shape {d.shape}.")
@@ -32,7 +39,14 @@ def depth_sensor(depth, *, noise=0.02, holes=0.05, rng=None) -> np.ndarray:
 
 
 def depth_channels(depth) -> np.ndarray:
-    """``(..., H, W)`` depth as ``(..., H, W, 3)``: replicated, ``(d - 0.449) / 0.226``."""
+    """``(..., H, W)`` depth as ``(..., H, W, 3)``: replicated, ``(d - 0.449) / 0.226``.
+
+    Examples
+    --------
+    >>> c = depth_channels(np.array([[0.223, 0.675]]))  # the mean -+ one standard deviation
+    >>> c.shape, [round(float(v), 4) for v in c[0, :, 0]]
+    ((1, 2, 3), [-1.0, 1.0])
+    """
     d = as_array(depth, "depth", dtype=np.float32)
     if d.ndim < 2:
         raise ValueError(f"`depth` must have shape (..., H, W); got shape {d.shape}.")
