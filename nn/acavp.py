@@ -101,6 +101,12 @@ def affine_matrix(theta, scale, shear, translate, *, center=(0.0, 0.0)):
     ``theta`` radians, ``s = (s_x, s_y)``, ``Sh = [[1, -tan h_x], [-tan h_y, 1 + tan h_x tan
     h_y]]`` (kornia ``get_shear_matrix2d``) and ``t`` in pixels; ``c = (c_x, c_y)`` the centre.
     Points are ``(x, y) = (column, row)``; ``A`` maps source to destination pixels.
+
+    Examples
+    --------
+    >>> a = affine_matrix(jnp.pi / 2, jnp.ones(2), jnp.zeros(2), jnp.array([1.0, 2.0]))
+    >>> bool(jnp.allclose(a @ jnp.array([1.0, 0.0, 1.0]), jnp.array([1.0, 3.0, 1.0]), atol=1e-6))
+    True
     """
     theta, scale, shear, translate = _affine_args(theta, scale, shear, translate)
     if not isinstance(center, tuple | list) or len(center) != 2:
@@ -135,6 +141,13 @@ def warp_affine(x, matrix, *, order: int = 1, inverse: bool = False):
     ``x`` is ``(..., C, H, W)``; ``matrix`` one 3x3 map shared by every image, or ``(N, 3, 3)``
     with one per image of ``x`` of shape ``(N, C, H, W)``. ``inverse=True``: ``matrix`` is
     already the output-to-input map (as PIL's ``Image.transform`` data).
+
+    Examples
+    --------
+    >>> x = jnp.arange(9.0).reshape(1, 3, 3)
+    >>> a = affine_matrix(0.0, jnp.ones(2), jnp.zeros(2), jnp.array([1.0, 0.0]))  # one column right
+    >>> warp_affine(x, a, order=0)[0].tolist()  # zero padding enters on the left
+    [[0.0, 0.0, 1.0], [0.0, 3.0, 4.0], [0.0, 6.0, 7.0]]
     """
     x = _check_images(x)
     order = check_choice(order, "order", (0, 1))
@@ -182,6 +195,13 @@ def acavp_transform(x, theta, scale, shear, translate, gain, additive, *, center
     regions") or ``"corner"`` (about pixel (0, 0): what the official code computes, its
     ``affine_center`` flag being unused, ``acavp.md`` Sec. 6 pitfall 1). With ``theta = 0,
     scale = 1, shear = 0, translate = 0, gain = 1, additive = 0`` it returns ``x`` exactly.
+
+    Examples
+    --------
+    >>> x, shift = jnp.ones((1, 3, 3)), jnp.array([1.0, 0.0])
+    >>> out = acavp_transform(x, 0.0, jnp.ones(2), jnp.zeros(2), shift, 2.0, 5.0)
+    >>> out[0, 0].tolist()  # gain 2 on the image; the additive 5 where the warp left it empty
+    [5.0, 2.0, 2.0]
     """
     x = _check_images(x)
     h, w = x.shape[-2:]
@@ -283,7 +303,13 @@ def _match(x, shape):
 
 
 def frame_mask(shape, width):
-    """1 on the border frame of ``width`` pixels of a ``(C, H, W)`` image, 0 inside."""
+    """1 on the border frame of ``width`` pixels of a ``(C, H, W)`` image, 0 inside.
+
+    Examples
+    --------
+    >>> frame_mask((1, 4, 4), 1)[0].tolist()
+    [[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
+    """
     c, h, w = _check_shape(shape)
     width = check_int(width, "width", lower=1, upper=(min(h, w) - 1) // 2)
     inner = np.zeros((h, w), np.float32)
@@ -348,7 +374,13 @@ class EVPPrompt(eqx.Module):
 
 def first_k_label_map(n_target: int, n_source: int):
     """Target class ``i`` read from source logit ``i`` (the official code's default for non-CLIP
-    classifiers, ``acavp.md`` Sec. 2)."""
+    classifiers, ``acavp.md`` Sec. 2).
+
+    Examples
+    --------
+    >>> first_k_label_map(3, 10).tolist()
+    [0, 1, 2]
+    """
     n_source = check_int(n_source, "n_source", lower=1, upper=100_000)
     n_target = check_int(n_target, "n_target", lower=1, upper=n_source)
     return np.arange(n_target)
@@ -358,7 +390,14 @@ def frequency_label_map(source_pred, target, n_target: int, n_source: int):
     """EVP's greedy frequency mapping: repeatedly give the (target, source) pair with the largest
     co-occurrence count among unassigned classes (``UCSC-VLAA/EVP`` ``--evp_output_mapping``;
     ILM-VP's greedy matching). Returns ``idx`` with target ``i`` read from source logit
-    ``idx[i]``."""
+    ``idx[i]``.
+
+    Examples
+    --------
+    >>> source_pred, target = np.array([7, 7, 2, 2, 2, 5]), np.array([0, 0, 1, 1, 0, 2])
+    >>> frequency_label_map(source_pred, target, 3, 10).tolist()  # (0, 7) and (1, 2) twice each
+    [7, 2, 5]
+    """
     n_source = check_int(n_source, "n_source", lower=1, upper=100_000)
     n_target = check_int(n_target, "n_target", lower=1, upper=n_source)
     sp, tg = to_array(source_pred, "source_pred"), to_array(target, "target")

@@ -72,6 +72,12 @@ def render(images, *, size=20.0, offset=(0.0, 0.0), rotation=0.0, fg=(1.0, 1.0, 
     ``size`` the digit's side in pixels, ``offset`` ``(dx, dy)`` pixels from the canvas centre,
     ``rotation`` degrees, ``fg``/``bg`` RGB in [0, 1]; ``jitter`` optional per-image extra
     offsets ``(N, 2)``.
+
+    Examples
+    --------
+    >>> x = render(np.ones((1, 8, 8)), size=16.0)  # a white square, 16 px wide, in the centre
+    >>> x.shape, float(x[0, 0, 16, 16]), float(x[0, 0, 0, 0])
+    ((1, 3, 32, 32), 1.0, 0.0)
     """
     images = as_array(images, "images", shape=(None, 8, 8), lower=0.0, upper=1.0)
     size = check_scalar(size, "size", lower=1.0, upper=4.0 * CANVAS)
