@@ -213,8 +213,12 @@ def _key(key):
 
 
 def _mean_se(x):
-    n = x.shape[0]
-    return x.mean(axis=0), (x.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(x.shape[1:]))
+    """Mean and SE over paths (axis 0), each horizon summed pairwise along a contiguous row, so a
+    horizon's numbers do not depend on which other horizons were recorded."""
+    n, x = x.shape[0], np.ascontiguousarray(np.moveaxis(x, 0, -1))
+    return x.mean(axis=-1), (
+        x.std(axis=-1, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(x.shape[:-1])
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -236,11 +240,15 @@ def expected_excess_risk(
         Horizons (>= 1); the curve is returned at the sorted unique horizons.
     method : {"exact", "monte_carlo"}
         ``"exact"``: second-moment recursion (quadratic instances only), one eigendecomposition
-        serves every ``T``. ``"monte_carlo"``: ``n_paths`` JAX paths, mean and standard error.
+        serves every ``T``. ``"monte_carlo"``: ``n_paths`` paths, mean and standard error
+        (quadratic instances on the fused Numba kernel of ``dynamics.sgd._kernel``, the others
+        in JAX).
     key : jax.random key
-        Required for Monte Carlo; path ``i`` uses ``fold_in(key, i)``.
+        Required for Monte Carlo. A path's draws depend on ``key`` and its index only (quadratic:
+        a counter-based stream seeded by the key's data; otherwise ``fold_in(key, i)``).
     n_paths, chunk : int
-        Monte Carlo paths, and at most how many of them one compiled call simulates.
+        Monte Carlo paths, and at most how many of them one compiled JAX call simulates (the
+        quadratic kernel needs no chunks).
     precision : {"auto", "float32", "float64"}
         Arithmetic of the Monte Carlo paths of a quadratic instance (non-quadratic instances run
         in float64; the risk is always evaluated in float64). ``"float32"`` halves the bytes and

@@ -49,10 +49,9 @@ def test_exact_matches_monte_carlo_blocks_and_distance():
 
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 def test_blocked_simulator_matches_exact(precision):
-    # the cache-blocked quadratic simulator (blocks of 256 paths, 64-step draws) against the exact
-    # recursion: uniform rows (multiply-shift indices), non-uniform rows (Kaczmarz norm sampling,
-    # cdf search) and label noise; horizons inside, at and across step blocks; 600 paths = two
-    # full blocks and a partial one
+    # the fused quadratic kernel (dynamics.sgd._kernel) against the exact recursion: uniform rows
+    # (multiply-shift indices), non-uniform rows (Kaczmarz norm sampling, cdf bisection) and
+    # Box-Muller label noise, at several horizons of one run
     gen = np.random.default_rng(7)
     A = gen.standard_normal((9, 5)) * np.array([1.0, 0.8, 0.5, 0.3, 0.1])
     cases = [
@@ -81,6 +80,20 @@ def test_paths_do_not_depend_on_chunks_or_horizons():
     W = S.simulate_iterates(inst, eta, 70, key=KEY, n_paths=5)  # float64, same stream
     sub = S.simulate_iterates(inst, eta, 70, key=KEY, n_paths=3)
     np.testing.assert_array_equal(W[:3], sub)
+
+
+def test_kernel_seed_takes_every_word_of_the_key():
+    from dynamics.sgd._kernel import seed_of
+
+    seeds = {int(seed_of(k)) for k in (jax.random.key(0), jax.random.key(1), KEY)}
+    raw = jax.random.PRNGKey(1)  # legacy uint32 key data: the same seed as the typed key
+    assert len(seeds) == 3 and int(seed_of(raw)) == int(seed_of(jax.random.key(1)))
+    inst = S.gaussian_design(30, [1.0, 0.4, 0.1], rng=1)
+    a, b = (
+        S.simulate_iterates(inst, 1.0 / inst.beta, 20, key=k, n_paths=4)
+        for k in (jax.random.key(0), jax.random.key(1))
+    )
+    assert not np.any(a[:, -1] == b[:, -1])
 
 
 def test_float32_floor_and_auto_precision():
