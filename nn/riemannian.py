@@ -98,6 +98,12 @@ def project_tangent(x, v):
     """Orthogonal projection of ``v`` onto the tangent space of St(p, r) at ``x``.
 
     ``P_X(V) = V - X sym(X^T V)`` (Euclidean metric; Absil, Mahony & Sepulchre 2008, eq. (3.35)).
+
+    Examples
+    --------
+    >>> x = jnp.eye(3)[:, :2]
+    >>> project_tangent(x, jnp.ones((3, 2))).tolist()  # X sym(X^T V) removed: X^T P skew
+    [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]
     """
     x = _stiefel(x)
     v = _like(v, x, "v")
@@ -122,6 +128,13 @@ def retract_qr(x, v):
     ``M = X + V`` is well conditioned, which holds at ``X`` on St(p, r) with tangent ``V``: then
     ``M^T M = I + V^T V``, condition number ``1 + ||V||_2^2`` (derived here; tested against the
     Householder QR in ``tests/nn/test_riemannian.py``).
+
+    Examples
+    --------
+    >>> x = jnp.eye(3)[:, :2]
+    >>> y = retract_qr(x, project_tangent(x, jnp.ones((3, 2))))
+    >>> round(float(feasibility(y)), 5)  # back on St(3, 2)
+    0.0
     """
     x = _stiefel(x)
     v = _like(v, x, "v")
@@ -135,6 +148,13 @@ def retract_polar(x, v):
     Frobenius norm. Computed from the eigendecomposition of the ``r x r`` Gram matrix ``M^T M``
     (O(p r^2 + r^3)); as for :func:`retract_qr`, ``M^T M = I + V^T V`` at ``X`` on St(p, r) with
     tangent ``V``, so squaring the condition number costs no accuracy (tested against the SVD).
+
+    Examples
+    --------
+    >>> x, v = jnp.eye(3)[:, :2], jnp.zeros((3, 2)).at[2, 0].set(1.0)  # a tangent V
+    >>> y = retract_polar(x, v)  # M = X + V has orthogonal columns: each is normalised
+    >>> round(float(feasibility(y)), 5), [round(float(c), 6) for c in y[:, 0]]  # (1, 0, 1)/sqrt 2
+    (0.0, [0.707107, 0.0, 0.707107])
     """
     x = _stiefel(x)
     v = _like(v, x, "v")
@@ -151,6 +171,13 @@ def retract_cayley(x, v):
     ``U = [P, X]`` and ``V_ = [X, -P]``: an ``2r x 2r`` solve, O(p r^2). For tangent ``V`` it is a
     first-order retraction (``dY/dt = V`` at 0). ``Y^T Y = X^T X`` exactly in exact arithmetic, so
     it *keeps* feasibility; it does not restore a drifted ``X`` (use QR or polar for that).
+
+    Examples
+    --------
+    >>> x = jnp.eye(3)[:, :2]
+    >>> y = retract_cayley(x, project_tangent(x, jnp.ones((3, 2))))
+    >>> round(float(feasibility(y)), 5)  # Y^T Y = X^T X: feasibility kept
+    0.0
     """
     x = _stiefel(x)
     v = _like(v, x, "v")
@@ -174,6 +201,12 @@ def landing_field(x, g, lam):
     ``N(X) = ||X^T X - I||_F^2 / 4``. Computed as ``(G (X^T X) - X (G^T X)) / 2``, never forming the
     ``p x p`` matrix ``G X^T`` (O(p r^2)). The two terms are Frobenius-orthogonal for every ``X``
     (derived here; tested in ``tests/nn/test_riemannian.py::test_landing_components_orthogonal``).
+
+    Examples
+    --------
+    >>> x = 2 * jnp.eye(3)[:, :2]  # off the manifold, zero gradient: only the attraction is left
+    >>> landing_field(x, jnp.zeros((3, 2)), 1.0)[:2].tolist()  # lam X (X^T X - I) = 2 (4 - 1) I
+    [[6.0, 0.0], [0.0, 6.0]]
     """
     x = _stiefel(x)
     g = _like(g, x, "g")
@@ -186,7 +219,14 @@ def landing_field(x, g, lam):
 
 def feasibility(x):
     """``||X^T X - I||_F`` over the last two axes (distance to the manifold, up to constants; the
-    landing method's infeasibility, Ablin & Peyré 2022)."""
+    landing method's infeasibility, Ablin & Peyré 2022).
+
+    Examples
+    --------
+    >>> x = jnp.eye(3)[:, :2]
+    >>> float(feasibility(x)), round(float(feasibility(2 * x)), 4)  # ||4 I - I||_F = 3 sqrt 2
+    (0.0, 4.2426)
+    """
     x = _stiefel(x)
     eye = jnp.eye(x.shape[-1], dtype=x.dtype)
     return jnp.linalg.norm(_t(x) @ x - eye, axis=(-2, -1))
@@ -253,6 +293,14 @@ def landing(lam: float = 1.0) -> optax.GradientTransformation:
     Chain it *before* a Euclidean optimiser: ``optax.chain(landing(lam), optax.sgd(lr))`` is the
     landing iteration ``X <- X - lr * Lambda(X)`` of Ablin & Peyre 2022, Alg. 1;
     ``optax.chain(landing(lam), optax.adamw(lr))`` is what PoLAR's code runs.
+
+    Examples
+    --------
+    >>> tx = optax.chain(landing(1.0), optax.sgd(0.05))
+    >>> x = 1.1 * jnp.eye(3)[:, :2]
+    >>> u, _ = tx.update(jnp.zeros((3, 2)), tx.init(x), x)
+    >>> bool(feasibility(x + u) < feasibility(x))  # a step towards St(3, 2)
+    True
     """
     lam = check_scalar(lam, "lam", lower=0.0, upper=1e100, closed="neither")
 
@@ -272,6 +320,12 @@ def random_stiefel(p: int, r: int, *, key, dtype=None):
     """A Haar-distributed point of St(p, r): the sign-fixed Q factor of a Gaussian ``p x r`` matrix.
 
     (Mezzadri 2007, Notices AMS 54, Sec. 5.)
+
+    Examples
+    --------
+    >>> q = random_stiefel(5, 2, key=jax.random.key(0))
+    >>> q.shape, round(float(feasibility(q)), 5)
+    ((5, 2), 0.0)
     """
     p = check_int(p, "p", lower=1, upper=10**8)
     r = check_int(r, "r", lower=1, upper=p)
