@@ -57,7 +57,13 @@ _MAX_DIM = 2**20
 
 
 def tile_shape(r: int, chunk: int) -> tuple[int, int]:
-    """``(r + 2, chunk + 2)``: an ``(r, chunk)`` data block plus two code rows and columns."""
+    """``(r + 2, chunk + 2)``: an ``(r, chunk)`` data block plus two code rows and columns.
+
+    Examples
+    --------
+    >>> tile_shape(2, 4)  # rank-2 data rows of 4 columns, plus two code rows and columns
+    (4, 6)
+    """
     r = check_int(r, "r", lower=1, upper=_MAX_DIM)
     chunk = _check_chunk(chunk)
     return r + 2, chunk + 2
@@ -163,6 +169,13 @@ def tokenize(factors: Sequence, chunk: int) -> jax.Array:
     columns of every row and alternately along the last two rows (``dnd.md`` Sec. 2.4, from the
     official ``LoraTokenizer2D_Qwen`` / ``with_scales_wrapper``). jit- and vmap-safe; keeps the
     factors' dtype.
+
+    Examples
+    --------
+    >>> A, B = jnp.arange(8.0).reshape(2, 4), jnp.arange(6.0).reshape(3, 2)
+    >>> t = tokenize([(A, B)], 4)  # one tile for A (2, 4), one for B^T (2, 3) padded to 4 columns
+    >>> t.shape, int(jnp.isnan(t).sum()), round(float(t[1, 0, 4]), 6)  # m' = 8 mean(B) = 20
+    ((2, 4, 6), 2, 20.0)
     """
     _check_factors(factors)
     chunk = _check_chunk(chunk)
@@ -177,7 +190,15 @@ def detokenize(tokens, shapes, chunk: int) -> list[tuple[jax.Array, jax.Array]]:
     layers of ``(d_out, d_in)`` ``shapes``. Each tile is un-standardised with the average of its
     redundant code copies (``dnd.md`` Sec. 2.4); padding positions are ignored, so generated
     tokens (no NaN) decode the same way. ``detokenize(tokenize(f, c), shapes, c)`` returns ``f``
-    to float rounding (tests/nn/test_dnd.py)."""
+    to float rounding (tests/nn/test_dnd.py).
+
+    Examples
+    --------
+    >>> A, B = jnp.arange(8.0).reshape(2, 4), jnp.arange(6.0).reshape(3, 2)
+    >>> ((A2, B2),) = detokenize(tokenize([(A, B)], 4), [(3, 4)], 4)
+    >>> bool(jnp.allclose(A2, A, atol=1e-4)), bool(jnp.allclose(B2, B, atol=1e-4))
+    (True, True)
+    """
     shapes = _check_shapes(shapes)
     chunk = _check_chunk(chunk)
     tokens = check_array(tokens, "tokens", ndim=3, finite=False)
@@ -204,7 +225,15 @@ def detokenize(tokens, shapes, chunk: int) -> list[tuple[jax.Array, jax.Array]]:
 
 
 def token_mask(tokens) -> jax.Array:
-    """``~isnan(tokens)``: the positions a loss may compare (the code's mask)."""
+    """``~isnan(tokens)``: the positions a loss may compare (the code's mask).
+
+    Examples
+    --------
+    >>> t = tokenize([(jnp.arange(8.0).reshape(2, 4), jnp.arange(6.0).reshape(3, 2))], 4)
+    >>> m = token_mask(t)
+    >>> m.shape, int((~m).sum())  # the two padding entries of B^T's tile
+    ((2, 4, 6), 2)
+    """
     tokens = check_array(tokens, "tokens", min_ndim=2, finite="inf")
     return ~jnp.isnan(jnp.asarray(tokens))
 
@@ -216,6 +245,12 @@ def criterion_weight(tokens) -> jax.Array:
     ``mean_{e in t} s_e / mean_e s_e`` (valid entries only); the weight is the mean over the D
     datasets (official ``criterion_weight_for_0.5B.py`` / ``calculate_mean_criterion_weight``,
     ``dnd.md`` Sec. 2.4). Shape ``(T,)``.
+
+    Examples
+    --------
+    >>> tokens = jnp.zeros((1, 2, 2, 1, 1)).at[0, 1, :, 0, 0].set(jnp.array([2.0, 1.0]))
+    >>> [round(float(w), 4) for w in criterion_weight(tokens)]  # tile 0 moves twice as much
+    [1.3333, 0.6667]
     """
     tokens = check_array(tokens, "tokens", ndim=5, finite="inf")
     if tokens.shape[1] < 2:
@@ -231,7 +266,14 @@ def dnd_loss(pred, target, weight) -> jax.Array:
     """Masked, per-tile weighted MSE: target NaN -> 0 and mask ``M = ~isnan(target)``; masked-out
     entries are zeroed in both tensors, then ``mean_e w_t(e) (M (pred - target))^2`` over all
     entries (``decoderonly.py::forward/criterion``, ``dnd.md`` Sec. 2.6). ``pred``/``target``
-    ``(..., T, h, w)``, ``weight (T,)``."""
+    ``(..., T, h, w)``, ``weight (T,)``.
+
+    Examples
+    --------
+    >>> target = jnp.array([[[1.0, jnp.nan]]])  # one (1, 2) tile, its second entry padding
+    >>> round(float(dnd_loss(jnp.zeros((1, 1, 2)), target, jnp.array([2.0]))), 6)  # 2 (1 + 0) / 2
+    1.0
+    """
     pred = check_array(pred, "pred", min_ndim=3)
     target = check_array(target, "target", min_ndim=3, finite="inf")
     weight = check_array(weight, "weight", ndim=1)
