@@ -68,6 +68,13 @@ def ssd_scan(x, dt, A, B, C, state=None):
 
     ``x (..., T, H, P)``, ``dt (..., T, H)`` (> 0), ``A (H,)`` (<= 0), ``B, C (..., T, H, N)``;
     ``state (..., H, P, N)`` or None (zeros). Returns ``(y (..., T, H, P), final state)``.
+
+    Examples
+    --------
+    >>> ones = jnp.ones((3, 1, 1))  # T = 3 steps of one head, P = N = 1
+    >>> y, state = ssd_scan(ones, jnp.ones((3, 1)), jnp.array([-jnp.log(2.0)]), ones, ones)
+    >>> [round(float(v), 5) for v in y[:, 0, 0]]  # h_t = exp(dt A) h_{t-1} + x_t = h_{t-1} / 2 + 1
+    [1.0, 1.5, 1.75]
     """
     x, dt, A, B, C = _check_ssd(x, dt, A, B, C)
     if state is not None:

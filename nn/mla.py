@@ -61,7 +61,15 @@ __all__ = [
 
 def rope(x, positions, theta=10000.0):
     """Rotary embedding of ``x (..., T, D)`` at integer ``positions (T,)``, D even, half-split
-    layout (dim k rotates with dim k + D/2 at frequency theta^{-2k/D}; Su et al. 2021, eq. 34)."""
+    layout (dim k rotates with dim k + D/2 at frequency theta^{-2k/D}; Su et al. 2021, eq. 34).
+
+    Examples
+    --------
+    >>> x = jnp.ones((2, 4))
+    >>> y = rope(x, jnp.array([0, 3]))
+    >>> bool(jnp.allclose(y[0], x[0])), round(float(jnp.linalg.norm(y[1])), 5)  # a rotation
+    (True, 2.0)
+    """
     x = check_array(x, "x", min_ndim=2, max_abs=1e100)
     positions = check_array(positions, "positions", ndim=1)
     if positions.shape[0] != x.shape[-2] or np.dtype(positions.dtype).kind not in "iu":
@@ -338,7 +346,14 @@ def _mla_decode(layer, x):
 
 def svd_factor(W, rank):
     """Truncated SVD ``W ~ U_r (S_r V_r^T)``: returns ``(up (m, r), down (r, n), tail)`` with
-    ``tail = sqrt(sum_{i>r} s_i^2)``, the Frobenius error (Eckart & Young 1936)."""
+    ``tail = sqrt(sum_{i>r} s_i^2)``, the Frobenius error (Eckart & Young 1936).
+
+    Examples
+    --------
+    >>> up, down, tail = svd_factor(np.diag([3.0, 2.0, 1.0]), 2)
+    >>> up.shape, down.shape, round(tail, 6)  # the error is the dropped singular value
+    ((3, 2), (2, 3), 1.0)
+    """
     W = as_array(W, "W", ndim=2, min_size=1, lower=-1e100, upper=1e100)
     rank = check_int(rank, "rank", lower=1, upper=min(W.shape))
     U, s, Vt = np.linalg.svd(W, full_matrices=False)
