@@ -92,6 +92,11 @@ def hidden_update(h_prev, s, alpha_prime):
 
     Masumura & Taki 2025, MHA update (explicit Euler step of the MCHN hidden state with
     alpha' = 1 - dt/tau_h).
+
+    Examples
+    --------
+    >>> hidden_update(jnp.zeros(2), jnp.ones(2), 0.75).tolist()  # 0.75 * 0 + 0.25 * 1
+    [0.25, 0.25]
     """
     h_prev, s = _arr(h_prev, "h_prev", 0), _arr(s, "s", 0)
     if h_prev.shape != s.shape:
@@ -128,6 +133,14 @@ def hopfield_attention(
 
     Returns ``(out (..., H, Tq, dh), h (..., H, Tq, Tk))`` and the weights if asked. ``h`` is never
     masked (Masumura & Taki 2025, MHA; the mask acts in the softmax only).
+
+    Examples
+    --------
+    >>> q = k = jnp.ones((1, 2, 1))  # one head, two tokens, d_h = 1
+    >>> v, h0 = jnp.array([[[1.0], [3.0]]]), jnp.zeros((1, 2, 2))
+    >>> out, h = hopfield_attention(q, k, v, h0, alpha_prime=1.0)  # only the carried h = 0 counts
+    >>> out[0, :, 0].tolist()  # uniform causal weights: the running means of v
+    [1.0, 2.0]
     """
     if not _is_tracer(alpha_prime):
         _check_alpha(alpha_prime, "alpha_prime")
@@ -358,7 +371,14 @@ def hopfield_block(*, alpha_prime, alpha=None, mlp_residual=True, scale=None, in
 def hopfield_lm(
     vocab_size, d_model, num_heads, num_layers, max_len, *, alpha_prime, alpha=None, key, **kwargs
 ):
-    """:class:`nn.TransformerLM` with MHA blocks (the model switch); ``kwargs`` go to the LM."""
+    """:class:`nn.TransformerLM` with MHA blocks (the model switch); ``kwargs`` go to the LM.
+
+    Examples
+    --------
+    >>> lm = hopfield_lm(32, 16, 2, 3, 8, alpha_prime=0.5, alpha=0.5, key=jax.random.PRNGKey(0))
+    >>> len(lm.blocks), type(lm.blocks[0]).__name__
+    (3, 'HopfieldBlock')
+    """
     return TransformerLM(
         vocab_size,
         d_model,
