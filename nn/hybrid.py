@@ -285,6 +285,11 @@ def select_mla_layers(scores, num_mla, *, keep_first=True, slack=1):
     spacing tolerance ``slack`` is this library's reading of "near-uniform" (every shipped config,
     e.g. 1B 4MLA [0, 5, 10, 14] and 8B 8MLA [0, 4, ..., 25, 30], satisfies it with ``slack=1``).
     Solved exactly by dynamic programming over (count, last index); ties go to lower indices.
+
+    Examples
+    --------
+    >>> select_mla_layers([5.0, 1.0, 1.0, 9.0, 1.0, 1.0], 2)  # layer 0 kept; the next >= 2 apart
+    (0, 3)
     """
     s = as_array(scores, "scores", ndim=1, min_size=1)
     L = s.size

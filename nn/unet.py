@@ -49,7 +49,14 @@ def _image(x, c=None):
 
 def instance_norm(x, eps=_EPS):
     """Per-sample, per-channel normalisation over the last two axes: ``(x - mean)/sqrt(var + eps)``
-    with the biased variance (``torch.nn.InstanceNorm2d``, affine off; Ulyanov et al. 2016)."""
+    with the biased variance (``torch.nn.InstanceNorm2d``, affine off; Ulyanov et al. 2016).
+
+    Examples
+    --------
+    >>> y = instance_norm(jnp.arange(8.0).reshape(1, 2, 2, 2))  # two channels of 2 x 2
+    >>> bool(jnp.allclose(y.mean(axis=(-2, -1)), 0.0, atol=1e-6)), round(float(y.std()), 3)
+    (True, 1.0)
+    """
     x = _image(x)
     eps = check_scalar(eps, "eps", lower=0.0, upper=1.0, closed="right")
     mean = jnp.mean(x, axis=(-2, -1), keepdims=True)
