@@ -23,6 +23,7 @@ REPORT_KEYS = (
     "mutants",
     "killed",
     "mutant_runs",
+    "mutant_measured",
     "detail",
     "seconds",
 )

@@ -122,7 +122,8 @@ def claim_row(
     chunks: dict | None = None,
 ) -> dict:
     """One claim's report row (under ``mutant`` if named); with ``mutants`` also every declared
-    mutant's status in ``mutant_runs`` and the number killed (a mutant is killed when it fails).
+    mutant's status in ``mutant_runs`` (its measured values and rule text in ``mutant_measured``)
+    and the number killed (a mutant is killed when it fails).
     ``compile_cache`` set: first set JAX up (a task on a worker). ``chunks``: per run (``mutant``
     and, with ``mutants``, each mutant's name) the claim's replicates as computed by
     :func:`replicate_chunk` tasks; ``seconds`` then adds the chunks' time to this task's."""
@@ -130,11 +131,12 @@ def claim_row(
     t0 = time.perf_counter()
     given = (lambda run: None) if chunks is None else chunks.__getitem__
     row = _measure(c, scale, seed, mutant, given(mutant))
-    runs = (
-        {m.name: _measure(c, scale, seed, m.name, given(m.name))["status"] for m in c.mutants}
+    under = (
+        {m.name: _measure(c, scale, seed, m.name, given(m.name)) for m in c.mutants}
         if mutants
-        else None
+        else {}
     )
+    runs = {k: o["status"] for k, o in under.items()} if mutants else None
     chunk_seconds = sum(
         ch["seconds"] for per in (chunks or {}).values() for _, outs in per for ch in outs
     )
@@ -146,6 +148,8 @@ def claim_row(
         mutants=len(c.mutants),
         killed=None if runs is None else sum(s == "fail" for s in runs.values()),
         mutant_runs=runs,
+        mutant_measured={k: {f: o[f] for f in ("measured", "rule")} for k, o in under.items()}
+        or None,
         seconds=round(time.perf_counter() - t0 + chunk_seconds, 3),
         **row,
     )
@@ -288,8 +292,10 @@ def execute(
         # its mmap threshold: every large NumPy temporary is then a fresh mmap, 20-30 % slower
         # on the replicates here. Left unset, the workers allocate as this process does.
         with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+            # ":0": the scheduler's HTTP server binds 8787 even with the dashboard off, so a
+            # second run on the machine failed with "Port 8787 is already in use"
             cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
             )
     try:
         with Client(scheduler or cluster) as client:

@@ -74,6 +74,7 @@ def test_false_claim_fails_run_and_is_reported(registry, tmp_path):
     assert rows["demo.false"]["rule"].startswith("|sum - expected| <= tol")
     assert rows["other.raises"]["status"] == "error" and "boom" in rows["other.raises"]["detail"]
     assert rows["demo.true"]["mutants"] == 1 and rows["demo.true"]["killed"] is None
+    assert rows["demo.true"]["mutant_measured"] is None
     md = (tmp_path / "report.md").read_text()
     assert "demo.false | **fail**" in md
 
@@ -98,6 +99,8 @@ def test_mutants_are_run_and_counted(registry, tmp_path, capsys):
     assert code == 0
     row = json.loads((tmp_path / "report.json").read_text())["claims"][0]
     assert (row["killed"], row["mutants"], row["mutant_runs"]) == (1, 1, {"offset": "fail"})
+    under = row["mutant_measured"]["offset"]  # what the mutant changed: 2.0 -> 2.5
+    assert (row["measured"], under["measured"]) == (2.0, 2.5) and "= 5)" in under["rule"]
     assert OFFSET == 0.0  # the patch is undone
     assert main(["check", "demo.true", "--mutant", "offset"], registry=registry) == 1
     assert "sum off by 0.5" in capsys.readouterr().out
