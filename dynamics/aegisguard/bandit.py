@@ -143,7 +143,17 @@ def _noise_sigma(As, rho):
 
 def probe(model, As, Bs, X, y, *, rho: float = 0.5, key):
     """``dL_i`` for every layer ``i``: the loss change on ``(X, y)`` when ``A_i`` alone gets
-    Gaussian noise of std ``rho * RMS(A_i)`` (one draw per layer; ``fold_in(key, i)``)."""
+    Gaussian noise of std ``rho * RMS(A_i)`` (one draw per layer; ``fold_in(key, i)``).
+
+    Examples
+    --------
+    >>> from dynamics.aegisguard.victim import ResMLP, adapted_model
+    >>> model = adapted_model(ResMLP(4, 4, 1, 2, key=jax.random.key(0)), 1, key=jax.random.key(1))
+    >>> X, y = jax.random.normal(jax.random.key(2), (8, 4)), jnp.zeros(8, int)
+    >>> dL = probe(model, *adapter_arrays(model), X, y, key=jax.random.key(3))
+    >>> dL.shape, float(jnp.abs(dL).max())  # B = 0: noise on A alone leaves the loss unchanged
+    ((3,), 0.0)
+    """
     As, Bs = check_victim(model, As, Bs)
     X, y = check_data(model, X, y)
     rho = check_scalar(rho, "rho", lower=0, upper=100, closed="neither")

@@ -31,7 +31,17 @@ __all__ = ["group_importance", "sac_quota", "sac_prune"]
 
 def group_importance(model, As, Bs, X, y, group: int = 4):
     """Per layer, ``sum |B * dL/dB|`` over each output group of ``group`` rows (a list): the
-    first-order Taylor importance of ``aegisguard.md`` Sec. 3."""
+    first-order Taylor importance of ``aegisguard.md`` Sec. 3.
+
+    Examples
+    --------
+    >>> from dynamics.aegisguard.victim import ResMLP, adapted_model, adapter_arrays
+    >>> model = adapted_model(ResMLP(4, 4, 1, 2, key=jax.random.key(0)), 1, key=jax.random.key(1))
+    >>> X, y = jax.random.normal(jax.random.key(2), (8, 4)), jnp.zeros(8, int)
+    >>> imp = group_importance(model, *adapter_arrays(model), X, y, group=2)
+    >>> [g.shape for g in imp], float(sum(g.sum() for g in imp))  # |B dL/dB| = 0 at B = 0
+    ([(2,), (2,), (1,)], 0.0)
+    """
     As, Bs = check_victim(model, As, Bs)
     X, y = check_data(model, X, y)
     group = check_int(group, "group", lower=1, upper=4096)
