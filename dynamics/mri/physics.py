@@ -482,8 +482,8 @@ def resubsample(mask, R, center_fraction, key, *, kind="random"):
     --------
     >>> m = cartesian_mask((8, 16), 2, 0.25, jax.random.key(0))
     >>> sub = resubsample(m, 2, 0.25, jax.random.key(1))
-    >>> bool((sub <= m).all()), int(sub[0].sum()) <= int(m[0].sum()) // 2 + 4
-    (True, True)
+    >>> bool((sub <= m).all()), sub[0, 6:10].tolist()  # a subset; both keep the 4 centre lines
+    (True, [1.0, 1.0, 1.0, 1.0])
     """
     m = _mask(mask, "mask")
     return m * cartesian_mask(m.shape, R, center_fraction, key, kind=kind)
