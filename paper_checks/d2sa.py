@@ -40,7 +40,7 @@ SIZES = sizes(
         window=2, epochs=2, gain_patients=3,
     ),
     quick=dict(
-        shape=24, channels=8, n_source=24, pretrain=200, patients=2, slices=4, iters=150,
+        shape=24, channels=8, n_source=24, pretrain=600, patients=4, slices=4, iters=150,
         window=10, epochs=10, gain_patients=8,
     ),
     full=dict(
