@@ -80,9 +80,11 @@ def _weights(model: ResMLP):
 
 
 def _set_weights(model: ResMLP, ws):
-    return eqx.tree_at(
-        lambda m: [m.inp.weight, *(b.weight for b in m.blocks), m.head.weight], model, list(ws)
-    )
+    ws = list(ws)
+    model = eqx.tree_at(lambda m: (m.inp.weight, m.head.weight), model, (ws[0], ws[-1]))
+    if not model.blocks:  # tree_at cannot iterate an empty tuple of blocks
+        return model
+    return eqx.tree_at(lambda m: [b.weight for b in m.blocks], model, ws[1:-1])
 
 
 def planted_task(

@@ -31,6 +31,14 @@ def test_planted_task_shapes_and_set():
     assert len(V.adapter_arrays(MODEL)[0]) == 4
 
 
+def test_planted_task_without_blocks():
+    # n_blocks = 0 is allowed (input and head layers only); it crashed inside eqx.tree_at
+    task = V.planted_task(key=jax.random.key(0), n_blocks=0, grades=(1.5, 1.0), n_train=8,
+                          n_test=8)  # fmt: skip
+    assert task.backbone.blocks == () and task.planted.tolist() == [True, True]
+    assert np.isfinite(np.asarray(task.backbone(task.X_test))).all()
+
+
 def test_training_fits_and_leaves_the_backbone():
     As, Bs = V.train_victim(MODEL, TASK.X_train, TASK.y_train, steps=60, key=jax.random.key(2))
     before = float(V.accuracy(MODEL, *V.adapter_arrays(MODEL), TASK.X_train, TASK.y_train))
