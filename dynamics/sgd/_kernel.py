@@ -3,10 +3,13 @@
 Why a kernel of its own: XLA's CPU backend runs a loop body op by op, one pass over memory per op
 (gather the row, reduce the dot, scale, subtract), and its dot reduction does not vectorise across
 ``d``; per path-step that measured 36 ns for ``d = 50`` (dot 12.9, gather 8.2, random bits 8.8,
-update 3.7, loop 2; issue 23). Here one path runs all its steps in registers and L1: per step, one
-64-bit counter-based draw, a dot and an axpy over the sampled row (``4 d k`` flops; the row and
-the iterate are read twice and the iterate written once, all from L1), and the paths are spread
-over the cores.
+update 3.7, loop 2; issue 23). Here a path runs all its steps in L1: per step, one 64-bit
+counter-based draw, a dot and an axpy over the sampled row (``4 d k`` flops; the row and the
+iterate are read twice and the iterate written once). A single path is latency-bound (the axpy
+waits for the dot, the next dot for the axpy: 17 ns per step at ``d = 50``), so ``_LANES``
+paths are advanced together, their chains overlapping (8 ns single-threaded, float32); ``d`` is
+padded with zero columns to whole 32-byte vectors; the paths are spread over one thread per
+core. What remains bounds it by the L1 load ports: 4 loads of ``d`` numbers per path-step.
 
 Random stream (derived here, SplitMix64 of Steele, Lea & Flood 2014, used as a counter-based
 generator): path ``p`` starts from ``s_p = mix(seed ^ mix((p + 1) * GOLDEN))`` and step ``t`` reads
@@ -32,6 +35,7 @@ from numba import njit
 __all__ = ["quadratic_paths", "seed_of"]
 
 _FAST = {"reassoc", "contract"}
+_LANES = 8  # paths interleaved in one loop: their steps' latency chains overlap
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -69,30 +73,41 @@ def _normal(z):
 def _run(w0, B, c, eta, cdf, uniform, noise_sd, ends, seed, first, out):  # pragma: no cover
     P, G, d = out.shape
     n, k = B.shape[0], B.shape[1]
-    r = np.empty((P, k), out.dtype)
-    for p in range(P):
-        w = w0.copy()
-        s = _mix(seed ^ _mix(np.uint64(first + p + 1) * _GOLDEN))
+    W = np.empty((_LANES, d), out.dtype)  # the iterates of _LANES paths, advanced together
+    s = np.empty(_LANES, np.uint64)
+    idx = np.empty(_LANES, np.int64)
+    r = np.empty((_LANES, k), out.dtype)
+    for p0 in range(0, P, _LANES):
+        nq = min(_LANES, P - p0)
+        for q in range(nq):
+            W[q] = w0
+            s[q] = _mix(seed ^ _mix(np.uint64(first + p0 + q + 1) * _GOLDEN))
         t = 0
         for g in range(G):
             while t < ends[g]:
-                s += _GOLDEN
-                i = _row(_mix(s), n, uniform, cdf)
-                for j in range(k):
-                    acc = -c[i, j]
-                    for m in range(d):
-                        acc += B[i, j, m] * w[m]
-                    if noise_sd > 0:  # kept out of acc: the dot stays in out's dtype
-                        s += _GOLDEN
-                        r[p, j] = eta * (acc - noise_sd * _normal(_mix(s)))
-                    else:
-                        r[p, j] = eta * acc
-                for j in range(k):
-                    rj = r[p, j]
-                    for m in range(d):
-                        w[m] -= rj * B[i, j, m]
+                for q in range(nq):
+                    s[q] += _GOLDEN
+                    idx[q] = _row(_mix(s[q]), n, uniform, cdf)
+                for q in range(nq):  # residuals: independent dependency chains, one per path
+                    i = idx[q]
+                    for j in range(k):
+                        acc = -c[i, j]
+                        for m in range(d):
+                            acc += B[i, j, m] * W[q, m]
+                        if noise_sd > 0:  # kept out of acc: the dot stays in out's dtype
+                            s[q] += _GOLDEN
+                            r[q, j] = eta * (acc - noise_sd * _normal(_mix(s[q])))
+                        else:
+                            r[q, j] = eta * acc
+                for q in range(nq):
+                    i = idx[q]
+                    for j in range(k):
+                        rq = r[q, j]
+                        for m in range(d):
+                            W[q, m] -= rq * B[i, j, m]
                 t += 1
-            out[p, g] = w
+            for q in range(nq):
+                out[p0 + q, g] = W[q]
     return out
 
 
@@ -113,10 +128,16 @@ def quadratic_paths(inst, eta, ends, seed, n_paths, dtype):
     label noise of variance ``inst.noise_var``), in ``dtype``; path ``p`` is the same whatever
     ``n_paths`` and ``ends``."""
     dt = np.dtype(dtype)
-    out = np.empty((n_paths, len(ends), inst.dim), dt)
+    d = inst.dim
+    dp = -(-d // (32 // dt.itemsize)) * (32 // dt.itemsize)  # whole 32-byte vectors: no tail
+    out = np.empty((n_paths, len(ends), dp), dt)
+    B = np.zeros((*inst.B.shape[:2], dp), dt)  # zero columns: the padded coordinates stay 0
+    B[..., :d] = inst.B
+    w0 = np.zeros(dp, dt)
+    w0[:d] = inst.w0
     args = (
-        np.asarray(inst.w0, dt),
-        np.ascontiguousarray(inst.B, dt),
+        w0,
+        B,
         np.ascontiguousarray(inst.c, dt),
         dt.type(eta),
         np.cumsum(inst.probs),
@@ -130,10 +151,10 @@ def quadratic_paths(inst, eta, ends, seed, n_paths, dtype):
     def part(a, b):  # the kernel releases the GIL: one thread per core
         _run(*args, np.int64(a), out[a:b])
 
-    part(cuts[0], cuts[1])  # compiles (or loads from Numba's cache) once, before the threads
-    with ThreadPoolExecutor(max_workers=max(1, cuts.size - 2)) as pool:
-        list(pool.map(part, cuts[1:-1], cuts[2:]))
-    return out
+    part(0, 0)  # no path: compiles (or loads from Numba's cache) once, before the threads
+    with ThreadPoolExecutor(max_workers=cuts.size - 1) as pool:
+        list(pool.map(part, cuts[:-1], cuts[1:]))
+    return out[..., :d]
 
 
 def _cores():
