@@ -72,6 +72,22 @@ def _logits(p, Ys):
     return p["scale"] * lam + p["offset"]
 
 
+@jax.jit
+def _epoch(p, state, Y, y, idx, w, lr, weight_decay):
+    """One epoch of AdamW steps on the minibatches ``Y[idx[s]]`` (rows weighted by ``w[s]``, 0
+    on the last batch's padding), run by :func:`nn.fit`: ``(p, state, last batch's loss)``."""
+    import nn
+
+    def loss(p, b):
+        i, wb = b
+        bce = optax.sigmoid_binary_cross_entropy(_logits(p, Y[i]), y[i])
+        return jnp.sum(wb * bce) / jnp.sum(wb)
+
+    opt = optax.adamw(lr, weight_decay=weight_decay)
+    p, state, losses = nn.fit(loss, opt, p, (idx, w), opt_state=state)
+    return p, state, losses[-1]
+
+
 @dataclass(frozen=True, eq=False)
 class LearnedSigma:
     """The learned σ (a :func:`monotone_mlp`), its test accuracy, β* and the loss history.
@@ -137,25 +153,15 @@ def learn_sigma(
             "scale": jnp.float64(5.0),
             "offset": jnp.float64(-10.0),
         }
-        opt = optax.adamw(lr, weight_decay=weight_decay)
-        state = opt.init(p)
-
-        def loss(p, Y, y):
-            return optax.sigmoid_binary_cross_entropy(_logits(p, Y), y).mean()
-
-        @jax.jit
-        def step(p, state, Y, y):
-            val, g = jax.value_and_grad(loss)(p, Y, y)
-            upd, state = opt.update(g, state, p)
-            return optax.apply_updates(p, upd), state, val
-
+        state = optax.adamw(lr, weight_decay=weight_decay).init(p)
         m = Ytr.shape[0]
+        nb = -(-m // batch)
+        w = jnp.asarray((np.arange(nb * batch) < m).reshape(nb, batch), jnp.float64)
         losses = []
         for e in tqdm(range(epochs), desc="learning sigma", leave=False, disable=None):
             perm = jax.random.permutation(jax.random.fold_in(key, e), m)
-            for s in range(0, m, batch):
-                idx = perm[s : s + batch]
-                p, state, val = step(p, state, Ytr[idx], ytr[idx])
+            idx = jnp.pad(perm, (0, nb * batch - m)).reshape(nb, batch)  # pads weigh 0
+            p, state, val = _epoch(p, state, Ytr, ytr, idx, w, lr, weight_decay)
             losses.append(float(val))
 
         def acc(Y, y):
