@@ -12,13 +12,14 @@ padded with zero columns to a multiple of 8; the paths are spread over one threa
 core. What remains bounds it by the L1 load ports: 4 loads of ``d`` numbers per path-step.
 
 Random stream (derived here, SplitMix64 of Steele, Lea & Flood 2014, used as a counter-based
-generator): path ``p`` starts from ``s_p = mix(seed ^ mix((p + 1) * GOLDEN))`` and step ``t`` reads
-``mix(s_p + (t + 1) * GOLDEN)`` (noise draws continue the same counter). A path's draws depend on
-its global index and ``seed`` only: not on the number of paths, the chunking, the thread, or the
-recorded horizons. The row index is ``floor(u n / 2**32)`` from the top 32 bits ``u`` (multiply-
-shift; each index has probability ``1/n`` up to a relative ``n / 2**32``) or, for non-uniform
-probabilities, the first ``j`` with ``cdf[j] > (u + 1/2) / 2**32``; label noise is Box-Muller on
-the two 32-bit halves of one draw.
+generator): path ``p`` starts from ``s_p = mix(seed ^ mix((p + 1) * GOLDEN))`` and its ``m``-th
+draw is ``mix(s_p + m * GOLDEN)``: one per step for the row and, with label noise, ``k`` more
+(noiseless: step ``t`` reads ``m = t + 1``). A path's draws depend on its global index and
+``seed`` only: not on the number of paths, the chunking, the thread, or the recorded horizons.
+The row index is ``floor(u n / 2**32)`` from the top 32 bits ``u`` (multiply-shift; each index
+has probability ``1/n`` up to a relative ``n / 2**32``) or, for non-uniform probabilities, the
+first ``j`` with ``cdf[j] > (u + 1/2) / 2**32``; label noise is Box-Muller on the two 32-bit
+halves of one draw.
 
 The dot is summed with reassociation allowed (``fastmath`` ``reassoc``, ``contract``), so it
 vectorises; results are deterministic for a given machine and Numba build.
