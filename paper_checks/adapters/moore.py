@@ -45,7 +45,18 @@ verdicts were seen):
 * oblivion: the original task's test loss / the base model's, compared at matched adaptation:
   per seed, at the mean new-task loss ratio both methods reach (the larger of their final
   values), interpolated along the checkpointed training curve; pass if the paired gap LoRA -
-  MoORE exceeds 2 SE;
+  MoORE exceeds 2 SE. Reported, not judged: MoORE's ablation with ``U`` trainable (so
+  ``col(W0)`` is not kept; same lr grid, joint runs only) against MoORE at the level both
+  reach, the mechanism the abstract names: it forgets more by only 0.070 +- 0.033,
+  0.054 +- 0.067 and 0.15 +- 0.09 (quick, seeds 0-2; as a rule it flipped with the seed),
+  against LoRA - MoORE 0.57 +- 0.03, 0.88 +- 0.2 and 1.05 +- 0.17. No MoORE bug tried fails
+  the claim (quick, seed 0, LoRA - MoORE): ``U`` trainable 0.41, every frozen field trainable
+  0.35, the task route removed 0.25, a random task-0 embedding 0.44, Householder steps without
+  the factor 2 (``R`` not ``I`` at init) 0.15, ``sigma**2`` in the router 0.35, the original
+  task evaluated with task 1's id 0.46. At this size MoORE's advantage does not come from
+  ``col(W0)``; its input-dependent ReLU router, which LoRA's linear update lacks, is the
+  remaining difference (not isolated here). The declared mutant (``U`` trainable) survives
+  and is reported as such;
 * conflict: per task, ``log(test loss joint / test loss single-task)``, averaged over tasks;
   pass if the paired gaps LoRA - MoORE and task-conditioned LoRA - MoORE both exceed 2 SE (the
   second fails as measured: a task id that scales LoRA's rank components removes more of the
@@ -162,7 +173,7 @@ def _tasks(teacher, k, seed, n, n_test=512):
 def _call(method):
     """``f(tr, fr, x, task)``: MoORE routes by the task id, the task-conditioned LoRA scales its
     rank components by task, LoRA has no task input."""
-    if method == "moore":
+    if method in ("moore", "moore_u"):
         return lambda t, fr, x, task: nn.combine(t, fr)(x, task=task)
     if method == "lora_task":
         return lambda t, fr, x, task: t(fr, x, task)
@@ -174,6 +185,12 @@ def _shapes(student):
         (student.layers[int(t[-1])].out_features, student.layers[int(t[-1])].in_features)
         for t in TARGETS
     ]
+
+
+def _moore_u(tree):
+    """The ``U`` leaves of every MoORE layer in ``tree`` (a model or a mask over one)."""
+    layers = jax.tree.leaves(tree, is_leaf=lambda q: isinstance(q, ad.MoORELinear))
+    return [q.U for q in layers if isinstance(q, ad.MoORELinear)]
 
 
 def _adapter(method, student, seed, num_tasks):
@@ -191,6 +208,11 @@ def _adapter(method, student, seed, num_tasks):
                 [q.task_embed.at[0].set(0.0) for q in layers],
             )
         return nn.split(a)
+    if method == "moore_u":  # the ablation: MoORE with U trainable (col(W0) not kept)
+        a = nn.combine(*_adapter("moore", student, seed, num_tasks))
+        mask = nn.trainable_mask(a)
+        mask = eqx.tree_at(_moore_u, mask, replace=[True] * len(_moore_u(mask)))
+        return nn.split(a, mask)
     if method == "lora_task":
         return TaskLoRA.build(student, task_lora_rank(student, num_tasks), num_tasks, key), student
     r = lora_rank(student, num_tasks)
@@ -282,30 +304,34 @@ def moore_runs(
             "tasks": k,
             "lrs": z["lrs"],
         }
-        for method in (*METHODS, "lora_task"):
+        for method in (*METHODS, "lora_task", "moore_u"):
             halves = [_adapter(method, student, seed * 1000 + s, k + 1) for s in range(n_seeds)]
             fr = halves[0][1]
             tr = stack_trees([h[0] for h in halves])  # seed-specific init
             run = _runner(method, z["steps"], z["checkpoints"])
             (new, orig), val = jax.tree.map(np.asarray, run(tr, fr, lrs, joint))
+            lj, vj = _best_lr(val / base_val[:, None])
+            out[method] = {
+                "lr_joint": z["lrs"][lj],
+                "new": new[:, lj] / base_test[:, None],
+                "orig": orig[:, lj] / base_orig[:, None],
+                "params": sum(a.size for a in jax.tree.leaves(halves[0][0])),
+                "val_joint": vj,
+                "new_all": new / base_test[:, None, None],
+                "orig_all": orig / base_orig[:, None, None],
+            }
+            if method == "moore_u":  # the forgetting ablation needs no single-task runs
+                continue
             tr1 = jax.tree.map(lambda a: jnp.repeat(a, k, axis=0), tr)
             (new1, _), val1 = jax.tree.map(np.asarray, run(tr1, fr, lrs, single))
             # (S K, L, C + 1, 1) -> (S, L, K) at the last checkpoint
             new1 = new1[:, :, -1, 0].reshape(n_seeds, k, -1).transpose(0, 2, 1)
             val1 = val1[..., 0].reshape(n_seeds, k, -1).transpose(0, 2, 1)
-            lj, vj = _best_lr(val / base_val[:, None])
             l1, v1 = _best_lr(val1 / base_val[:, None])
-            out[method] = {
-                "lr_joint": z["lrs"][lj],
+            out[method] |= {
                 "lr_single": z["lrs"][l1],
-                "new": new[:, lj] / base_test[:, None],
-                "orig": orig[:, lj] / base_orig[:, None],
                 "single": new1[:, l1] / base_test,
-                "params": sum(a.size for a in jax.tree.leaves(halves[0][0])),
-                "val_joint": vj,
                 "val_single": v1,
-                "new_all": new / base_test[:, None, None],
-                "orig_all": orig / base_orig[:, None, None],
             }
         return out
 
@@ -328,12 +354,13 @@ def matched_forgetting(new, orig, level):
     return float(orig[c - 1] + w * (orig[c] - orig[c - 1]))
 
 
-def forgetting_at_matched_fit(r):
-    """Per seed: (LoRA, MoORE) original-task ratios at the new-task ratio both reach."""
+def forgetting_at_matched_fit(r, methods=METHODS):
+    """Per seed: the ``methods``' original-task ratios (default LoRA, MoORE) at the new-task
+    ratio all of them reach."""
     out = []
-    for s in range(r["lora"]["new"].shape[0]):
-        level = max(r[m]["new"][s, -1].mean() for m in METHODS)
-        out.append([matched_forgetting(r[m]["new"][s], r[m]["orig"][s], level) for m in METHODS])
+    for s in range(r[methods[0]]["new"].shape[0]):
+        level = max(r[m]["new"][s, -1].mean() for m in methods)
+        out.append([matched_forgetting(r[m]["new"][s], r[m]["orig"][s], level) for m in methods])
     return np.asarray(out)
 
 
@@ -369,23 +396,24 @@ def _moore_route_off(f):
     "adapters.moore_forgetting",
     paper=MOORE,
     statement="After multi-task adaptation, MoORE forgets the original task less than LoRA "
-    "(its adapted weights keep the column space of W0); compared at matched fit of "
-    "the new tasks.",
+    "(the paper credits its keeping the column space of W0); compared at matched fit of the "
+    "new tasks.",
     where="Abstract (oblivion resistance); protocol of the official code (joint adapter on "
     "all tasks, every block linear adapted); paper body not readable here",
     sizes=SIZES,
     mutants=[
         patch(
-            "paper_checks.adapters.moore.NULL_TASK",
-            False,
-            "the original task routed through a random task embedding (not null)",
-            name="random_task0",
+            "nn.adapters._moore.MoORELinear.frozen",
+            ("sigma", "V", "bias"),
+            "MoORE's left singular vectors U left trainable (col(W0) no longer kept)",
+            name="u_trains",
         )
     ],
 )
 def _check_forgetting(size, seed) -> Measurement:
     r = _run(size, seed)
     f = forgetting_at_matched_fit(r)
+    fu = forgetting_at_matched_fit(r, ("moore_u", "moore"))
     by_lr = forgetting_gap_by_lr(r)
     level = np.mean([max(r[m]["new"][s, -1].mean() for m in METHODS) for s in range(f.shape[0])])
     return measure(
@@ -393,6 +421,8 @@ def _check_forgetting(size, seed) -> Measurement:
         extra={
             "orig_ratio_lora": f[:, 0].mean(),
             "orig_ratio_moore": f[:, 1].mean(),
+            "not judged: ablation (U trained) - MoORE": mean_se(fu[:, 0] - fu[:, 1]),
+            "lr_moore_U_trained": r["moore_u"]["lr_joint"],
             "matched_new_ratio": float(level),
             "orig_ratio_lora_end": r["lora"]["orig"][:, -1].mean(),
             "orig_ratio_moore_end": r["moore"]["orig"][:, -1].mean(),
