@@ -93,17 +93,23 @@ SIZES_TABLE = sizes(
 )
 
 
+def shapes(width: int = WIDTH) -> tuple[tuple[int, int], ...]:
+    """The (out, in) shapes of the 4 adapted layers of the base of hidden ``width``."""
+    return tuple(zip([width] * DEPTH, [D_IN] + [width] * (DEPTH - 1), strict=True))
+
+
 @memo
-def base_classifier(seed: int = 0):
-    """The base: a ReLU MLP pretrained with cross-entropy on fresh inputs labelled by a random
-    He-scaled teacher (logits standardised, so the 8 classes balance); float32."""
+def base_classifier(seed: int = 0, width: int = WIDTH):
+    """The base: a ReLU MLP of hidden ``width`` pretrained with cross-entropy on fresh inputs
+    labelled by a random He-scaled teacher of the same width (logits standardised, so the 8
+    classes balance); float32."""
     steps = 500
     opt = optax.adam(optax.cosine_decay_schedule(3e-3, steps))
 
     @jax.jit
     def pretrain(key):
         kt, kz, kb, ks = jax.random.split(key, 4)
-        teacher = nn.MLP(D_IN, N_CLASSES, WIDTH, DEPTH, activation=jax.nn.relu, key=kt)
+        teacher = nn.MLP(D_IN, N_CLASSES, width, DEPTH, activation=jax.nn.relu, key=kt)
         teacher = jax.tree.map(lambda a: a * 6**0.5 if a.ndim == 2 else a, teacher)  # He
         z = teacher(jax.random.normal(kz, (8192, D_IN)))
         mu, sd = z.mean(0), z.std(0)
@@ -113,7 +119,7 @@ def base_classifier(seed: int = 0):
             y = jnp.argmax((teacher(x) - mu) / sd, -1)
             return jnp.mean(xent(m(x), y))
 
-        m = nn.MLP(D_IN, N_CLASSES, WIDTH, DEPTH, activation=jax.nn.relu, key=kb)
+        m = nn.MLP(D_IN, N_CLASSES, width, DEPTH, activation=jax.nn.relu, key=kb)
         m, _, _ = nn.fit(loss, opt, m, jax.random.split(ks, steps))
         return m
 
@@ -121,12 +127,24 @@ def base_classifier(seed: int = 0):
         return pretrain(jax.random.key(seed))
 
 
+def _rank_k_direction(rng, shape, k: int):
+    """``sum_i u_i v_i^T / sqrt(k)`` over ``k`` pairs of random unit vectors, drawn in the order
+    u_1, v_1, u_2, v_2, ... (``k = 1``: the rank-1 direction of the claim, draw for draw)."""
+    terms = []
+    for _ in range(k):
+        u, v = rng.standard_normal(shape[0]), rng.standard_normal(shape[1])
+        terms.append(np.outer(u / np.linalg.norm(u), v / np.linalg.norm(v)))
+    return sum(terms) / np.sqrt(k)
+
+
 @memo
-def shifted_tasks(seeds: int, steps: int, seed: int = 0):
-    """Per seed: train / validation / test inputs and labels of the shifted task (the base with
-    weight ``l`` moved by ``SHIFT * ||W_l||_2 u_l v_l^T``), stacked on a leading seed axis, the
-    minibatch indices, and the base's test accuracy on the task."""
-    base = base_classifier(seed)
+def shifted_tasks(seeds: int, steps: int, seed: int = 0, width: int = WIDTH, k: int = 1):
+    """Per seed: train / validation / test inputs and labels of the shifted task (the base of
+    hidden ``width`` with weight ``l`` moved by ``SHIFT * ||W_l||_2 sum_i u_i v_i^T / sqrt(k)``,
+    a rank-``k`` shift of the rank-1 shift's Frobenius norm; ``k`` is the knob on the task's
+    intrinsic dimension), stacked on a leading seed axis, the minibatch indices, and the base's
+    test accuracy on the task."""
+    base = base_classifier(seed, width)
     n = seeds
     shifts = []
     for lin in base.layers:
@@ -134,8 +152,7 @@ def shifted_tasks(seeds: int, steps: int, seed: int = 0):
         rows = []
         for s in range(n):
             rng = np.random.default_rng([seed, 1000 + s, len(shifts)])
-            u, v = rng.standard_normal(w.shape[0]), rng.standard_normal(w.shape[1])
-            rows.append(np.outer(u / np.linalg.norm(u), v / np.linalg.norm(v)))
+            rows.append(_rank_k_direction(rng, w.shape, k))
         shifts.append(np.float32(SHIFT * np.linalg.norm(w, 2)) * np.stack(rows, dtype=np.float32))
     with jax.enable_x64(False):
 
@@ -230,20 +247,22 @@ def pad_theta(adapted, d: int):
     return eqx.tree_at(lambda m: m.shared["theta"], adapted, jnp.pad(th, (0, d - th.shape[0])))
 
 
-def _adapted(method: str, size: int, seed: int, base_seed: int = 0):
-    """The base with ``method`` of ``size`` (LoRA's r, Uni-LoRA's d, VeRA's r) on its 4 inner
-    layers and the head trainable, in the array shapes of the method's largest size so that all
-    sizes share one compilation: rank-r LoRA as rank ``max(LORA_RANKS)`` LoRA through
-    :func:`lora_rank` (alpha = 2 r; r = 0 is the head alone), Uni-LoRA's vector padded to
-    ``max(UNI_DIMS)`` by :func:`pad_theta`."""
-    base, key = base_classifier(base_seed), jax.random.key(seed)
+def _adapted(
+    method: str, size: int, seed: int, base_seed: int = 0, width: int = WIDTH, pad: int = 0
+):
+    """The base of hidden ``width`` with ``method`` of ``size`` (LoRA's r, Uni-LoRA's d, VeRA's
+    r) on its 4 inner layers and the head trainable, in the array shapes of the method's largest
+    size so that all sizes share one compilation: rank-r LoRA as rank ``max(LORA_RANKS)`` LoRA
+    through :func:`lora_rank` (alpha = 2 r; r = 0 is the head alone), Uni-LoRA's vector padded
+    to ``pad`` (default ``max(UNI_DIMS)``) by :func:`pad_theta`."""
+    base, key = base_classifier(base_seed, width), jax.random.key(seed)
     kw = dict(targets=TARGETS, key=key, train="layers.4.*")
     if method == "lora":
         rmax = max(LORA_RANKS)
         return lora_rank(ad.inject(base, "lora", r=rmax, alpha=2.0 * rmax, **kw), size)
     if method == "unilora":
         return pad_theta(
-            ad.inject(base, "unilora", r=UNI_R, d=size, seed=seed, **kw), max(UNI_DIMS)
+            ad.inject(base, "unilora", r=UNI_R, d=size, seed=seed, **kw), pad or max(UNI_DIMS)
         )
     return ad.inject(base, "vera", r=size, **kw)
 
@@ -290,6 +309,138 @@ def method_runs(method: str, size: int, seeds: int, steps: int, seed: int = 0):
     }
 
 
+# ------------------------------------------------------------- parity d against width and k
+PARITY_SIZES = sizes(
+    smoke=dict(widths=(32, 64), ks=(1, 2), seeds=2, steps=40),
+    quick=dict(widths=(32, 64, 128), ks=(1, 2, 4), seeds=3, steps=STEPS),
+    full=dict(widths=(32, 64, 128), ks=(1, 2, 4), seeds=8, steps=STEPS),
+)
+
+
+def uni_dims(width: int) -> tuple[int, ...]:
+    """The parity sweep's d grid at ``width``: ``28 * 2^j`` below Uni-LoRA's ``D`` (r = 4, half
+    LoRA r = 8's count, the largest d with a nonempty group per column), then ``D`` itself."""
+    big = ad.num_params("lora", shapes(width), r=UNI_R)
+    return tuple(28 * 2**j for j in range(32) if 28 * 2**j < big) + (big,)
+
+
+def paired_mean_se(a, b) -> tuple[float, float]:
+    """Mean and standard error (``std(ddof=1) / sqrt(n)``) of the paired difference ``a - b``."""
+    diff = np.asarray(a, float) - np.asarray(b, float)
+    return float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(diff.size))
+
+
+def parity_d(dims, uni_acc, lora_acc, margin: float = MARGIN, n_se: float = 0.0) -> int:
+    """The smallest ``d`` of ``dims`` whose paired accuracy gap to LoRA satisfies
+    ``mean(uni - lora) - n_se SE >= -margin`` (rows of ``uni_acc`` match ``dims``, columns are
+    seeds paired with ``lora_acc``); -1 if none does. ``n_se = 0``: the claim's ``d_parity``."""
+    for d, acc in zip(dims, uni_acc, strict=True):
+        mean, se = paired_mean_se(acc, lora_acc)
+        if mean - n_se * se >= -margin:
+            return int(d)
+    return -1
+
+
+def lora_beats_head(lora_acc, head_acc, n_se: float = 2.0) -> bool:
+    """The gate: LoRA's paired gain over the head trained alone exceeds ``n_se`` SE."""
+    mean, se = paired_mean_se(lora_acc, head_acc)
+    return bool(mean - n_se * se > 0)
+
+
+# runs x (lr, head_lr) pairs, with the head lr per run (it depends on the run's task)
+_fit_runs = eqx.filter_jit(
+    jax.vmap(
+        jax.vmap(_fit, in_axes=(None, None, 0, 0) + (None,) * 7),
+        in_axes=(0, 0, None, 0) + (0,) * 7,
+    )
+)
+
+
+def _sweep_fit(method, configs, width, tasks, seeds, seed, head_lr):
+    """Validation and test accuracy (config, seed, lr) of ``method`` at each ``(task index,
+    size)`` of ``configs``, all configs and seeds stacked on one axis (one compilation per
+    method and width); ``head_lr`` (config, lr)."""
+    pad = uni_dims(width)[-1]
+    big = max(LORA_RANKS) if method == "lora" else pad
+    ref = nn.split(_adapted(method, big, 0, seed, width, pad))
+    parts = [
+        nn.split(_adapted(method, size, 1000 * seed + s, seed, width, pad))
+        for _, size in configs
+        for s in range(seeds)
+    ]
+    tr, fr = (stack_trees([p[h] for p in parts], like=ref[h]) for h in (0, 1))
+    ti = np.repeat([t for t, _ in configs], seeds)
+    si = np.tile(np.arange(seeds), len(configs))
+
+    def pick(get):
+        return jnp.stack([get(tasks[t])[s] for t, s in zip(ti, si, strict=True)])
+
+    data = [pick(lambda t: t["batches"])] + [
+        pick(lambda t, h=h, i=i: t[h][i]) for h in ("train", "val", "test") for i in (0, 1)
+    ]
+    hl = np.repeat(np.asarray(head_lr, np.float32), seeds, axis=0)
+    grid = np.asarray(LR_GRID, np.float32)
+    with jax.enable_x64(False):
+        val, test = _fit_runs(tr, fr, grid, hl, *data)
+    shape = (len(configs), seeds, len(LR_GRID))
+    return np.asarray(val).reshape(shape), np.asarray(test).reshape(shape)
+
+
+@memo
+def parity_cells(width: int, ks: tuple, seeds: int, steps: int, seed: int = 0):
+    """Per shift rank ``k`` of ``ks`` at hidden ``width``: head-only, LoRA r = 8 and Uni-LoRA
+    (d over :func:`uni_dims`) test accuracies (seed,), each at its lr chosen as in
+    :func:`method_runs` (head lr from the head alone, then each adapter's lr with it), the gate
+    (:func:`lora_beats_head`) and the parity d (:func:`parity_d`: mean within ``MARGIN``, and
+    the claim's rule, mean - 2 SE), also over LoRA's count and Uni-LoRA's D."""
+    tasks = [shifted_tasks(seeds, steps, seed, width, k) for k in ks]
+    grid = np.asarray(LR_GRID, np.float32)
+    dims, rmax = uni_dims(width), max(LORA_RANKS)
+    lora_count = ad.num_params("lora", shapes(width), r=rmax)
+
+    def best(val, test):  # (config, seed, lr) -> chosen lr index and test acc per config
+        i = val.mean(1).argmax(-1)
+        return i, test[np.arange(len(i)), :, i]
+
+    val, test = _sweep_fit(
+        "lora", [(t, 0) for t in range(len(ks))], width, tasks, seeds, seed, [grid] * len(ks)
+    )
+    ih, head = best(val, test)
+    head_lr = [np.full_like(grid, LR_GRID[i]) for i in ih]
+    val, test = _sweep_fit(
+        "lora", [(t, rmax) for t in range(len(ks))], width, tasks, seeds, seed, head_lr
+    )
+    il, lora = best(val, test)
+    cfg = [(t, d) for t in range(len(ks)) for d in dims]
+    val, test = _sweep_fit("unilora", cfg, width, tasks, seeds, seed, [head_lr[t] for t, _ in cfg])
+    iu, uni = best(val, test)
+    iu, uni = iu.reshape(len(ks), len(dims)), uni.reshape(len(ks), len(dims), seeds)
+    out = {}
+    for t, k in enumerate(ks):
+        gain, gain_se = paired_mean_se(lora[t], head[t])
+        dp = parity_d(dims, uni[t], lora[t])
+        dn = parity_d(dims, uni[t], lora[t], n_se=2.0)
+        out[k] = {
+            "dims": dims,
+            "lora_count": lora_count,
+            "D": dims[-1],
+            "acc_base": float(tasks[t]["base_acc"].mean()),
+            "acc_head": head[t],
+            "acc_lora": lora[t],
+            "acc_uni": uni[t],
+            "lr_head": LR_GRID[ih[t]],
+            "lr_lora": LR_GRID[il[t]],
+            "lr_uni": [LR_GRID[i] for i in iu[t]],
+            "gain_lora_over_head": (gain, gain_se),
+            "gated": lora_beats_head(lora[t], head[t]),
+            "d_parity": dp,
+            "d_noninferior": dn,
+            "frac_lora": dp / lora_count if dp > 0 else float("nan"),
+            "frac_D": dp / dims[-1] if dp > 0 else float("nan"),
+        }
+    return out
+
+
 def _quarter_columns(f):
     """Projection bug: every coordinate indexed into the first quarter of the vector."""
     return lambda D, d, seed=0: (lambda iv: (iv[0] % max(1, d // 4), iv[1]))(f(D, d, seed))
@@ -318,7 +469,7 @@ def _check_unilora(size, seed) -> Measurement:
     }
     lora, head, uni = runs["lora", max(LORA_RANKS)], runs["lora", 0], runs["unilora", UNI_D]
     base = shifted_tasks(size.seeds, size.steps, seed)["base_acc"]
-    parity = [d for d in UNI_DIMS if (runs["unilora", d]["acc"] - lora["acc"]).mean() >= -MARGIN]
+    d_parity = parity_d(UNI_DIMS, [runs["unilora", d]["acc"] for d in UNI_DIMS], lora["acc"])
     frac = uni["count"] / lora["count"]
     return measure(
         paired_gap(
@@ -340,7 +491,7 @@ def _check_unilora(size, seed) -> Measurement:
             "acc_head_only": head["acc"].mean(),
             "acc_lora": lora["acc"].mean(),
             **{f"acc_unilora(d={d})": runs["unilora", d]["acc"].mean() for d in UNI_DIMS},
-            "d_parity (smallest grid d within the margin; -1: none)": parity[0] if parity else -1,
+            "d_parity (smallest grid d within the margin; -1: none)": d_parity,
             "param_fraction": frac,
             "paper_fraction": PAPER_FRACTION,
             "lr_lora": lora["lr"],
