@@ -79,10 +79,17 @@ def make(scale: str = "quick", seed: int = 0):
     a2.set_xticks(ks)
     a2.set_xlabel("rank k of the shift of every weight (the task's intrinsic-dimension knob)")
     a2.set_ylabel("parity d / LoRA r = 8's parameter count")
-    a2.set_ylim(top=1.2)
+    fracs = [
+        c[r] / c["lora_count"]
+        for b in cells.values()
+        for c in b.values()
+        for r in ("d_parity", "d_noninferior")
+        if c[r] > 0
+    ]
+    a2.set_ylim(min(fracs + [PAPER_FRACTION]) / 5, 1.2)  # room below for the legend
     a2.set_title(
         "smallest grid d within the margin of LoRA (x at 1: none; hollow: ungated)", fontsize=9
     )
-    a2.legend(frameon=False, fontsize=7)
+    a2.legend(frameon=False, fontsize=7, loc="lower right", ncol=2)
     fig.suptitle(TITLE, fontsize=9)
     return fig
