@@ -8,7 +8,7 @@ import numpy as np
 from paper_checks.fp4 import ETA, THRESHOLD_SIZES, threshold_runs
 from theory.fp4 import SQRT3
 
-ID = "fp4.s*"
+ID = "fp4.threshold"
 TITLE = "FP4 gradients: the sqrt(3) crossing, the stall, and switching precision"
 
 

@@ -3,6 +3,7 @@
 
 import importlib
 import importlib.metadata
+import re
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,6 @@ def test_every_registered_claim_and_figure_is_well_formed():
     areas = {c.id.split(".")[0] for c in claims}
     for mod in figure_modules():
         assert mod.ID.split(".")[0] in areas and callable(mod.make) and mod.TITLE
+        # the ID names the output files: no glob or path characters (``fp4.s*`` once wrote
+        # ``fp4_s*.png``)
+        assert re.fullmatch(r"[a-z0-9]+\.[a-z0-9_]+", mod.ID), mod.ID
