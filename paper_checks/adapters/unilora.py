@@ -96,6 +96,7 @@ import nn
 import nn.adapters as ad
 from paper_checks._registry import Measurement, claim, memo, sizes, wrap
 from paper_checks._rules import measure, paired_gap
+from paper_checks._stats import mean_se
 from paper_checks.adapters._base import stack_trees, xent
 
 UNILORA = "Li et al. 2025 (Uni-LoRA, arXiv 2506.00799)"
@@ -354,9 +355,8 @@ def uni_dims(width: int) -> tuple[int, ...]:
 
 
 def paired_mean_se(a, b) -> tuple[float, float]:
-    """Mean and standard error (``std(ddof=1) / sqrt(n)``) of the paired difference ``a - b``."""
-    diff = np.asarray(a, float) - np.asarray(b, float)
-    return float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(diff.size))
+    """Mean and standard error (:func:`paper_checks._stats.mean_se`) of ``a - b``."""
+    return mean_se(np.asarray(a, float) - np.asarray(b, float))
 
 
 def parity_d(dims, uni_acc, lora_acc, margin: float = MARGIN, n_se: float = 0.0) -> int:
