@@ -247,11 +247,12 @@ def _fit(tr, fr, lr, head_lr, batches, x, y, xv, yv, xt, yt):
     return (jnp.mean(jnp.argmax(m(xv), -1) == yv), jnp.mean(jnp.argmax(m(xt), -1) == yt))
 
 
-# seeds x (lr, head_lr) pairs; one compilation per method (its sizes share shapes, _adapted)
-_fit_grid = eqx.filter_jit(
+# runs x (lr, head_lr) pairs, the head lr per run (in the sweep it depends on the run's task);
+# one compilation per method and width (its sizes share shapes, _adapted)
+_fit_runs = eqx.filter_jit(
     jax.vmap(
         jax.vmap(_fit, in_axes=(None, None, 0, 0) + (None,) * 7),
-        in_axes=(0, 0, None, None) + (0,) * 7,
+        in_axes=(0, 0, None, 0) + (0,) * 7,
     )
 )
 
@@ -322,8 +323,9 @@ def method_runs(method: str, size: int, seeds: int, steps: int, seed: int = 0):
     )
     with jax.enable_x64(False):
         tr, fr = _stacked(method, size, seeds, seed)
-        val, test = _fit_grid(
-            tr, fr, grid, head_lr, task["batches"], *task["train"], *task["val"], *task["test"]
+        per_run = np.broadcast_to(head_lr, (seeds, len(grid)))
+        val, test = _fit_runs(
+            tr, fr, grid, per_run, task["batches"], *task["train"], *task["val"], *task["test"]
         )
         val, test = np.asarray(val), np.asarray(test)
     best = int(val.mean(0).argmax())
@@ -376,15 +378,6 @@ def lora_beats_head(lora_acc, head_acc, n_se: float = 2.0) -> bool:
     return bool(mean - n_se * se > 0)
 
 
-# runs x (lr, head_lr) pairs, with the head lr per run (it depends on the run's task)
-_fit_runs = eqx.filter_jit(
-    jax.vmap(
-        jax.vmap(_fit, in_axes=(None, None, 0, 0) + (None,) * 7),
-        in_axes=(0, 0, None, 0) + (0,) * 7,
-    )
-)
-
-
 def _sweep_fit(method, configs, width, tasks, seeds, seed, head_lr):
     """Validation and test accuracy (config, seed, lr) of ``method`` at each ``(task index,
     size)`` of ``configs``, all configs and seeds stacked on one axis (one compilation per
@@ -421,7 +414,7 @@ def parity_cells(width: int, ks: tuple, seeds: int, steps: int, seed: int = 0):
     (d over :func:`uni_dims`) test accuracies (seed,), each at its lr chosen as in
     :func:`method_runs` (head lr from the head alone, then each adapter's lr with it), the gate
     (:func:`lora_beats_head`) and the parity d (:func:`parity_d`: mean within ``MARGIN``, and
-    the claim's rule, mean - 2 SE), also over LoRA's count and Uni-LoRA's D."""
+    the claim's rule, mean - 2 SE), with LoRA's count and Uni-LoRA's D."""
     tasks = [shifted_tasks(seeds, steps, seed, width, k) for k in ks]
     grid = np.asarray(LR_GRID, np.float32)
     dims, rmax = uni_dims(width), max(LORA_RANKS)
@@ -468,8 +461,6 @@ def parity_cells(width: int, ks: tuple, seeds: int, steps: int, seed: int = 0):
             "gated": lora_beats_head(lora[t], head[t]),
             "d_parity": dp,
             "d_noninferior": dn,
-            "frac_lora": dp / lora_count if dp > 0 else float("nan"),
-            "frac_D": dp / dims[-1] if dp > 0 else float("nan"),
         }
     return out
 
