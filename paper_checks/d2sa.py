@@ -24,7 +24,7 @@ from dynamics.mri import SHIFTS, cohort
 from dynamics.mri import tta as T
 from dynamics.mri.metrics import hfen, psnr, psnr_normalized, ssim
 
-from ._registry import Measurement, claim, memo, patch, sizes, wrap
+from ._registry import Measurement, Replicates, claim, memo, patch, run_replicates, sizes, wrap
 from ._rules import at_least, at_most, measure, paired_gap
 
 PAPER = "Zhang et al. 2025 (D2SA, NeurIPS 2025, arXiv 2503.20815)"
@@ -122,8 +122,28 @@ def run_gain(shape, channels, n_source, steps, patients, slices, epochs, seed):
     return dict(gain=np.asarray(data.gain), gamma=np.asarray(gam))
 
 
-def _shift(size, seed, shift, ssl="dc", **kw):
-    return run_shift(shift, ssl, *_run_args(size), seed, **kw)
+def _spec(size, seed, shift, ssl="dc", nonlinearity="perona_malik"):
+    return (shift, ssl, *_run_args(size), seed, nonlinearity)
+
+
+def _unit(spec, i):
+    return run_shift(*spec)
+
+
+def _runs(size, seed, specs) -> list[Replicates]:
+    """:func:`run_shift` of each ``(shift, ssl, nonlinearity)`` as a unit: one task each on a
+    cluster, shared by every claim that declares it."""
+    return [Replicates(_unit, (_spec(size, seed, *s),), 1, label=s[0]) for s in specs]
+
+
+def _shift(size, seed, shift, ssl="dc", nonlinearity="perona_malik"):
+    """:func:`run_shift` at ``size``, computed or read from the cluster's task."""
+    return run_replicates(_runs(size, seed, [(shift, ssl, nonlinearity)])[0])[0]
+
+
+def _plan(*specs):
+    """A claim's ``replicates``: ``specs`` of :func:`_runs`, or every shift when none."""
+    return lambda size, seed: _runs(size, seed, specs or [(s,) for s in SHIFTS])
 
 
 @claim(
@@ -133,6 +153,7 @@ def _shift(size, seed, shift, ssl="dc", **kw):
     "test-time adaptation (single-shot TTT and D2SA) raises PSNR over the frozen source network.",
     where="abstract; d2sa.md Sec. 4 D5, pass criterion R1",
     sizes=SIZES,
+    replicates=_plan(),
     mutants=[
         patch(
             "dynamics.mri.tta.LR_SINGLE_SHOT",
@@ -171,6 +192,7 @@ def _adaptation_helps(size, seed) -> Measurement:
     "same self-validation rule).",
     where="abstract ('accelerates convergence'); d2sa.md Sec. 4 D1/D5, criterion R2",
     sizes=SIZES,
+    replicates=_plan(),
     mutants=[
         wrap(
             "dynamics.mri.tta._should_stop",
@@ -205,6 +227,7 @@ def _efficiency(size, seed) -> Measurement:
     "loss by more than 0.3 dB.",
     where="abstract; d2sa.md Sec. 4 D4, criterion R3",
     sizes=SIZES,
+    replicates=_plan(*((SSL_SHIFT, ssl) for ssl in T.SSL)),
     mutants=[
         patch(
             "dynamics.mri.tta.LR_STAGE2",
@@ -237,6 +260,7 @@ def _ssl_agnostic(size, seed) -> Measurement:
     "smoother than single-shot TTT.",
     where="abstract ('prevents over-smoothing'); d2sa.md Sec. 4 D3, criterion R4",
     sizes=SIZES,
+    replicates=_plan((SSL_SHIFT,), (SSL_SHIFT, "dc", "identity")),
     mutants=[
         wrap(
             "dynamics.mri.tta.DiffusionBlock.flux",
