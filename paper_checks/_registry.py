@@ -340,6 +340,23 @@ def run_replicates(reps: Replicates) -> list:
         ) from None
 
 
+def _call(fn, args, i):
+    return fn(*args)
+
+
+def unit(fn: Callable[..., Any], *args, label: str = "") -> Replicates:
+    """``fn(*args)`` as one unit of work (``fn`` module-level, ``args`` hashable): the claims
+    that declare the same unit in ``replicates=`` share one task on a cluster, and their checks
+    read its result through :func:`computed`."""
+    return Replicates(_call, (fn, args), 1, label=label or getattr(fn, "__name__", ""))
+
+
+def computed(fn: Callable[..., Any], *args):
+    """``fn(*args)``: computed here, or, inside :func:`run_claim` given ``results``, the result
+    of the declared :func:`unit`."""
+    return run_replicates(unit(fn, *args))[0]
+
+
 # ------------------------------------------------------------------------------------ claims
 @dataclass(frozen=True)
 class Claim:

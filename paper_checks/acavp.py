@@ -25,7 +25,7 @@ from scipy.stats import spearmanr
 
 from dynamics import acavp as A
 
-from ._registry import Measurement, Replicates, claim, memo, run_replicates, sizes, wrap
+from ._registry import Measurement, claim, computed, memo, sizes, unit, wrap
 from ._rules import at_most, holds, measure, paired_gap
 
 PAPER = "Enomoto 2025 (ACAVP, NeurIPS 2025, arXiv 2510.07823)"
@@ -70,50 +70,33 @@ def _args(size):
     return size.pretrain, size.steps, size.batch, size.seeds, tuple(size.lrs)
 
 
-def _unit(specs, i):
-    """The ``i``-th of ``specs``, tuples of :func:`run`'s arguments."""
-    return run(*specs[i])
-
-
-def _runs(specs) -> Replicates:
-    """The runs ``specs`` as independent units: one task each on a cluster, shared by every
-    claim that declares the same ``specs``."""
-    return Replicates(_unit, (specs,), len(specs), label="ACAVP runs")
-
-
-def _suite_specs(size, seed):
-    return tuple((m, t, *_args(size), seed) for m in SUITE for t in size.tasks)
+def _suite_specs(methods):
+    return lambda size, seed: [(m, t, *_args(size), seed) for m in methods for t in size.tasks]
 
 
 def _ta_specs(size, seed):
-    return tuple(
+    return [
         (m, t, *_args(size), seed, size.n_low, aug)
         for m in VP
         for aug in (True, False)
         for t in size.ta_tasks
-    )
+    ]
 
 
 def _width_specs(size, seed):
-    return tuple(
+    return [
         ("pad", size.ta_tasks[0], *_args(size), seed, size.n_low, False, w) for w in size.widths
-    )
+    ]
 
 
 def _plan(specs):
-    return lambda size, seed: [_runs(specs(size, seed))]
+    """A claim's ``replicates``: each run of ``specs`` a unit, shared with the other claims."""
+    return lambda size, seed: [unit(run, *spec) for spec in specs(size, seed)]
 
 
-def _results(specs):
-    """``{spec: AdaptResult}`` of ``specs``, computed or read from the cluster's tasks."""
-    return dict(zip(specs, run_replicates(_runs(specs)), strict=True))
-
-
-def suite(size, seed, methods=None):
-    """Full-data runs of ``methods`` (default: all) on the size's tasks:
-    ``{method: {task: AdaptResult}}``."""
-    res = _results(_suite_specs(size, seed))
-    return {m: {t: res[(m, t, *_args(size), seed)] for t in size.tasks} for m in methods or SUITE}
+def suite(size, seed, methods=SUITE):
+    """Full-data runs of ``methods`` on the size's tasks: ``{method: {task: AdaptResult}}``."""
+    return {m: {t: computed(run, m, t, *_args(size), seed) for t in size.tasks} for m in methods}
 
 
 def _avg(res, field="test"):
@@ -137,7 +120,7 @@ def _frozen(*results):
     "paired over seeds.",
     where="abstract ('state-of-the-art among VP methods'); acavp.md Sec. 4 A5, criterion P3",
     sizes=SIZES,
-    replicates=_plan(_suite_specs),
+    replicates=_plan(_suite_specs(VP)),
     mutants=[
         wrap(
             "nn.acavp.ACAVPPrompt.params",
@@ -173,7 +156,7 @@ def _beats_additive_vp(size, seed) -> Measurement:
     "includes a label permutation where the probe relabels for free).",
     where="abstract ('surpasses linear probing in average accuracy'); acavp.md A6, criterion P4",
     sizes=SIZES,
-    replicates=_plan(_suite_specs),
+    replicates=_plan(_suite_specs(("lp", "acavp"))),
     mutants=[
         wrap(
             "nn.acavp.acavp_transform",
@@ -222,10 +205,9 @@ def _vs_linear_probe(size, seed) -> Measurement:
 )
 def _augmentation_helps(size, seed) -> Measurement:
     rules, gains, best = [], {}, (-np.inf, "")
-    res = _results(_ta_specs(size, seed))
     for m in VP:
         on, off = (
-            {t: res[(m, t, *_args(size), seed, size.n_low, aug)] for t in size.ta_tasks}
+            {t: computed(run, m, t, *_args(size), seed, size.n_low, aug) for t in size.ta_tasks}
             for aug in (True, False)
         )
         rules.append(paired_gap(_avg(on), _avg(off), n_se=2.0, name=f"{m}: TA - no TA (points)"))
@@ -265,7 +247,9 @@ def _augmentation_helps(size, seed) -> Measurement:
 )
 def _overfitting_grows(size, seed) -> Measurement:
     task = size.ta_tasks[0]
-    res = dict(zip(size.widths, _results(_width_specs(size, seed)).values(), strict=True))
+    res = {
+        w: computed(run, "pad", task, *_args(size), seed, size.n_low, False, w) for w in size.widths
+    }
     gap = np.array([100.0 * (res[w].train - res[w].test) for w in size.widths])  # (widths, seeds)
     slope = np.polyfit(np.asarray(size.widths, float), gap, 1)[0] * 10.0  # points per 10 px
     means = [float(g.mean()) for g in gap]
@@ -307,7 +291,7 @@ def _drop(res):
     "larger than the probe's by more than one paired SE.",
     where="abstract ('superior robustness to distribution shifts'); acavp.md A7, criterion P7",
     sizes=SIZES,
-    replicates=_plan(_suite_specs),
+    replicates=_plan(_suite_specs(SUITE)),
     mutants=[
         wrap(
             "nn.acavp.warp_affine",

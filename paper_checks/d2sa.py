@@ -24,7 +24,7 @@ from dynamics.mri import SHIFTS, cohort
 from dynamics.mri import tta as T
 from dynamics.mri.metrics import hfen, psnr, psnr_normalized, ssim
 
-from ._registry import Measurement, Replicates, claim, memo, patch, run_replicates, sizes, wrap
+from ._registry import Measurement, claim, computed, memo, patch, sizes, unit, wrap
 from ._rules import at_least, at_most, measure, paired_gap
 
 PAPER = "Zhang et al. 2025 (D2SA, NeurIPS 2025, arXiv 2503.20815)"
@@ -126,24 +126,16 @@ def _spec(size, seed, shift, ssl="dc", nonlinearity="perona_malik"):
     return (shift, ssl, *_run_args(size), seed, nonlinearity)
 
 
-def _unit(spec, i):
-    return run_shift(*spec)
-
-
-def _runs(size, seed, specs) -> list[Replicates]:
-    """:func:`run_shift` of each ``(shift, ssl, nonlinearity)`` as a unit: one task each on a
-    cluster, shared by every claim that declares it."""
-    return [Replicates(_unit, (_spec(size, seed, *s),), 1, label=s[0]) for s in specs]
-
-
 def _shift(size, seed, shift, ssl="dc", nonlinearity="perona_malik"):
     """:func:`run_shift` at ``size``, computed or read from the cluster's task."""
-    return run_replicates(_runs(size, seed, [(shift, ssl, nonlinearity)])[0])[0]
+    return computed(run_shift, *_spec(size, seed, shift, ssl, nonlinearity))
 
 
 def _plan(*specs):
-    """A claim's ``replicates``: ``specs`` of :func:`_runs`, or every shift when none."""
-    return lambda size, seed: _runs(size, seed, specs or [(s,) for s in SHIFTS])
+    """A claim's ``replicates``: the :func:`run_shift` of each ``(shift, ssl, nonlinearity)`` of
+    ``specs`` (every shift when none) a unit, shared with the other claims."""
+    specs = specs or tuple((s,) for s in SHIFTS)
+    return lambda size, seed: [unit(run_shift, *_spec(size, seed, *s)) for s in specs]
 
 
 @claim(
