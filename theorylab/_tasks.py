@@ -57,13 +57,50 @@ def setup_jax(compile_cache: bool = True) -> str | None:
 
 def _on_worker(compile_cache: bool | None) -> None:
     """Start of a task: on a Dask worker (``compile_cache`` set) set JAX up and, the worker being
-    long-lived, release compiled programs past the memory-map cap (``release_compiled``)."""
+    long-lived, release compiled programs past the memory-map cap (``release_compiled``) and
+    memoised simulations past its memory share (:func:`relieve_memory`)."""
     if compile_cache is None:
         return
     from paper_checks._registry import release_compiled
 
     setup_jax(compile_cache)
     release_compiled()
+    relieve_memory()
+
+
+#: the share of a Dask worker's memory limit past which it drops its memoised simulations
+MEMORY_SHARE = 0.5
+
+
+def relieve_memory(share: float = MEMORY_SHARE) -> bool:
+    """On a Dask worker whose process holds more than ``share`` of the worker's memory limit,
+    clear every memoised simulation and JAX's compiled programs (``paper_checks.clear_caches``)
+    and hand the freed heap back to the OS; a no-op elsewhere. Returns whether it cleared.
+
+    Without it the memo caches of a long run grew each worker past Dask's limit: in a quick
+    ``reproduce --workers 2`` both workers restarted at 95 % and the finished results they held
+    ran again. A memo is a cache of a seeded computation, so clearing it changes no number."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return False
+    limit = worker.memory_manager.memory_limit
+    import psutil
+
+    if not limit or psutil.Process().memory_info().rss <= share * limit:
+        return False
+    import ctypes
+    import gc
+
+    from paper_checks import clear_caches
+
+    clear_caches()
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # glibc only
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return True
 
 
 def device_name() -> str:

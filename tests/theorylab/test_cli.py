@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from paper_checks import Registry, claim, measure, patch, prop, sizes, within
+from paper_checks import Registry, claim, measure, memo, patch, prop, sizes, within
 from theorylab._cli import main
 
 OFFSET = 0.0  # the "library constant" the demo claims exercise; their mutant changes it
@@ -328,3 +328,32 @@ def test_a_claim_whose_replicate_declaration_raises_is_submitted_whole(registry)
     _submit(client, (claim_row, (broken, "smoke", 0), {}), False, slots=2)
     [(fn, args, kwargs)] = client.submitted.values()
     assert fn is claim_row and "chunks" not in kwargs
+
+
+@memo
+def _simulation(x):
+    return [x] * 10
+
+
+def _task_under_share(share):
+    """A task that memoises a simulation, then relieves memory at ``share``."""
+    from theorylab._tasks import relieve_memory
+
+    _simulation(1)
+    return relieve_memory(share), _simulation.cache_info().currsize
+
+
+def test_a_worker_past_its_memory_share_drops_its_memoised_simulations():
+    pytest.importorskip("dask.distributed", reason="the test extra installs dask[distributed]")
+    from dask.distributed import Client, LocalCluster
+
+    from theorylab._tasks import relieve_memory
+
+    assert relieve_memory(0.0) is False  # not on a worker: nothing to relieve
+    with (
+        LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=":0")
+        as cluster,
+        Client(cluster) as client,
+    ):  # fmt: skip
+        assert client.submit(_task_under_share, 1e9, pure=False).result() == (False, 1)
+        assert client.submit(_task_under_share, 0.0, pure=False).result() == (True, 0)
