@@ -57,7 +57,7 @@ def budgets(n_layers):
 
 # tiny models: XLA's backend optimisations cost more compile time than they save at run time,
 # except in the attack table (2^L attacks of ``epochs`` passes each), where they run 2.4x faster
-# (measured at quick: 61 s against 147 s per table for 16 replicates, about 20 s more compile)
+# (measured at quick under load: 61 s against 147 s per 16-replicate table, ~20 s more compile)
 _JIT = dict(
     static_argnames="cfg",
     compiler_options={
@@ -144,10 +144,14 @@ def replicate(n_blocks, n_train, n_test, steps, queries, epochs, sac_steps, prob
     return {k: np.asarray(v) for k, v in out.items() if k not in drop}
 
 
+def _replicates_of(reps, *args) -> Replicates:
+    """The ``reps`` replicates of :func:`replicate` with ``args`` (sizes, then the seed)."""
+    return Replicates(replicate, args, reps, label="AegisGuard replicates")
+
+
 def _replicates(size, seed) -> list[Replicates]:
     """The claims' replicates: one task each on a cluster, shared by every AegisGuard claim."""
-    reps, *args = _args(size)
-    return [Replicates(replicate, (*args, seed), reps, label="AegisGuard replicates")]
+    return [_replicates_of(*_args(size), seed)]
 
 
 @memo
@@ -155,7 +159,7 @@ def run(reps, n_blocks, n_train, n_test, steps, queries, epochs, sac_steps, prob
         seed):  # fmt: skip
     """Every replicate's victims, rankings and attack tables (numpy, replicates first)."""
     args = (n_blocks, n_train, n_test, steps, queries, epochs, sac_steps, probe_batch, draws)
-    res = run_replicates(Replicates(replicate, (*args, seed), reps))
+    res = run_replicates(_replicates_of(reps, *args, seed))
     return {k: np.concatenate([r[k] for r in res]) for k in res[0]}
 
 
