@@ -5,12 +5,17 @@ as references."""
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.acavp import SIZES, _args, run, suite
+from paper_checks.acavp import SIZES, _args, _plan, _suite_specs, run, suite
 
 ID = "acavp.suite"
 TITLE = "ACAVP: visual prompts and a linear probe on a frozen digits CNN"
 METHODS = ("lp", "pad", "evp", "acavp")
 LABELS = {"lp": "linear probe", "pad": "padding prompt", "evp": "EVP", "acavp": "ACAVP"}
+
+
+def replicates(scale: str, seed: int = 0):
+    """The suite runs the claims declare (on a cluster the figure reads their tasks)."""
+    return _plan(_suite_specs(METHODS))(SIZES[scale], seed)
 
 
 def make(scale: str = "quick", seed: int = 0):

@@ -7,11 +7,16 @@ paper's 4x."""
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.aegisguard import RANKINGS, SIZES, _args, run, selected_accuracy
+from paper_checks.aegisguard import RANKINGS, SIZES, _args, _replicates, run, selected_accuracy
 from theory import aegisguard as C
 
 ID = "aegisguard.leakage"
 TITLE = "AegisGuard: surrogate accuracy vs shielded budget, per ranking"
+
+
+def replicates(scale: str, seed: int = 0):
+    """The AegisGuard claims' replicates (on a cluster the figure reads their tasks)."""
+    return _replicates(SIZES[scale], seed)
 
 
 def make(scale: str = "quick", seed: int = 0):

@@ -4,15 +4,20 @@ gain (the identity line gamma = gain is what a pure gain correction would give).
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.d2sa import SIZES, _net_args, run_gain
+from paper_checks.d2sa import SIZES, _gain, _gain_plan
 
 ID = "d2sa.patient_gain"
 TITLE = "D2SA stage 1: FiLM scale against the injected scanner gain"
 
 
+def replicates(scale: str, seed: int = 0):
+    """The claim's stage-1 run (on a cluster the figure reads its task)."""
+    return _gain_plan(SIZES[scale], seed)
+
+
 def make(scale: str = "quick", seed: int = 0):
     size = SIZES[scale]
-    r = run_gain(*_net_args(size), size.gain_patients, size.slices, size.epochs, seed)
+    r = _gain(size, seed)
     fig, ax = plt.subplots(figsize=(4.8, 3.8))
     g = np.linspace(0.55, 1.65, 2)
     ax.plot(g, g, "k:", lw=1, label="gamma = gain")

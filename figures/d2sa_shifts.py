@@ -6,10 +6,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from dynamics.mri import SHIFTS
-from paper_checks.d2sa import SIZES, _shift
+from paper_checks.d2sa import SIZES, _plan, _shift
 
 ID = "d2sa.efficiency"
 TITLE = "D2SA and single-shot TTT under five MRI distribution shifts"
+
+
+def replicates(scale: str, seed: int = 0):
+    """Every shift's run, as the claims declare them (on a cluster the figure reads their tasks)."""
+    return _plan()(SIZES[scale], seed)
 
 
 def make(scale: str = "quick", seed: int = 0):

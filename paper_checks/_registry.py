@@ -397,10 +397,18 @@ def run_claim(
     if scale not in SCALES:
         raise ValueError(f"`scale` must be one of {SCALES}; got {scale!r}.")
     size = c.sizes[scale]
+    with providing(results), float64():
+        with c.mutant(mutant).apply() if mutant else contextlib.nullcontext():
+            return c.check(size, seed)
+
+
+@contextlib.contextmanager
+def providing(results: Mapping[Replicates, list] | None) -> Iterator[None]:
+    """Inside, :func:`run_replicates` (and :func:`computed`) read ``results`` (replicates computed
+    beforehand, e.g. as chunks on a cluster) instead of computing them; None: compute."""
     token = _PROVIDED.set(results)
     try:
-        with float64(), c.mutant(mutant).apply() if mutant else contextlib.nullcontext():
-            return c.check(size, seed)
+        yield
     finally:
         _PROVIDED.reset(token)
 

@@ -122,6 +122,19 @@ def run_gain(shape, channels, n_source, steps, patients, slices, epochs, seed):
     return dict(gain=np.asarray(data.gain), gamma=np.asarray(gam))
 
 
+def _gain_spec(size, seed):
+    return (*_net_args(size), size.gain_patients, size.slices, size.epochs, seed)
+
+
+def _gain(size, seed):
+    """:func:`run_gain` at ``size``, computed or read from the cluster's task."""
+    return computed(run_gain, *_gain_spec(size, seed))
+
+
+def _gain_plan(size, seed):
+    return [unit(run_gain, *_gain_spec(size, seed))]
+
+
 def _spec(size, seed, shift, ssl="dc", nonlinearity="perona_malik"):
     return (shift, ssl, *_run_args(size), seed, nonlinearity)
 
@@ -294,9 +307,10 @@ def _no_oversmoothing(size, seed) -> Measurement:
             name="no_gamma",
         )
     ],
+    replicates=_gain_plan,
 )
 def _patient_gain(size, seed) -> Measurement:
-    r = run_gain(*_net_args(size), size.gain_patients, size.slices, size.epochs, seed)
+    r = _gain(size, seed)
     g = r["gamma"]
     rho = float(spearmanr(r["gain"], g).statistic) if np.ptp(g) > 0 else float("nan")
     return measure(

@@ -200,6 +200,11 @@ def _check(args, registry) -> int:
     return 0 if row["status"] == "pass" else 1
 
 
+def _split(done: list) -> tuple[list[dict], list]:
+    """Claim rows (dicts) and figure rows (tuples) of one run's results."""
+    return [r for r in done if isinstance(r, dict)], [r for r in done if isinstance(r, tuple)]
+
+
 def _reproduce(args, registry, figures_package, cache: bool) -> int:
     out = Path(args.out)
     par = dict(workers=args.workers, scheduler=args.scheduler, compile_cache=cache)
@@ -207,19 +212,18 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
         (claim_row, (c, args.scale, args.seed), dict(mutants=args.mutants))
         for c in registry.select(args.only)
     ]
-    rows: list[dict] = []
-    figs: list = []
-    try:
-        execute(jobs, desc="claims", rows=rows, **par)
-        if figures_package:
-            from figures import figure_modules
+    if figures_package:  # one run for both, so a figure reads the replicates its claims computed
+        from figures import figure_modules
 
-            fjobs = [
-                (figure_row, (m.__name__, m.ID, args.scale, args.seed, str(out)), {})
-                for m in figure_modules(args.only, figures_package)
-            ]
-            execute(fjobs, desc="figures", rows=figs, **par)
+        jobs += [
+            (figure_row, (m.__name__, m.ID, args.scale, args.seed, str(out)), {})
+            for m in figure_modules(args.only, figures_package)
+        ]
+    done: list = []
+    try:
+        execute(jobs, desc="claims and figures", rows=done, **par)
     except KeyboardInterrupt:
+        rows, figs = _split(done)
         _report.write_report(
             rows, figs, out, scale=args.scale, seed=args.seed, device=device_name(), partial=True
         )
@@ -228,6 +232,7 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
             file=sys.stderr,
         )
         return 130
+    rows, figs = _split(done)
     _report.write_report(rows, figs, out, scale=args.scale, seed=args.seed, device=device_name())
     print(_report.claims_table(rows))
     for fid, status, _ in figs:

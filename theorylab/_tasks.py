@@ -4,7 +4,9 @@ in this process, or as independent tasks on a Dask cluster (``--workers N`` star
 scheduler places the tasks; each task is seeded by its id, so the results do not depend on the
 order or the worker. A claim that declares its Monte Carlo replicates
 (:class:`paper_checks._registry.Replicates`) becomes, on a cluster, chunks of replicates (one
-task each, under the run's mutant) and one task that combines them into the report row.
+task each, under the run's mutant) and one task that combines them into the report row; a
+figure module that declares the replicates it draws (``replicates(scale, seed)``) reads the same
+chunks, so a figure does not recompute the claims' simulations.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -125,15 +128,23 @@ def _error_row(detail: str) -> dict:
     )
 
 
+def _gathered(chunks) -> tuple[dict | None, str | None]:
+    """``chunks`` (``[(Replicates, [replicate_chunk output, ...]), ...]``, or None) as the
+    results per :class:`Replicates` in index order, and the first chunk's error (else None)."""
+    if chunks is None:
+        return None, None
+    failed = [ch["error"] for _, outs in chunks for ch in outs if ch["error"]]
+    if failed:
+        return None, failed[0]
+    return {reps: [x for ch in outs for x in ch["results"]] for reps, outs in chunks}, None
+
+
 def _measure(c, scale: str, seed: int, mutant: str | None, chunks=None) -> dict:
     from paper_checks import run_claim
 
-    results = None
-    if chunks is not None:  # [(Replicates, [replicate_chunk output, ...]), ...]
-        failed = [ch["error"] for _, outs in chunks for ch in outs if ch["error"]]
-        if failed:
-            return _error_row(failed[0])
-        results = {reps: [x for ch in outs for x in ch["results"]] for reps, outs in chunks}
+    results, error = _gathered(chunks)
+    if error is not None:
+        return _error_row(error)
     try:
         m = run_claim(c, scale, seed, mutant, results)
         return dict(
@@ -208,23 +219,24 @@ def replicate_chunk(
     return dict(results=results, error=error, seconds=time.perf_counter() - t0)
 
 
-def _chunk_key(c, run: str | None, reps, start: int, stop: int) -> str:
-    """A Dask key naming the computation, so claims that share a simulation share its chunks;
-    under a mutant the key is the claim's own (the patch changes what the chunk computes)."""
+def _chunk_key(owner: str, run: str | None, reps, start: int, stop: int) -> str:
+    """A Dask key naming the computation, so claims and figures that share a simulation share its
+    chunks; under a mutant the key is the claim's own (the patch changes what the chunk
+    computes)."""
     from dask.base import tokenize
 
     fn = f"{reps.fn.__module__}.{reps.fn.__qualname__}"
     key = f"replicates-{fn}-{start}-{stop}-{tokenize(fn, reps.args, reps.count)}"
-    return key if run is None else f"{key}-{c.id}-{run}"
+    return key if run is None else f"{key}-{owner}-{run}"
 
 
-def _submit_chunks(client, c, scale: str, seed: int, runs, slots: int, compile_cache: bool):
-    """Submit ``c``'s replicates for each run (None or a mutant name) in chunks of about
-    ``count / (2 slots)``, for each run: ``[(Replicates, [chunk futures])]``."""
-    plan = c.replicate_plan(scale, seed)
+def _submit_chunks(client, plan, owner: str, runs, mutant_of, slots: int, compile_cache: bool):
+    """Submit the replicates of ``plan`` for each run (None or a mutant name, ``mutant_of`` giving
+    its :class:`~paper_checks.Mutant`) in chunks of about ``count / (2 slots)``; for each run:
+    ``[(Replicates, [chunk futures])]``."""
     out = {}
     for run in runs:
-        mutant = None if run is None else c.mutant(run)
+        mutant = None if run is None else mutant_of(run)
         per = []
         for reps in plan:
             step = max(1, math.ceil(reps.count / (2 * slots)))
@@ -236,7 +248,7 @@ def _submit_chunks(client, c, scale: str, seed: int, runs, slots: int, compile_c
                     min(lo + step, reps.count),
                     mutant,
                     compile_cache=compile_cache,
-                    key=_chunk_key(c, run, reps, lo, min(lo + step, reps.count)),
+                    key=_chunk_key(owner, run, reps, lo, min(lo + step, reps.count)),
                 )
                 for lo in range(0, reps.count, step)
             ]
@@ -246,27 +258,41 @@ def _submit_chunks(client, c, scale: str, seed: int, runs, slots: int, compile_c
 
 
 def _submit(client, job, compile_cache: bool, slots: int):
-    """Submit one job; a claim that declares replicates goes as chunks plus its row task."""
+    """Submit one job; a claim or figure that declares replicates goes as chunks plus its task."""
     fn, args, kwargs = job
-    if fn is claim_row and args[0].replicates is not None:
-        c, scale, seed = args
-        runs = [kwargs.get("mutant")]
-        if kwargs.get("mutants"):
-            runs += [m.name for m in c.mutants]
-        try:
-            kwargs = dict(
-                kwargs, chunks=_submit_chunks(client, c, scale, seed, runs, slots, compile_cache)
-            )
-        except Exception:  # a declaration that raises: the row task runs the check whole
-            pass
+    try:
+        if fn is claim_row and args[0].replicates is not None:
+            c, scale, seed = args
+            runs = [kwargs.get("mutant")]
+            if kwargs.get("mutants"):
+                runs += [m.name for m in c.mutants]
+            plan = c.replicate_plan(scale, seed)
+            chunks = _submit_chunks(client, plan, c.id, runs, c.mutant, slots, compile_cache)
+            kwargs = dict(kwargs, chunks=chunks)
+        elif fn is figure_row:
+            module, fig_id, scale, seed, _ = args
+            declared = getattr(sys.modules.get(module), "replicates", None)
+            if declared is not None:
+                plan = list(declared(scale, seed))
+                chunks = _submit_chunks(client, plan, fig_id, [None], None, slots, compile_cache)
+                kwargs = dict(kwargs, chunks=chunks[None])
+    except Exception:  # a declaration that raises: the task runs its work whole
+        pass
     return client.submit(fn, *args, pure=False, compile_cache=compile_cache, **kwargs)
 
 
 def figure_row(
-    module: str, fig_id: str, scale: str, seed: int, out: str, compile_cache: bool | None = None
+    module: str,
+    fig_id: str,
+    scale: str,
+    seed: int,
+    out: str,
+    compile_cache: bool | None = None,
+    chunks: list | None = None,
 ) -> tuple[str, str, list[str]]:
     """Make and save the figure ``fig_id`` of ``module`` (a module path): ``(ID, status,
-    paths)``; a figure that raises (or does not import) is an error row."""
+    paths)``; a figure that raises (or does not import) is an error row. ``chunks``: the
+    replicates the module declares, as computed by :func:`replicate_chunk` tasks."""
     import importlib
 
     import matplotlib
@@ -274,10 +300,16 @@ def figure_row(
     matplotlib.use("Agg")
     _on_worker(compile_cache)
     from figures import save
+    from paper_checks._registry import float64, providing
 
+    results, error = _gathered(chunks)
+    if error is not None:
+        return fig_id, f"error: {error}", []
     try:
         mod = importlib.import_module(module)
-        return fig_id, "written", save(mod.make(scale, seed=seed), out, fig_id)
+        with providing(results), float64():
+            fig = mod.make(scale, seed=seed)
+        return fig_id, "written", save(fig, out, fig_id)
     except Exception as err:
         return fig_id, f"error: {_error_text(err)}", []
 

@@ -330,6 +330,55 @@ def test_a_claim_whose_replicate_declaration_raises_is_submitted_whole(registry)
     assert fn is claim_row and "chunks" not in kwargs
 
 
+def test_a_figure_that_declares_replicates_shares_the_claims_chunks():
+    import figures.d2sa_shifts as fig
+    from paper_checks import REGISTRY
+    from theorylab._tasks import _submit, claim_row, figure_row
+
+    client = _Client()
+    row = _submit(client, (claim_row, (REGISTRY["d2sa.efficiency"], "quick", 0), {}), False, 2)
+    before = set(client.submitted)
+    job = (figure_row, (fig.__name__, fig.ID, "quick", 0, "out"), {})
+    task = _submit(client, job, False, slots=2)
+    assert set(client.submitted) == before | {task}  # no chunk of its own: the claim's
+    assert client.submitted[task][2]["chunks"] == client.submitted[row][2]["chunks"][None]
+
+
+def _never(x):
+    raise AssertionError("computed although provided")
+
+
+def test_a_figure_reads_its_provided_replicates(tmp_path, monkeypatch):
+    from paper_checks._registry import unit
+    from theorylab._tasks import figure_row
+
+    pkg = tmp_path / "given_figures"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "given.py").write_text(
+        "import matplotlib.pyplot as plt\nfrom paper_checks._registry import computed\n"
+        f"from {__name__} import _never\nID = 'demo.given'\nTITLE = 't'\n"
+        "def make(scale, seed=0):\n    fig, ax = plt.subplots()\n"
+        "    ax.plot([0, computed(_never, 1)])\n    return fig\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    chunk = dict(results=[3.0], error=None, seconds=0.0)
+
+    def row(*chunks):
+        given = [(unit(_never, 1), list(chunks))] if chunks else None
+        return figure_row(
+            "given_figures.given", "demo.given", "smoke", 0, str(tmp_path), chunks=given
+        )
+
+    fid, status, paths = row(chunk)
+    assert (fid, status, len(paths)) == ("demo.given", "written", 2)
+    assert row(dict(chunk, results=None, error="RuntimeError: chunk"))[1] == (
+        "error: RuntimeError: chunk"
+    )
+    _, status, _ = row()
+    assert status.startswith("error: AssertionError: computed although provided")
+
+
 @memo
 def _simulation(x):
     return [x] * 10
