@@ -8,7 +8,9 @@ ACAVP's reachable set (geometry, tint), outside it (a smaller digit, a coloured 
 label permutation that a linear probe solves for free. Every method (padding prompt, EVP, ACAVP,
 linear probe) trains its own parameters with Adam for the same steps, its learning rate chosen
 on a validation split from the same grid; gains are paired over seeds (each seed its own prompt
-initialisation, minibatches, augmentation draws and, in the low-data regime, training subset).
+initialisation, minibatches, augmentation draws and, in the low-data regime, training subset);
+``overfitting_grows`` pools independent source CNNs and task draws, since its slope followed the
+frozen source more than the prompt seeds.
 The paper's body could not be read: no table value is a target; the only number, "up to 12
 points" for TrivialAugment, is reported beside the measured largest gain.
 """
@@ -252,16 +254,14 @@ def _augmentation_helps(size, seed) -> Measurement:
     ],
 )
 def _overfitting_grows(size, seed) -> Measurement:
-    res = [computed(run, *spec) for spec in _width_specs(size, seed)]
-    k, n_w = size.width_sources, len(size.widths)
-    # (sources, widths): each source's mean gap over its replicates
-    gap = np.array([[100.0 * np.mean(r.train - r.test) for r in res[j * n_w : (j + 1) * n_w]]
-                    for j in range(k)])  # fmt: skip
+    res = [computed(run, *spec) for spec in _width_specs(size, seed)]  # sources x widths
+    shape = (size.width_sources, len(size.widths))
+    # each source's mean train-test gap and test accuracy over its replicates, per width
+    gap = np.reshape([100.0 * np.mean(r.train - r.test) for r in res], shape)
+    test = np.reshape([100.0 * np.mean(r.test) for r in res], shape).mean(axis=0)
     slope = np.polyfit(np.asarray(size.widths, float), gap.T, 1)[0] * 10.0  # points per 10 px
     means = gap.mean(axis=0)
     rho = float(spearmanr(size.widths, means).statistic) if np.ptp(means) > 0 else 0.0
-    test = np.array([[100.0 * r.test.mean() for r in res[j * n_w : (j + 1) * n_w]]
-                     for j in range(k)]).mean(axis=0)  # fmt: skip
     return measure(
         paired_gap(
             slope,
@@ -272,10 +272,10 @@ def _overfitting_grows(size, seed) -> Measurement:
         extra={
             "train-test gap per width (points)": dict(
                 zip(map(str, size.widths), map(float, means), strict=True)
-            ),  # fmt: skip
+            ),
             "test accuracy per width (%)": dict(
                 zip(map(str, size.widths), map(float, test), strict=True)
-            ),  # fmt: skip
+            ),
             "slope per source (points per 10 px)": [round(float(v), 2) for v in slope],
             "Spearman(width, gap)": rho,
         },
