@@ -254,10 +254,11 @@ def memo(f):
     return cached
 
 
-def clear_caches() -> None:
+def clear_caches(compiled: bool = True) -> None:
     """Clear every :func:`memo` cache, every ``functools`` cache of this package's modules (the
     library's own memoised thresholds too, so a result computed under a mutant never outlives
-    it) and JAX's compilation caches."""
+    it) and, if ``compiled``, JAX's compiled programs (a jitted function traced before a mutant
+    was patched in would keep the unpatched code; without a patch they can stay)."""
     for m in _MEMOS:
         m.cache_clear()
     for name, mod in list(sys.modules.items()):
@@ -266,7 +267,7 @@ def clear_caches() -> None:
         for val in list(vars(mod).values()):
             if callable(getattr(val, "cache_clear", None)) and hasattr(val, "cache_info"):
                 val.cache_clear()
-    if "jax" in sys.modules:
+    if compiled and "jax" in sys.modules:
         sys.modules["jax"].clear_caches()
 
 

@@ -1,9 +1,11 @@
-"""Test-wide settings: float64 JAX, fast XLA compiles, and Hypothesis profiles
-(``HYPOTHESIS_PROFILE=ci|dev``)."""
+"""Test-wide settings: float64 JAX, fast XLA compiles shared by the test workers, and Hypothesis
+profiles (``HYPOTHESIS_PROFILE=ci|dev``)."""
 
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,27 @@ from hypothesis import HealthCheck, settings
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_disable_most_optimizations", True)
+
+_CACHE = "THEORYLAB_TEST_JAX_CACHE"
+_OWNER = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    """One JAX persistent compilation cache for the run, in a temporary folder that the process
+    that made it (the xdist controller, or the only process) removes at the end: a program that
+    one worker compiled (a claim's simulation, then the figure that draws it) another reads."""
+    if _CACHE not in os.environ:  # workers inherit the controller's folder
+        os.environ[_CACHE] = tempfile.mkdtemp(prefix="theorylab-test-jax-")
+        config.stash[_OWNER] = os.environ[_CACHE]
+    jax.config.update("jax_compilation_cache_dir", os.environ[_CACHE])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def pytest_unconfigure(config):
+    if _OWNER in config.stash:
+        shutil.rmtree(config.stash[_OWNER], ignore_errors=True)
+
 
 settings.register_profile(
     "ci",

@@ -1,45 +1,29 @@
 """Every registered claim and figure at ``smoke`` (default run); mutants and seeds (``slow``).
 
 At ``smoke`` the verdict is not asserted: the claim runs, its numbers are finite, its verdict comes
-from a typed rule, and it declares at least one mutant. The slow tests assert, at ``quick``, that
+from a typed rule, and it declares at least one mutant (a claim that declares replicates is run
+so in test_replicates.py, beside its chunked run). The slow tests assert, at ``quick``, that
 each claim passes, fails under each of its mutants, and gives one verdict for seeds 0, 1 and 2.
 """
 
-import math
 from pathlib import Path
 
 import matplotlib
-import numpy as np
 import pytest
 
 from figures import figure_modules, save
-from paper_checks import REGISTRY, SCALES, run_claim
+from paper_checks import REGISTRY, run_claim
 
 matplotlib.use("Agg")
 CLAIMS = [c.id for c in REGISTRY]
+# a claim that declares replicates runs at smoke in test_replicates.py, with the same assertions
+UNCHUNKED = [c.id for c in REGISTRY if c.replicates is None]
 MUTANTS = [(c.id, m.name) for c in REGISTRY for m in c.mutants]
 
 
-def _numbers(x):
-    if isinstance(x, dict):
-        for v in x.values():
-            yield from _numbers(v)
-    elif isinstance(x, list | tuple | np.ndarray):
-        for v in x:
-            yield from _numbers(v)
-    elif isinstance(x, bool | int | float | np.number):
-        yield float(x)
-
-
-@pytest.mark.parametrize("claim_id", CLAIMS)
-def test_claim_runs_at_smoke_with_a_typed_rule_sizes_and_mutants(claim_id):
-    c = REGISTRY[claim_id]
-    assert set(c.sizes) == set(SCALES)
-    assert c.mutants, f"{claim_id} declares no mutant"
-    m = run_claim(c, "smoke", seed=0)
-    assert m.rule, f"{claim_id} returned no rule text: its verdict is not from a typed rule"
-    values = list(_numbers(m.measured))
-    assert values and all(math.isfinite(v) for v in values), m.measured
+@pytest.mark.parametrize("claim_id", UNCHUNKED)
+def test_claim_runs_at_smoke_with_a_typed_rule_sizes_and_mutants(claim_id, smoke_checked):
+    smoke_checked(REGISTRY[claim_id], run_claim(REGISTRY[claim_id], "smoke", seed=0))
 
 
 @pytest.mark.parametrize("mod", figure_modules(), ids=lambda m: m.ID)
