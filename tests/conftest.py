@@ -38,7 +38,7 @@ _OWNER = pytest.StashKey[str]()
 def pytest_configure(config):
     """One JAX persistent compilation cache for the run, in a temporary folder that the process
     that made it (the xdist controller, or the only process) removes at the end: a program that
-    one worker compiled (a claim's simulation, then the figure that draws it) another reads."""
+    one worker compiled, the other reads (test_claims + test_replicates: 499 s -> 454 s)."""
     if _CACHE not in os.environ:  # workers inherit the controller's folder
         os.environ[_CACHE] = tempfile.mkdtemp(prefix="theorylab-test-jax-")
         config.stash[_OWNER] = os.environ[_CACHE]
