@@ -171,24 +171,64 @@ def kl_to_teacher(teacher, student, tokens):
     at T = 1 (Zebra-Llama's SFT-KD stage, ``x_ecomla.md`` Sec. 1.6)."""
     tokens = _check_tokens(tokens, _check_lm(teacher, "teacher"))
     _check_lm(student, "student")
-    return _kl(teacher, student, tokens)
+    return _kl_by_layer(teacher, student, tokens)
+
+
+def _kl_by_layer(teacher, student, tokens):
+    """:func:`_kl` with each model run by :func:`_logits_by_layer`."""
+    return _kl(
+        functools.partial(_logits_by_layer, teacher),
+        functools.partial(_logits_by_layer, student),
+        tokens,
+    )
+
+
+def _logits_by_layer(model, tokens):
+    """``model(tokens)``, one compiled program per layer: a program depends only on the layer's
+    kind and shapes, so the 2^L placements of a hybrid (:func:`nn.hybrid.compose_hybrid`) share
+    two layer programs, where a whole-model program compiles once per placement."""
+    x = _apply(model.embed, tokens)
+    for layer in model.layers:
+        x = _apply(layer, x)
+    return _head(model.norm, model.head, x)
 
 
 @eqx.filter_jit
+def _apply(module, x):
+    return module(x)
+
+
+@eqx.filter_jit
+def _head(norm, head, x):
+    return head(norm(x))
+
+
 def _kl(teacher, student, tokens):
+    """The KD objective on callables ``tokens -> logits``."""
     lt = jax.nn.log_softmax(teacher(tokens), -1)
     ls = jax.nn.log_softmax(student(tokens), -1)
     return jnp.mean(jnp.sum(jnp.exp(lt) * (lt - ls), -1))
 
 
-def _fit(model, loss, batches, lr, mask=None):
-    """Adam on ``loss(model, batch)`` over ``steps`` batches ``batches(t)``; ``mask`` selects the
+def _fit(model, loss, batches, lr, mask=None, *args):
+    """Adam on ``loss(model, batch, *args)`` over the batches ``batches[t]``; ``mask`` selects the
     trained leaves (default every inexact array). Returns the model and the loss trace."""
     mask = eqx.is_inexact_array if mask is None else mask
     params, static = eqx.partition(model, mask)
-    params, _, losses = nn.fit(loss, optax.adam(lr), params, batches, frozen=static)
+    params, losses = _fit_compiled(loss, params, static, batches, float(lr), args)
     check_finite_result(np.asarray(losses), "the training loss", lr=lr)
     return eqx.combine(params, static), np.asarray(losses)
+
+
+@eqx.filter_jit
+def _fit_compiled(loss, params, static, batches, lr, args):
+    """:func:`nn.fit` under one jit: ``loss`` a module-level function, ``lr`` a static float and
+    the models arguments, so one program serves every call of the same shapes and rate (an eager
+    ``nn.fit`` compiles its scan anew at each call)."""
+    params, _, losses = nn.fit(
+        lambda m, b: loss(m, b, *args), optax.adam(lr), params, batches, frozen=static
+    )
+    return params, losses
 
 
 def _check_run(corpus, steps, batch, length, lr, key, **models):
@@ -217,6 +257,20 @@ def _mixer_mask(student):
     return spec
 
 
+def _ild_loss(s, tk, teacher):
+    xin, amix, yout = teacher.layer_io(tk)
+    tot = 0.0
+    for i, layer in enumerate(s.layers):
+        a, y = layer.parts(xin[i])
+        tot += jnp.mean(jnp.linalg.norm(y - yout[i], axis=-1))
+        tot += jnp.mean(jnp.linalg.norm(a - amix[i], axis=-1))
+    return tot
+
+
+def _kd_loss(s, tk, teacher):
+    return _kl(teacher, s, tk)
+
+
 def ild(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3, key):
     """Intermediate-layer distillation (teacher-forced per layer, mixers only):
     loss = sum_l [mean_t ||y^S_l - y^T_l||_2 + mean_t ||a^S_l - a^T_l||_2] with a the mixer output
@@ -225,17 +279,7 @@ def ild(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3
         corpus, steps, batch, length, lr, key, teacher=teacher, student=student
     )
     toks = corpus.sample(key, steps * batch, length).reshape(steps, batch, length)
-
-    def loss(s, tk):
-        xin, amix, yout = teacher.layer_io(tk)
-        tot = 0.0
-        for i, layer in enumerate(s.layers):
-            a, y = layer.parts(xin[i])
-            tot += jnp.mean(jnp.linalg.norm(y - yout[i], axis=-1))
-            tot += jnp.mean(jnp.linalg.norm(a - amix[i], axis=-1))
-        return tot
-
-    return _fit(student, loss, toks, lr, _mixer_mask(student))
+    return _fit(student, _ild_loss, toks, lr, _mixer_mask(student), teacher)
 
 
 def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3, key):
@@ -245,7 +289,7 @@ def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=
         corpus, steps, batch, length, lr, key, teacher=teacher, student=student
     )
     toks = corpus.sample(key, steps * batch, length).reshape(steps, batch, length)
-    return _fit(student, lambda s, tk: _kl(teacher, s, tk), toks, lr)
+    return _fit(student, _kd_loss, toks, lr, None, teacher)
 
 
 def layer_sensitivity(teacher, mla_model, mamba2_model, tokens):
@@ -257,11 +301,12 @@ def layer_sensitivity(teacher, mla_model, mamba2_model, tokens):
     _check_lm(mla_model, "mla_model")
     L = len(_check_lm(mamba2_model, "mamba2_model").layers)
     base = ["mamba2"] * L
-    kl0 = float(_kl(teacher, compose_hybrid(mla_model, mamba2_model, base), tokens))
+    kl0 = float(_kl_by_layer(teacher, compose_hybrid(mla_model, mamba2_model, base), tokens))
     out = []
     for i in range(L):
         kinds = base[:i] + ["mla"] + base[i + 1 :]
         out.append(
-            kl0 - float(_kl(teacher, compose_hybrid(mla_model, mamba2_model, kinds), tokens))
+            kl0
+            - float(_kl_by_layer(teacher, compose_hybrid(mla_model, mamba2_model, kinds), tokens))
         )
     return np.array(out)
