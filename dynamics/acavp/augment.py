@@ -13,6 +13,8 @@ against Pillow itself in ``tests/dynamics/acavp/test_augment.py``.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -133,13 +135,21 @@ def apply_ops(images, ops, levels, signs, *, max_translate: float = 10.0):
     images = check_array(images, "images", ndim=4)
     if images.shape[1] != 3:
         raise ValueError(f"`images` must be RGB (N, 3, H, W); got {tuple(images.shape)}.")
-    n, _, h, w = images.shape
+    n = images.shape[0]
     max_translate = check_scalar(max_translate, "max_translate", lower=0.0, upper=1e3)
     ops = _indices(ops, "ops", n, len(OPS) - 1)
     levels = _indices(levels, "levels", n, LEVELS - 1)
     signs = _indices(signs, "signs", n, 1, lower=-1)
     if not _is_tracer(signs) and np.any(np.asarray(signs) == 0):
         raise ValueError("`signs` must be +1 or -1.")
+    return _apply_ops(jnp.asarray(images), ops, levels, signs, max_translate)
+
+
+@functools.partial(jax.jit, static_argnums=4)
+def _apply_ops(images, ops, levels, signs, max_translate):
+    """:func:`apply_ops` on checked input, one program per shape (run eagerly, its vmapped
+    switch compiled every branch's primitives one by one: ~9 s per image count)."""
+    _, _, h, w = images.shape
     q = jnp.round(jnp.clip(images, 0.0, 1.0) * 255.0)
     m = levels.astype(q.dtype) / (LEVELS - 1)
     sg = signs.astype(q.dtype)
