@@ -155,11 +155,9 @@ def _adamw(lrs, weight_decay):
     )
 
 
-def _argmax(model, rgb, aux):
+@eqx.filter_jit
+def _predict(model, rgb, aux):
     return eqx.filter_vmap(lambda m, x, a: jnp.argmax(m(x, a), -1))(model, rgb, aux)
-
-
-_predict = eqx.filter_jit(_argmax)
 
 
 def _fit(models, splits, owner, lrs, steps, batch, weight_decay, seed):
@@ -188,14 +186,12 @@ def _fit(models, splits, owner, lrs, steps, batch, weight_decay, seed):
 
 
 def _scores(model, splits, owner, num_classes, chunk=128):
-    """mIoU of every replica on its owner's split (sets of <= 32 images run eagerly: no
-    compilation for the smallest runs)."""
-    predict = _predict if len(splits[0].rgb) > 32 else _argmax
+    """mIoU of every replica on its owner's split."""
     rgb = np.stack([splits[o].rgb for o in owner])
     aux = np.stack([splits[o].aux for o in owner])
     pred = np.concatenate(
         [
-            np.asarray(predict(model, rgb[:, i : i + chunk], aux[:, i : i + chunk]))
+            np.asarray(_predict(model, rgb[:, i : i + chunk], aux[:, i : i + chunk]))
             for i in range(0, rgb.shape[1], chunk)
         ],
         1,
