@@ -3,6 +3,7 @@ profiles (``HYPOTHESIS_PROFILE=ci|dev``)."""
 
 import importlib.util
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -50,6 +51,26 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if _OWNER in config.stash:
         shutil.rmtree(config.stash[_OWNER], ignore_errors=True)
+
+
+# a claim's or a figure's smoke test, by the paper's area of its parameter: "[hybrid.svd_init]"
+_AREA = re.compile(r"tests/paper_checks/test_(?:claims|replicates)\.py::\w+\[([a-z0-9_]+)\.")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scope scheduling with one scope per paper's area for the claims' and figures'
+    smoke tests (every other test its own scope): an area's claims and figures run on one worker
+    and share its memoised simulations and compiled programs. xdist's ``--dist loadgroup`` does
+    not group under pytest >= 9.2: it renames ``item._nodeid``, which ``nodeid`` no longer reads."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByArea(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            m = _AREA.match(nodeid)
+            return m.group(1) if m else nodeid
+
+    return ByArea(config, log)
 
 
 settings.register_profile(

@@ -1,6 +1,5 @@
-"""The assertions every claim's run at ``smoke`` must meet (test_claims, test_replicates), and
-one test worker per paper's area: its claims and figures share the worker's memoised
-simulations (the run's ``--dist loadgroup`` keeps an ``xdist_group`` on one worker)."""
+"""The assertions every claim's run at ``smoke`` must meet (test_claims, test_replicates); the
+test workers take a paper's area whole (``pytest_xdist_make_scheduler`` in tests/conftest.py)."""
 
 import math
 
@@ -29,15 +28,6 @@ def _smoke_checked(c, m):
     assert m.rule, f"{c.id} returned no rule text: its verdict is not from a typed rule"
     values = list(_numbers(m.measured))
     assert values and all(math.isfinite(v) for v in values), m.measured
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items):
-    for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        key = params.get("claim_id") or getattr(params.get("mod"), "ID", None)
-        if isinstance(key, str):
-            item.add_marker(pytest.mark.xdist_group(key.split(".")[0]))
 
 
 @pytest.fixture
