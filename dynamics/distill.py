@@ -158,12 +158,15 @@ def _check_tokens(tokens, model, name="tokens", min_len=1):
 def lm_ce(model, tokens):
     """Mean next-token cross-entropy (nats) on ``tokens (B, T + 1)``."""
     tokens = _check_tokens(tokens, _check_lm(model, "model"), min_len=2)
-    return _lm_ce(model, tokens)
+    return _lm_ce_compiled(model, tokens)
 
 
 def _lm_ce(model, tokens):
     logits = model(tokens[..., :-1])
     return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, tokens[..., 1:]))
+
+
+_lm_ce_compiled = eqx.filter_jit(_lm_ce)
 
 
 def kl_to_teacher(teacher, student, tokens):

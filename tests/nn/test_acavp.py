@@ -84,9 +84,9 @@ def test_gradients_reach_every_prompt_parameter_and_nothing_else(prompt):
         logits = eqx.combine(t, fr)(X)
         return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(3), y])
 
-    g = jax.grad(loss)(tr)
+    g = eqx.filter_jit(jax.grad(loss))(tr)  # one program, not one per primitive
     leaves = jax.tree.leaves(g)
-    assert leaves and all(float(jnp.abs(v).max()) > 0 for v in leaves)
+    assert leaves and all(np.abs(v).max() > 0 for v in leaves)
     n_backbone = sum(jax.tree.leaves(jax.tree.map(lambda b: b, mask.backbone)))
     assert n_backbone == 0  # not one backbone leaf is trainable
 
@@ -94,9 +94,9 @@ def test_gradients_reach_every_prompt_parameter_and_nothing_else(prompt):
 def test_acavp_gradient_names_every_raw_parameter():
     p = A.ACAVPPrompt((3, 16, 16))
     cnn = A.SmallCNN(key=KEY)
-    g = jax.grad(lambda q: jnp.sum(cnn(q(X)) ** 2))(p)
+    g = eqx.filter_jit(jax.grad(lambda q: jnp.sum(cnn(q(X)) ** 2)))(p)
     for name in ("a_theta", "a_scale", "a_shear", "a_translate", "m", "p"):
-        assert float(jnp.abs(getattr(g, name)).max()) > 0, name
+        assert np.abs(getattr(g, name)).max() > 0, name
 
 
 def test_linear_probe_trains_the_head_only():
