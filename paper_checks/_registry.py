@@ -271,10 +271,20 @@ def clear_caches(compiled: bool = True) -> None:
         sys.modules["jax"].clear_caches()
 
 
+def _map_cap() -> int:
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 65530  # Linux's default
+
+
 #: Linux caps a process at ``vm.max_map_count`` memory maps (65530 by default) and each compiled
 #: XLA CPU program holds about 7: a long run (the default test run, a serial ``theorylab
 #: reproduce``) reaches the cap after ~9000 programs, and XLA then crashes in its next compile.
-MAX_MAPS = 40_000
+#: Released 10 000 maps (~1400 programs, more than one test or claim compiles) below the cap:
+#: each release makes the programs still in use compile again.
+MAX_MAPS = max(_map_cap() - 10_000, 10_000)
 
 
 def release_compiled(max_maps: int = MAX_MAPS) -> bool:
