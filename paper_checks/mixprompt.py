@@ -38,7 +38,7 @@ from ._rules import at_least, at_most, holds, measure, paired_gap, within
 PAPER = "Hao et al. 2025, MixPrompt (NeurIPS 2025, OpenReview jt9iMeQQvM)"
 
 SIZES = sizes(
-    smoke=dict(  # no optimiser step and eager evaluation: nothing compiles
+    smoke=dict(  # no optimiser step: only the evaluation compiles
         seeds=2,
         steps=0,
         batch=8,
