@@ -213,7 +213,7 @@ def _kl(teacher, student, tokens):
     return jnp.mean(jnp.sum(jnp.exp(lt) * (lt - ls), -1))
 
 
-def _fit(model, loss, batches, lr, mask=None, *args):
+def _fit(model, loss, batches, lr, mask=None, args=()):
     """Adam on ``loss(model, batch, *args)`` over the batches ``batches[t]``; ``mask`` selects the
     trained leaves (default every inexact array). Returns the model and the loss trace."""
     mask = eqx.is_inexact_array if mask is None else mask
@@ -282,7 +282,7 @@ def ild(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3
         corpus, steps, batch, length, lr, key, teacher=teacher, student=student
     )
     toks = corpus.sample(key, steps * batch, length).reshape(steps, batch, length)
-    return _fit(student, _ild_loss, toks, lr, _mixer_mask(student), teacher)
+    return _fit(student, _ild_loss, toks, lr, _mixer_mask(student), (teacher,))
 
 
 def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3, key):
@@ -292,7 +292,7 @@ def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=
         corpus, steps, batch, length, lr, key, teacher=teacher, student=student
     )
     toks = corpus.sample(key, steps * batch, length).reshape(steps, batch, length)
-    return _fit(student, _kd_loss, toks, lr, None, teacher)
+    return _fit(student, _kd_loss, toks, lr, args=(teacher,))
 
 
 def layer_sensitivity(teacher, mla_model, mamba2_model, tokens):

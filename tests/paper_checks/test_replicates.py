@@ -1,10 +1,9 @@
 """Claims that declare their Monte Carlo replicates: the declaration matches what the check runs,
 and a check fed replicates computed elsewhere, in chunks, measures what the serial check does.
-A claim whose replicates are all :func:`~paper_checks.unit` calls is fed the calls' results
-(memoised ones too: were a unit read inside a memoised function, a warm cache would skip the
-read and fail the read assertion, not pass)
-and not rerun serially: its check reads each result where the serial check would make that
-same call."""
+A claim whose replicates are all :func:`~paper_checks.unit` calls is fed the calls' results and
+not rerun serially: its check reads each result where the serial check would make that same
+call (memoised units too: were a unit read inside a memoised function, a warm cache would skip
+the read and fail the read assertion, not pass)."""
 
 from pathlib import Path
 
