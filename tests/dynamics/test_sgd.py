@@ -69,6 +69,30 @@ def test_blocked_simulator_matches_exact(precision):
         assert np.all(_z(mc, ex) < 3.0), (inst.name, mc.mean, ex, mc.se)
 
 
+@pytest.mark.parametrize("noise_var", [0.0, 0.1])
+@pytest.mark.parametrize("sampling", ["uniform", "norm"])
+def test_fused_rank_one_kernel_follows_the_two_pass_kernel(noise_var, sampling):
+    # the fused k = 1 kernel draws each row a step ahead: its paths must be the two-pass kernel's,
+    # draw for draw (same rows, same label noise), up to the dot's summation order
+    from dynamics.sgd import _kernel as K
+
+    gen = np.random.default_rng(3)
+    A = gen.standard_normal((11, 13)) * gen.uniform(0.3, 3.0, (11, 1))
+    b = A @ gen.standard_normal(13)
+    inst = S.kaczmarz(A, b, sampling=sampling)
+    assert (np.ptp(inst.probs) > 0) == (sampling == "norm")
+    B = np.zeros((11, 1, 16))
+    B[..., :13] = inst.B
+    w0 = np.zeros(16)
+    w0[:13] = inst.w0
+    ends = np.array([1, 2, 50, 300])
+    args = (w0, B, inst.c, 0.7 / inst.beta, np.cumsum(inst.probs), sampling == "uniform",
+            np.sqrt(noise_var), ends, np.uint64(99), np.int64(5))  # fmt: skip
+    two, fused = (f(*args, np.empty((19, 4, 16))) for f in (K._run, K._run_rank1))
+    assert np.all(np.isfinite(fused)) and np.ptp(fused[:, -1, 0]) > 0  # paths differ
+    np.testing.assert_allclose(fused, two, rtol=1e-10, atol=1e-12 * np.abs(two).max())
+
+
 def test_paths_do_not_depend_on_chunks_or_horizons():
     inst = S.gaussian_design(30, [1.0, 0.4, 0.1], noise_var=0.05, rng=1)
     eta = 1.0 / inst.beta
