@@ -46,7 +46,7 @@ import nn
 from nn.hopfield import HopfieldViT, decode, hopfield_attention, hopfield_lm, patchify
 from theory.rank_collapse import relative_residual
 
-from ._registry import Measurement, claim, memo, sizes, wrap
+from ._registry import Measurement, claim, computed, memo, sizes, unit, wrap
 from ._rules import at_most, holds, measure, paired_gap, within
 
 PAPER = "Masumura & Taki 2025 (NeurIPS, arXiv 2511.20698)"
@@ -403,6 +403,7 @@ def _corpus(seed):
     return Order2Markov.random(seed, TU["vocab"], concentration=0.1)
 
 
+@memo
 def train_lm_seeds(layers, alpha_prime, lrs, seeds, steps, length, batch, seed):
     """Train pre-norm LMs with skips (MHA ``alpha_prime``; 0 is vanilla, standard residuals) on
     the order-2 Markov language, every learning rate of ``lrs`` times ``seeds`` seeds in one
@@ -440,14 +441,13 @@ def train_lm_seeds(layers, alpha_prime, lrs, seeds, steps, length, batch, seed):
     return np.asarray(v, float).reshape(R, seeds), np.asarray(c, float).reshape(R, seeds)
 
 
-@memo
-def token_uniformity(layers, steps, seeds, lrs, length, batch, seed):
-    """Vanilla and MHA (alpha' = TU["alpha_mha"]) over the rates ``lrs``: ``{model: (nll, cos)}``
-    arrays ``(len(lrs), seeds)``."""
-    return {
-        name: train_lm_seeds(layers, ap, lrs, seeds, steps, length, batch, seed)
-        for name, ap in (("vanilla", 0.0), ("mha", TU["alpha_mha"]))
-    }
+def _tu_specs(size, seed):
+    """Vanilla's and MHA's (alpha' = TU["alpha_mha"]) :func:`train_lm_seeds` arguments: two
+    independent runs, one task each on a cluster."""
+    return [
+        (size.layers, ap, tuple(size.lrs), size.seeds, size.steps, size.length, size.batch, seed)
+        for ap in (0.0, TU["alpha_mha"])
+    ]
 
 
 @claim(
@@ -458,12 +458,12 @@ def token_uniformity(layers, steps, seeds, lrs, length, batch, seed):
     "without a worse validation loss.",
     where="abstract; Fig. 1 (GPT-2 token cosine similarity, layers 12 and 24); mha.md Sec. 4.4",
     sizes=TU_SIZES,
+    replicates=lambda size, seed: [unit(train_lm_seeds, *a) for a in _tu_specs(size, seed)],
     mutants=[NO_STATE],
 )
 def _token_uniformity(size, seed) -> Measurement:
-    r = token_uniformity(
-        size.layers, size.steps, size.seeds, tuple(size.lrs), size.length, size.batch, seed
-    )
+    runs = (computed(train_lm_seeds, *a) for a in _tu_specs(size, seed))
+    r = dict(zip(("vanilla", "mha"), runs, strict=True))  # {model: (nll, cos)}, (len(lrs), seeds)
     best = {k: int(np.argmin(v[0].mean(1))) for k, v in r.items()}  # same grid, same rule
     (nv, cv), (nm, cm) = ((r[k][0][best[k]], r[k][1][best[k]]) for k in ("vanilla", "mha"))
     lv, lm = (size.lrs[best[k]] for k in ("vanilla", "mha"))
