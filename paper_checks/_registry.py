@@ -317,6 +317,7 @@ class Replicates:
     args: tuple
     count: int
     label: str = field(default="", compare=False)
+    needs: tuple[Replicates, ...] = field(default=(), compare=False)
 
     def run(self, start: int = 0, stop: int | None = None, *, progress: bool = False) -> list:
         """Replicates ``start`` to ``stop`` (default: to the end), in index order. Each runs on
@@ -355,11 +356,41 @@ def _call(fn, args, i):
     return fn(*args)
 
 
-def unit(fn: Callable[..., Any], *args, label: str = "") -> Replicates:
+def unit(fn: Callable[..., Any], *args, label: str = "", needs=()) -> Replicates:
     """``fn(*args)`` as one unit of work (``fn`` module-level, ``args`` hashable): the claims
     that declare the same unit in ``replicates=`` share one task on a cluster, and their checks
-    read its result through :func:`computed`."""
-    return Replicates(_call, (fn, args), 1, label=label or getattr(fn, "__name__", ""))
+    read its result through :func:`computed`. ``needs``: units that ``fn`` starts from and reads
+    through :func:`shared` (a pre-trained source model several units adapt); on a cluster each
+    runs once, as a task of its own, and its result is handed to every unit that needs it."""
+    needs = tuple(needs)
+    if not all(isinstance(n, Replicates) and n.count == 1 for n in needs):
+        raise TypeError(f"`needs` must hold units (`unit(fn, *args)`); got {needs!r}.")
+    return Replicates(_call, (fn, args), 1, label=label or getattr(fn, "__name__", ""), needs=needs)
+
+
+#: the results of a unit's ``needs``, handed to it on a cluster (set by replicate_chunk)
+_GIVEN: contextvars.ContextVar[Mapping[Replicates, list] | None] = contextvars.ContextVar(
+    "given", default=None
+)
+
+
+@contextlib.contextmanager
+def giving(results: Mapping[Replicates, list] | None) -> Iterator[None]:
+    """Inside, :func:`shared` reads ``results`` (the ``needs`` of the unit being run)."""
+    token = _GIVEN.set(results)
+    try:
+        yield
+    finally:
+        _GIVEN.reset(token)
+
+
+def shared(fn: Callable[..., Any], *args):
+    """``fn(*args)`` for what several units start from: the result handed to this unit when it
+    declares ``unit(fn, *args)`` among its ``needs`` and runs on a cluster, else computed here
+    (``fn`` a :func:`memo`: once per process). Both are the same seeded computation."""
+    given = _GIVEN.get() or {}
+    res = given.get(unit(fn, *args))
+    return fn(*args) if res is None else res[0]
 
 
 def computed(fn: Callable[..., Any], *args):

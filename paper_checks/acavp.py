@@ -27,7 +27,7 @@ from scipy.stats import spearmanr
 
 from dynamics import acavp as A
 
-from ._registry import Measurement, claim, computed, memo, sizes, unit, wrap
+from ._registry import Measurement, claim, computed, memo, shared, sizes, unit, wrap
 from ._rules import at_most, holds, measure, paired_gap
 
 PAPER = "Enomoto 2025 (ACAVP, NeurIPS 2025, arXiv 2510.07823)"
@@ -63,7 +63,7 @@ def _task(name, seed):
 def run(method, task, pretrain, steps, batch, seeds, lrs, seed, n_low=None, augment=False,
         width=4):  # fmt: skip
     """One method on one task (all seeds and learning rates of the grid): an AdaptResult."""
-    cnn, _ = source_model(pretrain, seed)
+    cnn, _ = shared(source_model, pretrain, seed)
     kw = dict(width=width) if method == "pad" else {}
     return A.adapt(cnn, method, _task(task, seed), seeds=seeds, lrs=lrs, steps=steps, batch=batch,
                    n_per_class=n_low, augment=augment, seed=seed, **kw)  # fmt: skip
@@ -113,8 +113,12 @@ def _robust_specs(size, seed):
 
 
 def _plan(specs):
-    """A claim's ``replicates``: each run of ``specs`` a unit, shared with the other claims."""
-    return lambda size, seed: [unit(run, *spec) for spec in specs(size, seed)]
+    """A claim's ``replicates``: each run of ``specs`` a unit, shared with the other claims,
+    that needs its source CNN (pre-trained once for all the runs on it)."""
+    return lambda size, seed: [
+        unit(run, *spec, needs=[unit(source_model, spec[2], spec[7])])  # (pretrain, run seed)
+        for spec in specs(size, seed)
+    ]
 
 
 def suite(size, seed, methods=SUITE):

@@ -24,7 +24,7 @@ from dynamics.mri import SHIFTS, cohort
 from dynamics.mri import tta as T
 from dynamics.mri.metrics import hfen, psnr, psnr_normalized, ssim
 
-from ._registry import Measurement, claim, computed, memo, patch, sizes, unit, wrap
+from ._registry import Measurement, claim, computed, memo, patch, shared, sizes, unit, wrap
 from ._rules import at_least, at_most, measure, paired_gap
 
 PAPER = "Zhang et al. 2025 (D2SA, NeurIPS 2025, arXiv 2503.20815)"
@@ -77,7 +77,7 @@ def run_shift(shift, ssl, shape, channels, n_source, steps, patients, slices, it
               epochs, seed, nonlinearity="perona_malik"):  # fmt: skip
     """B0, B1 and D2SA on ``patients`` target patients of ``shift``: per-slice scores (PSNR on
     the reference's scale, normalised PSNR, SSIM, HFEN), optimiser steps and wall time."""
-    unet = pretrained(shape, channels, n_source, steps, seed)
+    unet = shared(pretrained, shape, channels, n_source, steps, seed)
     data = cohort(shift, patients, slices, (shape, shape), jax.random.key(seed * 1000 + 3))
     out = {m: {k: [] for k in ("psnr", "npsnr", "ssim", "hfen")} for m in ("b0", "b1", "d2sa")}
     st = {"b1": 0, "d2sa": 0, "d2sa_stage1": 0}
@@ -111,7 +111,7 @@ def run_shift(shift, ssl, shape, channels, n_source, steps, patients, slices, it
 @memo
 def run_gain(shape, channels, n_source, steps, patients, slices, epochs, seed):
     """Stage 1 only on ``patients`` scanner-shift patients: injected gain and mean FiLM scale."""
-    unet = pretrained(shape, channels, n_source, steps, seed)
+    unet = shared(pretrained, shape, channels, n_source, steps, seed)
     data = cohort("scanner", patients, slices, (shape, shape), jax.random.key(seed * 1000 + 5))
     gam = []
     for p in range(patients):
@@ -131,8 +131,13 @@ def _gain(size, seed):
     return computed(run_gain, *_gain_spec(size, seed))
 
 
+def _source(size, seed):
+    """The unit of the source U-Net that every run of ``size`` and ``seed`` adapts."""
+    return unit(pretrained, *_net_args(size), seed)
+
+
 def _gain_plan(size, seed):
-    return [unit(run_gain, *_gain_spec(size, seed))]
+    return [unit(run_gain, *_gain_spec(size, seed), needs=[_source(size, seed)])]
 
 
 def _spec(size, seed, shift, ssl="dc", nonlinearity="perona_malik"):
@@ -148,7 +153,9 @@ def _plan(*specs):
     """A claim's ``replicates``: the :func:`run_shift` of each ``(shift, ssl, nonlinearity)`` of
     ``specs`` (every shift when none) a unit, shared with the other claims."""
     specs = specs or tuple((s,) for s in SHIFTS)
-    return lambda size, seed: [unit(run_shift, *_spec(size, seed, *s)) for s in specs]
+    return lambda size, seed: [
+        unit(run_shift, *_spec(size, seed, *s), needs=[_source(size, seed)]) for s in specs
+    ]
 
 
 @claim(

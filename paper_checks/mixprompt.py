@@ -32,7 +32,7 @@ from dynamics import mixprompt as D
 from nn import mixprompt as M
 from theory import mixprompt as TM
 
-from ._registry import Measurement, claim, computed, memo, patch, sizes, unit, wrap
+from ._registry import Measurement, claim, computed, memo, patch, shared, sizes, unit, wrap
 from ._rules import at_least, at_most, holds, measure, paired_gap, within
 
 PAPER = "Hao et al. 2025, MixPrompt (NeurIPS 2025, OpenReview jt9iMeQQvM)"
@@ -93,14 +93,18 @@ def run(method: str, size, seed: int) -> D.AdaptResult:
 
 
 def _plan(*methods):
-    """A claim's ``replicates``: the run of each of ``methods`` a unit, shared with the others."""
-    return lambda size, seed: [unit(_run, m, size.scale, seed) for m in methods]
+    """A claim's ``replicates``: the run of each of ``methods`` a unit, shared with the others,
+    that needs the pre-trained backbone (trained once for all the runs)."""
+    return lambda size, seed: [
+        unit(_run, m, size.scale, seed, needs=[unit(pretrained, size.pre_n, size.pre_steps, seed)])
+        for m in methods
+    ]
 
 
 @memo
 def _run(method: str, scale: str, seed: int) -> D.AdaptResult:
     size = SIZES[scale]
-    bb, _ = pretrained(size.pre_n, size.pre_steps, seed)
+    bb, _ = shared(pretrained, size.pre_n, size.pre_steps, seed)
     data = datasets(size.seeds, size.n_train, size.n_val, size.n_test, seed)
     return D.adapt(
         method, bb, data, lrs=tuple(size.lrs), steps=size.steps, batch=size.batch, seed=seed

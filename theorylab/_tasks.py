@@ -204,15 +204,20 @@ def claim_row(
 
 
 def replicate_chunk(
-    reps, start: int, stop: int, mutant=None, compile_cache: bool | None = None
+    reps, start: int, stop: int, mutant=None, compile_cache: bool | None = None, given=()
 ) -> dict:
     """Replicates ``start`` to ``stop`` of ``reps`` under ``mutant`` (a
-    :class:`~paper_checks.Mutant`, or None): one task of a chunked claim. Returns ``results``
-    (in index order), ``seconds`` and ``error`` (the text of what it raised, else None)."""
+    :class:`~paper_checks.Mutant`, or None): one task of a chunked claim. ``given``: ``(unit,
+    replicate_chunk output)`` of each of ``reps.needs`` (one that failed is computed here).
+    Returns ``results`` (in index order), ``seconds`` and ``error`` (the text of what it raised,
+    else None)."""
+    from paper_checks._registry import giving
+
     _on_worker(compile_cache)
     t0 = time.perf_counter()
+    handed = {need: out["results"] for need, out in given if out["error"] is None}
     try:
-        with mutant.apply() if mutant is not None else contextlib.nullcontext():
+        with mutant.apply() if mutant is not None else contextlib.nullcontext(), giving(handed):
             results, error = reps.run(start, stop), None
     except Exception as err:  # reported in the claim's row, the run goes on
         results, error = None, _error_text(err)
@@ -240,6 +245,21 @@ def _submit_chunks(client, plan, owner: str, runs, mutant_of, slots: int, compil
         per = []
         for reps in plan:
             step = max(1, math.ceil(reps.count / (2 * slots)))
+            given = [  # one task per need and key: the units that share it share its result
+                (
+                    need,
+                    client.submit(
+                        replicate_chunk,
+                        need,
+                        0,
+                        1,
+                        mutant,
+                        compile_cache=compile_cache,
+                        key=_chunk_key(owner, run, need, 0, 1),
+                    ),
+                )
+                for need in reps.needs
+            ]
             futures = [
                 client.submit(
                     replicate_chunk,
@@ -248,6 +268,7 @@ def _submit_chunks(client, plan, owner: str, runs, mutant_of, slots: int, compil
                     min(lo + step, reps.count),
                     mutant,
                     compile_cache=compile_cache,
+                    given=given,
                     key=_chunk_key(owner, run, reps, lo, min(lo + step, reps.count)),
                 )
                 for lo in range(0, reps.count, step)

@@ -379,6 +379,60 @@ def test_a_figure_reads_its_provided_replicates(tmp_path, monkeypatch):
     assert status.startswith("error: AssertionError: computed although provided")
 
 
+def _source(x):
+    return 100.0 + x  # computed where no result is handed over
+
+
+def _adapted(x):
+    from paper_checks._registry import shared
+
+    return shared(_source, x) + 1.0
+
+
+def test_a_unit_reads_the_need_handed_to_it_and_computes_one_that_failed():
+    from paper_checks._registry import unit
+    from theorylab._tasks import replicate_chunk
+
+    need = unit(_source, 2)
+    reps = unit(_adapted, 2, needs=[need])
+    ok = dict(results=[40.0], error=None, seconds=0.0)
+    assert replicate_chunk(reps, 0, 1, given=[(need, ok)])["results"] == [41.0]
+    failed = dict(results=None, error="RuntimeError: need", seconds=0.0)
+    assert replicate_chunk(reps, 0, 1, given=[(need, failed)])["results"] == [103.0]
+    assert reps.run() == [103.0]  # serially: computed here
+    with pytest.raises(TypeError, match="`needs` must hold units"):
+        unit(_adapted, 2, needs=[_source])
+
+
+def test_units_that_share_a_source_model_share_one_task_for_it():
+    from paper_checks import REGISTRY
+    from paper_checks.acavp import source_model
+    from theorylab._tasks import _submit, claim_row, replicate_chunk
+
+    client = _Client()
+    rob, over = REGISTRY["acavp.robustness"], REGISTRY["acavp.overfitting_grows"]
+    row = _submit(client, (claim_row, (rob, "quick", 3), dict(mutants=True)), False, slots=2)
+    _submit(client, (claim_row, (over, "quick", 3), {}), False, slots=2)
+    tasks = [v for v in client.submitted.values() if v[0] is replicate_chunk]
+    sources = {
+        (args[0].args[1], args[3]) for _, args, _ in tasks if args[0].args[0] is source_model
+    }
+    # 8 sources (run seeds 3000-3007), once for both claims, once more under each mutant
+    size = rob.sizes["quick"]
+    assert {a for (a, m) in sources if m is None} == {(size.pretrain, 3000 + j) for j in range(8)}
+    assert len(sources) == 8 * (1 + len(rob.mutants))
+    for run, per in client.submitted[row][2]["chunks"].items():
+        for reps, keys in per:
+            for k in keys:
+                [(need, key)] = client.submitted[k][2]["given"]
+                assert need == reps.needs[0] and need.args == (
+                    source_model,
+                    (size.pretrain, reps.args[1][7]),
+                )
+                assert client.submitted[key][1][0] == need
+                assert client.submitted[key][1][3] is (None if run is None else rob.mutant(run))
+
+
 @memo
 def _simulation(x):
     return [x] * 10
