@@ -311,7 +311,8 @@ class Replicates:
     """``count`` independent Monte Carlo replicates: replicate ``i`` is ``fn(*args, i)``, a
     function of its arguments alone (the seed among them), so its result is the same in whichever
     process, chunk or order it runs. ``fn`` is a module-level function and ``args`` hashable;
-    ``label`` names the loop in progress bars."""
+    ``label`` names the loop in progress bars; ``needs`` the units ``fn`` reads through
+    :func:`shared` (see :func:`unit`; their time is not counted in a claim's seconds)."""
 
     fn: Callable[..., Any]
     args: tuple
