@@ -37,15 +37,15 @@ MIN_GAIN = 0.1
 SIZES = sizes(
     smoke=dict(
         shape=16, channels=4, n_source=4, pretrain=20, patients=1, slices=2, iters=12,
-        window=2, epochs=2, gain_patients=3,
+        window=2, epochs=2, gain_patients=3, ssl_patients=1,
     ),
     quick=dict(
         shape=24, channels=8, n_source=24, pretrain=600, patients=4, slices=4, iters=150,
-        window=10, epochs=10, gain_patients=8,
+        window=10, epochs=10, gain_patients=8, ssl_patients=12,
     ),
     full=dict(
         shape=32, channels=8, n_source=48, pretrain=600, patients=4, slices=8, iters=300,
-        window=10, epochs=10, gain_patients=12,
+        window=10, epochs=10, gain_patients=12, ssl_patients=12,
     ),
 )  # fmt: skip
 
@@ -54,8 +54,9 @@ def _net_args(size):
     return size.shape, size.channels, size.n_source, size.pretrain
 
 
-def _run_args(size):
-    return (*_net_args(size), size.patients, size.slices, size.iters, size.window, size.epochs)
+def _run_args(size, patients=None):
+    patients = size.patients if patients is None else patients
+    return (*_net_args(size), patients, size.slices, size.iters, size.window, size.epochs)
 
 
 @memo
@@ -149,6 +150,13 @@ def _shift(size, seed, shift, ssl="dc", nonlinearity="perona_malik"):
     return computed(run_shift, *_spec(size, seed, shift, ssl, nonlinearity))
 
 
+def _ssl_spec(size, seed, ssl):
+    """``ssl_agnostic``'s run of the SSL shift with ``ssl``: ``ssl_patients`` patients, since B1's
+    per-slice spread (its early stop fires early on some slices) puts the SE of D2SA - B1 near
+    0.5 dB at 16 slices, too wide for a 0.3 dB non-inferiority margin."""
+    return (SSL_SHIFT, ssl, *_run_args(size, size.ssl_patients), seed, "perona_malik")
+
+
 def _plan(*specs):
     """A claim's ``replicates``: the :func:`run_shift` of each ``(shift, ssl, nonlinearity)`` of
     ``specs`` (every shift when none) a unit, shared with the other claims."""
@@ -239,7 +247,9 @@ def _efficiency(size, seed) -> Measurement:
     "loss by more than 0.3 dB.",
     where="abstract; d2sa.md Sec. 4 D4, criterion R3",
     sizes=SIZES,
-    replicates=_plan(*((SSL_SHIFT, ssl) for ssl in T.SSL)),
+    replicates=lambda size, seed: [
+        unit(run_shift, *_ssl_spec(size, seed, ssl), needs=[_source(size, seed)]) for ssl in T.SSL
+    ],
     mutants=[
         patch(
             "dynamics.mri.tta.LR_STAGE2",
@@ -252,7 +262,7 @@ def _efficiency(size, seed) -> Measurement:
 def _ssl_agnostic(size, seed) -> Measurement:
     rules, extra = [], {}
     for ssl in T.SSL:
-        s = _shift(size, seed, SSL_SHIFT, ssl)["scores"]
+        s = computed(run_shift, *_ssl_spec(size, seed, ssl))["scores"]
         d, b1, b0 = s["d2sa"]["psnr"], s["b1"]["psnr"], s["b0"]["psnr"]
         rules.append(paired_gap(d, b0, n_se=3.0, margin=MIN_GAIN, name=f"{ssl}: D2SA - B0"))
         rules.append(paired_gap(d, b1, n_se=2.0, margin=-0.3, name=f"{ssl}: D2SA - B1"))
@@ -260,7 +270,8 @@ def _ssl_agnostic(size, seed) -> Measurement:
     return measure(
         *rules,
         extra=extra,
-        detail=f"{SSL_SHIFT} shift, {size.patients * size.slices} slices paired, seed {seed}",
+        detail=f"{SSL_SHIFT} shift, {size.ssl_patients * size.slices} slices paired "
+        f"({size.ssl_patients} patients x {size.slices}), seed {seed}",
     )
 
 
