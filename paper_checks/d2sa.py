@@ -141,8 +141,8 @@ def _gain_plan(size, seed):
     return [unit(run_gain, *_gain_spec(size, seed), needs=[_source(size, seed)])]
 
 
-def _spec(size, seed, shift, ssl="dc", nonlinearity="perona_malik"):
-    return (shift, ssl, *_run_args(size), seed, nonlinearity)
+def _spec(size, seed, shift, ssl="dc", nonlinearity="perona_malik", patients=None):
+    return (shift, ssl, *_run_args(size, patients), seed, nonlinearity)
 
 
 def _shift(size, seed, shift, ssl="dc", nonlinearity="perona_malik"):
@@ -154,7 +154,7 @@ def _ssl_spec(size, seed, ssl):
     """``ssl_agnostic``'s run of the SSL shift with ``ssl``: ``ssl_patients`` patients, since B1's
     per-slice spread (its early stop fires early on some slices) puts the SE of D2SA - B1 near
     0.5 dB at 16 slices, too wide for a 0.3 dB non-inferiority margin."""
-    return (SSL_SHIFT, ssl, *_run_args(size, size.ssl_patients), seed, "perona_malik")
+    return _spec(size, seed, SSL_SHIFT, ssl, patients=size.ssl_patients)
 
 
 def _plan(*specs):
