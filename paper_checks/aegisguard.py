@@ -8,7 +8,8 @@ LoRA adapter each), a private task planted on 3 layers, two victims per replicat
 LoRA and (b) RSM-trained (AegisGuard) -- and the TEESlice label-only attack (Sec. 4) run on every
 one of the ``2^L`` shielded sets with common random numbers, so every ranking at every budget is a
 lookup and "random" is the exact mean over all subsets of that size. Replicates share nothing but
-the sizes; rules pair them (SE over replicates).
+the sizes; rules pair them (SE over replicates). Models, inputs and adapters are float32
+(``planted_task``'s default) inside the claims' float64 JAX setting.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """SAC: the schedule, exact group counts, and the cost model's bytes after pruning."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from dynamics.aegisguard import pruning as P
 from dynamics.aegisguard import victim as V
 from theory import aegisguard as C
 
-TASK = V.planted_task(key=jax.random.key(0), n_blocks=2, n_train=128, n_test=8)
+# float64, so the Taylor importance is checked against autodiff to 1e-12
+TASK = V.planted_task(key=jax.random.key(0), n_blocks=2, n_train=128, n_test=8, dtype=jnp.float64)
 MODEL = V.adapted_model(TASK.backbone, key=jax.random.key(1))
 AS, BS = V.train_victim(MODEL, TASK.X_train, TASK.y_train, steps=30, key=jax.random.key(2))
 

@@ -1,5 +1,6 @@
 """The victim: its direct forward pass equals the nn.adapters model; the planted task."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -48,9 +49,21 @@ def test_training_fits_and_leaves_the_backbone():
     np.testing.assert_array_equal(trained.model.inp.base.weight, MODEL.model.inp.base.weight)
 
 
+def test_everything_trained_keeps_the_task_dtype_under_x64():
+    # init_A divided float32 draws by a numpy float64, so under x64 every adapter, and the
+    # attack tables built on them, ran in float64 (twice the time of a replicate)
+    with jax.enable_x64(True):
+        task = V.planted_task(key=jax.random.key(0), n_blocks=1, n_train=32, n_test=8)
+        model = V.adapted_model(task.backbone, key=jax.random.key(1))
+        As, Bs = V.train_victim(model, task.X_train, task.y_train, steps=2, key=jax.random.key(2))
+    leaves = [task.X_train, *jax.tree.leaves(eqx.filter(task.backbone, eqx.is_array)), *As, *Bs]
+    assert {str(a.dtype) for a in leaves} == {"float32"}
+
+
 @pytest.mark.parametrize(
     "kwargs, name", [(dict(n_blocks=-1), "n_blocks"), (dict(grades=()), "grades"),
-                     (dict(n_train=2.0), "n_train")],
+                     (dict(n_train=2.0), "n_train"), (dict(dtype=jnp.int32), "dtype"),
+                     (dict(dtype="no such type"), "dtype")],
 )  # fmt: skip
 def test_bad_input_names_the_argument(kwargs, name):
     with pytest.raises((ValueError, TypeError), match=name):
