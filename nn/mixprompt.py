@@ -471,7 +471,7 @@ def mixprompt(
 
     Parameters
     ----------
-    backbone : :class:`Backbone`, pretrained on RGB.
+    backbone : :class:`Backbone`, pretrained on RGB; the new layers take its dtype.
     num_classes : int, classes of the target task.
     rank_ratio, subspaces, mix, norm : of every :class:`MixedPromptAdapter` (official: 4, 4,
         ``"rgb"``, True).
@@ -488,37 +488,38 @@ def mixprompt(
     choice = check_choice(extractor, "extractor", _EXTRACTORS)
     e = check_int(head_embed, "head_embed", lower=1, upper=_MAX_C)
     check_key(key)
-    chans = bb.channels
+    chans, dt = bb.channels, bb.embeds[0].weight.dtype
     ks = jax.random.split(key, 2 * len(chans) + 4)
     cin = bb.embeds[0].weight.shape[2]
     if choice == "pretrained":
         ext = (copy.deepcopy(bb.embeds[0]), *copy.deepcopy(bb.stages[0]))
     elif choice == "random":
         ex = bb.stages[0][0].fc1.out_features // chans[0]
-        fresh = Backbone((chans[0],), cin, (len(bb.stages[0]),), ex, key=ks[0])
+        fresh = Backbone((chans[0],), cin, (len(bb.stages[0]),), ex, dtype=dt, key=ks[0])
         ext = (fresh.embeds[0], *fresh.stages[0])
     else:
-        ext = (PatchEmbed(cin, chans[0], key=ks[0]),)
+        ext = (PatchEmbed(cin, chans[0], dtype=dt, key=ks[0]),)
     adapters = tuple(
-        MixedPromptAdapter(c, rank_ratio, subspaces, mix, norm, key=kk)
+        MixedPromptAdapter(c, rank_ratio, subspaces, mix, norm, dtype=dt, key=kk)
         for c, kk in zip(chans, ks[1 : 1 + len(chans)], strict=True)
     )
     embeds = tuple(
-        PatchEmbed(a, b, key=kk)
+        PatchEmbed(a, b, dtype=dt, key=kk)
         for a, b, kk in zip(chans[:-1], chans[1:], ks[1 + len(chans) : 2 * len(chans)], strict=True)
     )
     return MixPrompt(
         bb,
         ext,
-        Linear(chans[0], chans[0], key=ks[-2]),
+        Linear(chans[0], chans[0], dtype=dt, key=ks[-2]),
         embeds,
         adapters,
-        SegHead(chans, e, k, key=ks[-1]),
+        SegHead(chans, e, k, dtype=dt, key=ks[-1]),
     )
 
 
 class RGBSegmenter(eqx.Module):
-    """RGB-only baseline: ``head(backbone(rgb))``; the backbone trains only when ``finetune``."""
+    """RGB-only baseline: ``head(backbone(rgb))``; the backbone trains only when ``finetune``.
+    The head takes the backbone's dtype."""
 
     backbone: Backbone
     head: SegHead
@@ -530,7 +531,8 @@ class RGBSegmenter(eqx.Module):
         k = check_int(num_classes, "num_classes", lower=2, upper=1024)
         e = check_int(head_embed, "head_embed", lower=1, upper=_MAX_C)
         check_key(key)
-        self.head = SegHead(self.backbone.channels, e, k, key=key)
+        dt = self.backbone.embeds[0].weight.dtype
+        self.head = SegHead(self.backbone.channels, e, k, dtype=dt, key=key)
 
     def __call__(self, rgb, aux=None, *, key=None):
         rgb = _image(rgb, "rgb", self.backbone.embeds[0].weight.shape[2])
@@ -565,12 +567,14 @@ class TwoBranch(eqx.Module):
 
 def two_branch(backbone, num_classes, *, head_embed=16, key):
     """:class:`TwoBranch` with both branches initialised from the pretrained ``backbone``
-    (CMX initialises both encoders from the same ImageNet weights)."""
+    (CMX initialises both encoders from the same ImageNet weights); the fusion layers and head
+    take the backbone's dtype."""
     bb = _backbone(backbone)
     k = check_int(num_classes, "num_classes", lower=2, upper=1024)
     e = check_int(head_embed, "head_embed", lower=1, upper=_MAX_C)
     check_key(key)
-    chans = bb.channels
+    chans, dt = bb.channels, bb.embeds[0].weight.dtype
     ks = jax.random.split(key, len(chans) + 1)
-    fuse = tuple(Linear(2 * c, c, key=kk) for c, kk in zip(chans, ks[:-1], strict=True))
-    return TwoBranch(copy.deepcopy(bb), copy.deepcopy(bb), fuse, SegHead(chans, e, k, key=ks[-1]))
+    fuse = tuple(Linear(2 * c, c, dtype=dt, key=kk) for c, kk in zip(chans, ks[:-1], strict=True))
+    head = SegHead(chans, e, k, dtype=dt, key=ks[-1])
+    return TwoBranch(copy.deepcopy(bb), copy.deepcopy(bb), fuse, head)

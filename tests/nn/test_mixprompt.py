@@ -114,6 +114,22 @@ def test_models_output_logits_at_input_size():
         assert eqx.filter_jit(lambda m, a: m(a, a))(m, x).shape == (3, 8, 8, 4)
 
 
+@pytest.mark.parametrize("extractor", ["pretrained", "random", "embed"])
+def test_every_built_model_takes_the_backbones_dtype(extractor):
+    # the heads, adapters and fusion layers took JAX's default float (float64 under x64) around
+    # a float32 backbone
+    with jax.enable_x64(True):
+        bb = M.Backbone(dtype=jnp.float32, key=KEY, **SMALL)
+        models = (
+            M.mixprompt(bb, 4, extractor=extractor, key=KEY),
+            M.RGBSegmenter(bb, 4, key=KEY),
+            M.two_branch(bb, 4, key=KEY),
+        )
+    for m in models:
+        leaves = jax.tree.leaves(eqx.filter(m, eqx.is_inexact_array))
+        assert {str(a.dtype) for a in leaves} == {"float32"}, type(m).__name__
+
+
 def test_bad_input_names_the_argument():
     bb = M.Backbone(key=KEY, **SMALL)
     m = M.mixprompt(bb, 3, key=KEY)
