@@ -8,6 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import nn
 
@@ -181,3 +183,32 @@ def test_checkpoint_round_trip_exact(tmp_path):
 def test_mlp():
     m = nn.MLP(3, 2, 7, 2, key=jax.random.PRNGKey(0))
     assert len(m.layers) == 3 and m(jnp.ones((5, 3))).shape == (5, 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 70), min_size=0, max_size=4).map(tuple),
+    wide=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+    typed=st.booleans(),
+)
+def test_uniform_init_is_the_shaped_draw_bit_for_bit(shape, wide, seed, typed):
+    # the initialiser draws a flat vector of a few fixed sizes (one compile each) and slices it
+    from nn._layers import _DRAW_SIZES, uniform_fan_in
+
+    if wide:  # past the largest flat size: drawn as shaped
+        shape = (_DRAW_SIZES[-1] + 3,)
+    key = jax.random.key(seed) if typed else jax.random.PRNGKey(seed)
+    for dtype in (jnp.float32, jnp.float64):
+        with jax.enable_x64(dtype == jnp.float64):
+            got = uniform_fan_in(9)(key, shape, dtype)
+            want = jax.random.uniform(key, shape, dtype, -1 / 3, 1 / 3)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+
+
+def test_uniform_init_under_vmap_draws_each_key_as_shaped():
+    keys = jax.random.split(jax.random.key(0), 3)
+    got = jax.vmap(lambda k: nn.uniform_fan_in(4)(k, (5, 6), jnp.float32))(keys)
+    want = jnp.stack([jax.random.uniform(k, (5, 6), jnp.float32, -0.5, 0.5) for k in keys])
+    np.testing.assert_array_equal(got, want)
