@@ -185,7 +185,7 @@ def test_mlp():
     assert len(m.layers) == 3 and m(jnp.ones((5, 3))).shape == (5, 2)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(
     shape=st.lists(st.integers(1, 70), min_size=0, max_size=4).map(tuple),
     wide=st.booleans(),
