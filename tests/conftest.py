@@ -5,21 +5,50 @@ import importlib.util
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+from threadpoolctl import threadpool_limits
 
 # Most of the default run is XLA compiling small programs once: LLVM at -O0 (XLA's HLO passes
 # still run) makes the run ~35 % faster and changes results only by rounding (no test asserts
 # more than float64 tolerances). Set through the environment so subprocesses inherit it.
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+
+
+def _fast_xla_cpu_codegen():
+    """XLA's older elemental CPU emitters and one codegen split compile these small programs
+    faster than the fusion emitters: the default run on 2 cores took 549 s against 815 s (1016
+    against 1506 worker-seconds); the same HLO, so results differ only by rounding. Set only
+    where this jaxlib knows the flags (XLA aborts on an unknown one): probed once, in the
+    process that starts the run; test workers and subprocesses inherit the environment."""
+    if "PYTEST_XDIST_WORKER" in os.environ or "xla_cpu_use_fusion_emitters" in os.environ.get(
+        "XLA_FLAGS", ""
+    ):
+        return
+    flags = " ".join(
+        [
+            os.environ.get("XLA_FLAGS", ""),
+            "--xla_cpu_use_fusion_emitters=false",
+            "--xla_cpu_parallel_codegen_split_count=1",
+        ]
+    ).strip()
+    probe = "import jax.numpy as jnp; jnp.ones(2).sum().block_until_ready()"
+    ok = subprocess.run(
+        [sys.executable, "-c", probe], env={**os.environ, "XLA_FLAGS": flags}, capture_output=True
+    )
+    if ok.returncode == 0:
+        os.environ["XLA_FLAGS"] = flags
+
+
+_fast_xla_cpu_codegen()
 import jax  # noqa: E402
 
 os.environ.setdefault("THEORYLAB_NO_COMPILE_CACHE", "1")  # tests never write the user's cache
-from hypothesis import HealthCheck, settings
-from threadpoolctl import threadpool_limits
 
 # Test workers share the cores: each worker's BLAS gets its share of them. OpenBLAS threads spin
 # while they wait, and two workers with a thread per core each slowed the BLAS-bound tests by up
