@@ -37,11 +37,15 @@ def _fast_xla_cpu_codegen():
             "--xla_cpu_parallel_codegen_split_count=1",
         ]
     ).strip()
-    probe = "import jax.numpy as jnp; jnp.ones(2).sum().block_until_ready()"
-    ok = subprocess.run(
-        [sys.executable, "-c", probe], env={**os.environ, "XLA_FLAGS": flags}, capture_output=True
-    )
-    if ok.returncode == 0:
+    code = "import jax.numpy as jnp; jnp.ones(2).sum().block_until_ready()"
+    env = {**os.environ, "XLA_FLAGS": flags}
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, timeout=120
+        )
+    except subprocess.TimeoutExpired:
+        return
+    if probe.returncode == 0:
         os.environ["XLA_FLAGS"] = flags
 
 
