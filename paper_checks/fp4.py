@@ -386,10 +386,16 @@ def _switch(size, seed) -> Measurement:
 # several seeds at once: one compiled scan over steps, vmapped over seeds
 
 
-# LLVM at -O1 for the one-off training programs: about half the XLA CPU compile time (which
-# dominates these short runs), the same run time within noise; results are unaffected (no fast-math
-# flags: the same IEEE operations, only fewer optimisation passes)
-_FAST_COMPILE = {"xla_backend_optimization_level": 1}
+def _fast_compile():
+    """LLVM at -O1 for the one-off training programs: about half the XLA CPU compile time (which
+    dominates these short runs), the same run time within noise; results are unaffected (no
+    fast-math flags: the same IEEE operations, only fewer optimisation passes). Nothing where JAX
+    already compiles at -O0 (``jax_disable_most_optimizations``, as the test run does): a
+    program's option would raise it (smoke tests of ``fp4.lm_nvfp4_vs_mxfp4`` and
+    ``fp4.design_sweep``, one process: 26.3 -> 15.4 s and 12.1 -> 7.7 s)."""
+    if jax.config.read("jax_disable_most_optimizations"):
+        return {}
+    return {"xla_backend_optimization_level": 1}
 
 
 def _train_seeds(make_model, loss_fn, batch_fn, eval_fn, matmul, steps, seeds, lr, seed=0):
@@ -414,7 +420,7 @@ def _train_seeds(make_model, loss_fn, batch_fn, eval_fn, matmul, steps, seeds, l
         return losses, eval_fn(eqx.combine(tr, fr), jax.random.fold_in(sk, 2))
 
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(seed), i))(jnp.arange(seeds))
-    losses, ev = jax.jit(jax.vmap(one), compiler_options=_FAST_COMPILE)(keys)
+    losses, ev = jax.jit(jax.vmap(one), compiler_options=_fast_compile())(keys)
     return np.asarray(losses, np.float64), np.asarray(ev, np.float64)
 
 
