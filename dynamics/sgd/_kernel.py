@@ -53,9 +53,11 @@ def _mix(z):
 
 @njit(inline="always")
 def _row(z, n, uniform, cdf):
+    """The sampled row, unsigned: Numba wraps negative signed indices, three instructions per
+    use in the step loop (float32 kernel 8 % faster without them, measured)."""
     u = z >> np.uint64(32)
     if uniform:
-        return np.int64((u * np.uint64(n)) >> np.uint64(32))
+        return (u * np.uint64(n)) >> np.uint64(32)
     x = (np.float64(u) + 0.5) * 2.0**-32
     lo, hi = 0, n - 1  # first j with cdf[j] > x (cdf[n - 1] = 1 > x)
     while lo < hi:
@@ -64,7 +66,7 @@ def _row(z, n, uniform, cdf):
             hi = mid
         else:
             lo = mid + 1
-    return lo
+    return np.uint64(lo)
 
 
 @njit(inline="always")
@@ -80,7 +82,7 @@ def _run(w0, B, c, eta, cdf, uniform, noise_sd, ends, seed, first, out):  # prag
     n, k = B.shape[0], B.shape[1]
     W = np.empty((_LANES, d), out.dtype)  # the iterates of _LANES paths, advanced together
     s = np.empty(_LANES, np.uint64)
-    idx = np.empty(_LANES, np.int64)
+    idx = np.empty(_LANES, np.uint64)
     r = np.empty((_LANES, k), out.dtype)
     for p0 in range(0, P, _LANES):
         nq = min(_LANES, P - p0)
@@ -126,8 +128,8 @@ def _run_rank1(w0, B, c, eta, cdf, uniform, noise_sd, ends, seed, first, out):  
     zero = out.dtype.type(0.0)
     W = np.empty((_LANES, d), out.dtype)
     s = np.empty(_LANES, np.uint64)
-    idx = np.empty(_LANES, np.int64)  # row of the current step
-    nxt = np.empty(_LANES, np.int64)  # row of the next step
+    idx = np.empty(_LANES, np.uint64)  # row of the current step
+    nxt = np.empty(_LANES, np.uint64)  # row of the next step
     acc = np.empty(_LANES, out.dtype)  # the current row's dot with the iterate
     r = np.empty(_LANES, out.dtype)
     for p0 in range(0, P, _LANES):
