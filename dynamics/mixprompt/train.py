@@ -186,16 +186,20 @@ def _fit(models, splits, owner, lrs, steps, batch, weight_decay, seed):
 
 
 def _scores(model, splits, owner, num_classes, chunk=128):
-    """mIoU of every replica on its owner's split."""
-    rgb = np.stack([splits[o].rgb for o in owner])
-    aux = np.stack([splits[o].aux for o in owner])
+    """mIoU of every replica on its owner's split, predicted ``chunk`` images at a time; the
+    split is padded (edge images) to whole chunks, so one compiled prediction serves every split
+    of a model (a model's pixels do not depend on the other images of its batch)."""
+    n = len(splits[owner[0]].labels)
+    pad = ((0, 0), (0, -n % chunk)) + ((0, 0),) * 3
+    rgb = np.pad(np.stack([splits[o].rgb for o in owner]), pad, mode="edge")
+    aux = np.pad(np.stack([splits[o].aux for o in owner]), pad, mode="edge")
     pred = np.concatenate(
         [
             np.asarray(_predict(model, rgb[:, i : i + chunk], aux[:, i : i + chunk]))
             for i in range(0, rgb.shape[1], chunk)
         ],
         1,
-    )
+    )[:, :n]
     return np.array(
         [miou(p, splits[o].labels, num_classes) for p, o in zip(pred, owner, strict=True)],
         np.float64,
