@@ -1,6 +1,6 @@
 """The adaptation pipeline: the frozen backbone is bit-identical after every method's run, the
 label-permutation task is solved by the probe and not by the identity map, and the data suite's
-geometry is what its docstring says."""
+geometry is what its docstring says; the replicas train as each would alone in `nn.fit`."""
 
 import jax
 import numpy as np
@@ -68,3 +68,38 @@ def test_digit_sampler_is_zero_padded_bilinear():
     want = [map_coordinates(imgs[i], [sy[i], sx[i]], order=1, mode="grid-constant")
             for i in range(4)]  # fmt: skip
     assert np.allclose(got, want, atol=1e-12)
+
+
+def test_replicas_train_as_each_alone_in_a_scan(cnn, task):
+    """The Python-loop trainer of ``adapt`` (one vmapped step per call) gives every replica what
+    ``nn.fit``'s scan gives it alone: its own rate, its draws from ``fold_in(key, t)``, the loss
+    before each step (rates 100x apart, so a shared or swapped rate fails)."""
+    import jax.numpy as jnp
+    import optax
+
+    import nn
+    from dynamics.acavp import pipeline as PL
+
+    keys = jax.random.split(jax.random.key(3), 2)
+    models = [PL.build("pad", cnn, k, width=3) for k in keys]
+    tr0 = jax.tree.map(lambda *v: jnp.stack(v), *[nn.split(m)[0] for m in models])
+    frozen = nn.split(models[0])[1]
+    lrs = jnp.asarray([0.3, 0.003], jnp.float32)
+    idx = jnp.asarray(np.tile(np.arange(20), (2, 1)))
+    counts = jnp.asarray([20, 12])
+    x, y = jnp.asarray(task.x_train), jnp.asarray(task.y_train)
+    evals = (x[:4], y[:4], x[4:8], y[4:8])
+    _, losses, final = PL._fit(tr0, frozen, lrs, keys, idx, counts, x, y, evals, 4, 5, False)
+    for r in range(2):
+
+        def loss(m, t, r=r):
+            ids = idx[r][jax.random.randint(jax.random.split(jax.random.fold_in(keys[r], t))[0],
+                                            (5,), 0, counts[r])]  # fmt: skip
+            return nn.cross_entropy(m(x[ids]), y[ids])
+
+        tr, _, want = nn.fit(loss, optax.adam(lrs[r]), nn.split(models[r])[0], jnp.arange(4),
+                             frozen=frozen)  # fmt: skip
+        got = jax.tree.map(lambda v, r=r: v[r], final)
+        assert np.allclose(losses[r], want, rtol=1e-5, atol=1e-6)
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(tr), strict=True):
+            assert np.allclose(a, b, rtol=1e-4, atol=1e-6)
