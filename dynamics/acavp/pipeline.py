@@ -216,8 +216,8 @@ def _fit(tr0, frozen, lrs, keys, idx, counts, x_pool, y_pool, evals, steps, batc
         tr0, state, loss = _step(tr0, state, frozen, lrs, keys, idx, counts, x_pool, y_pool,
                                  jnp.asarray(t), batch, augment)  # fmt: skip
         losses.append(loss)
-    losses = jnp.stack(losses, axis=1) if losses else jnp.zeros((lrs.size, 0), jnp.float32)
-    return _evaluate(tr0, frozen, idx, counts, x_pool, y_pool, evals), losses, tr0
+    evaluated = _evaluate(tr0, frozen, idx, counts, x_pool, y_pool, evals)
+    return evaluated, jnp.stack(losses, axis=1), tr0  # adapt asks steps >= 1
 
 
 def _forward(m, x):
