@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 import dynamics.sgd as S
-from dynamics.sgd._kernel import _cores
+from dynamics.sgd._kernel import _cores, padded_dim
 
 SIZES = {"quick": dict(paths=4000, steps=4000), "full": dict(paths=10_000, steps=10_000)}
 DIM, ROWS = 50, 200
@@ -121,8 +121,7 @@ def run(paths, steps):
     floor = {}  # seconds of the kernel's loads and stores at the L1 rate, per precision
     for p in ("float32", "float64"):
         dt = np.dtype(p)
-        dp = -(-DIM // (64 // dt.itemsize)) * (64 // dt.itemsize)  # the kernel's padded d
-        floor[p] = 4 * dp * dt.itemsize * paths * steps / l1_rate(dt)
+        floor[p] = 4 * padded_dim(DIM, dt) * dt.itemsize * paths * steps / l1_rate(dt)
 
     grid = np.unique(np.geomspace(1, steps, 20).astype(int))
     t0 = time.perf_counter()
