@@ -380,9 +380,9 @@ def _vit(size, seed) -> Measurement:
 
 # ---------------------------------------------------------------- token uniformity with skips (LM)
 TU_SIZES = sizes(
-    smoke=dict(layers=2, steps=4, seeds=2, lrs=(3e-3,), length=8, batch=4),
-    quick=dict(layers=12, steps=2000, seeds=6, lrs=(1e-3,), length=16, batch=16),
-    full=dict(layers=12, steps=2000, seeds=12, lrs=(1e-3, 3e-3), length=32, batch=32),
+    smoke=dict(layers=2, steps=4, evals=2, seeds=2, lrs=(3e-3,), length=8, batch=4),
+    quick=dict(layers=12, steps=2000, evals=20, seeds=6, lrs=(1e-3,), length=16, batch=16),
+    full=dict(layers=12, steps=2000, evals=20, seeds=12, lrs=(1e-3, 3e-3), length=32, batch=32),
 )  # quick: the note's 12-layer design on 4x fewer tokens per step (the cost is compute-bound),
 # one rate: 3e-3 lost on validation NLL to 1e-3 for both models at every seed measured
 TU = dict(vocab=32, d_model=32, num_heads=4, alpha_mha=0.5, val=256)
@@ -404,15 +404,19 @@ def _corpus(seed):
 
 
 @memo
-def train_lm_seeds(layers, alpha_prime, lrs, seeds, steps, length, batch, seed):
+def train_lm_seeds(layers, alpha_prime, lrs, seeds, steps, evals, length, batch, seed):
     """Train pre-norm LMs with skips (MHA ``alpha_prime``; 0 is vanilla, standard residuals) on
     the order-2 Markov language, every learning rate of ``lrs`` times ``seeds`` seeds in one
     vmapped program (each seed its own init and batches, shared across rates and models);
-    returns validation NLL and final-layer mean cosine, each ``(len(lrs), seeds)``."""
+    validation NLL and final-layer mean cosine are measured after each of ``evals`` equal chunks
+    of the ``steps`` (the last one at the end of training). Returns both, each
+    ``(len(lrs), seeds, evals)``."""
     corpus = _corpus(seed)
     T, B, R = length, batch, len(lrs)
+    if steps % evals:
+        raise ValueError(f"`evals` must divide steps = {steps}; got {evals}.")
     keys = jax.random.split(jax.random.key(seed * 7 + 1), seeds)
-    toks = jax.vmap(lambda k: corpus.sample(k, steps * B, T + 1).reshape(steps, B, T + 1))(
+    toks = jax.vmap(lambda k: corpus.sample(k, steps * B, T + 1).reshape(evals, -1, B, T + 1))(
         jax.random.split(jax.random.key(seed * 7 + 2), seeds)
     )
     val = corpus.sample(jax.random.key(seed * 7 + 3), TU["val"], T + 1)
@@ -432,20 +436,50 @@ def train_lm_seeds(layers, alpha_prime, lrs, seeds, steps, length, batch, seed):
 
     @jax.jit
     def run(p, tk, lr):
-        p, _, _ = nn.fit(nll, optax.adam(lr), p, tk, frozen=static)
-        m = eqx.combine(p, static)
-        x = jax.vmap(m.hidden)(val[:, :-1])
-        return nll(m, val), jnp.mean(mean_cosine(x))
+        opt = optax.adam(lr)
+
+        def chunk(carry, x):
+            p, st, _ = nn.fit(nll, opt, carry[0], x, frozen=static, opt_state=carry[1])
+            m = eqx.combine(p, static)
+            return (p, st), (nll(m, val), jnp.mean(mean_cosine(jax.vmap(m.hidden)(val[:, :-1]))))
+
+        return jax.lax.scan(chunk, (p, opt.init(p)), tk)[1]
 
     v, c = jax.vmap(run)(params, toks, rates)
-    return np.asarray(v, float).reshape(R, seeds), np.asarray(c, float).reshape(R, seeds)
+    return tuple(np.asarray(a, float).reshape(R, seeds, evals) for a in (v, c))
+
+
+def cosine_at_loss(nll, cos, level):
+    """Mean cosine of each run ``(seeds, evals)`` where its validation NLL first reaches ``level``
+    (per seed), linear between the two checkpoints around the crossing; the first checkpoint's
+    when it is already below, NaN when the run never gets there (derived here: a matched-loss
+    reading of the cosine, since both follow training progress)."""
+    out = np.full(len(level), np.nan)
+    for s, (v, c, lev) in enumerate(zip(nll, cos, level, strict=True)):
+        hit = np.flatnonzero(v <= lev)
+        if hit.size == 0:
+            continue
+        i = hit[0]
+        w = 1.0 if i == 0 else (v[i - 1] - lev) / (v[i - 1] - v[i])
+        out[s] = c[i] if i == 0 else c[i - 1] + w * (c[i] - c[i - 1])
+    return out
 
 
 def _tu_specs(size, seed):
     """Vanilla's and MHA's (alpha' = TU["alpha_mha"]) :func:`train_lm_seeds` arguments: two
     independent runs, one task each on a cluster."""
     return [
-        (size.layers, ap, tuple(size.lrs), size.seeds, size.steps, size.length, size.batch, seed)
+        (
+            size.layers,
+            ap,
+            tuple(size.lrs),
+            size.seeds,
+            size.steps,
+            size.evals,
+            size.length,
+            size.batch,
+            seed,
+        )
         for ap in (0.0, TU["alpha_mha"])
     ]
 
@@ -463,23 +497,29 @@ def _tu_specs(size, seed):
 )
 def _token_uniformity(size, seed) -> Measurement:
     runs = (computed(train_lm_seeds, *a) for a in _tu_specs(size, seed))
-    r = dict(zip(("vanilla", "mha"), runs, strict=True))  # {model: (nll, cos)}, (len(lrs), seeds)
-    best = {k: int(np.argmin(v[0].mean(1))) for k, v in r.items()}  # same grid, same rule
+    r = dict(zip(("vanilla", "mha"), runs, strict=True))  # {model: (nll, cos)}, (lrs, seeds, evals)
+    best = {k: int(np.argmin(v[0][..., -1].mean(1))) for k, v in r.items()}  # same grid and rule
     (nv, cv), (nm, cm) = ((r[k][0][best[k]], r[k][1][best[k]]) for k in ("vanilla", "mha"))
     lv, lm = (size.lrs[best[k]] for k in ("vanilla", "mha"))
-    d = nm - nv
+    d = nm[:, -1] - nv[:, -1]
     se = float(d.std(ddof=1) / np.sqrt(d.size))
+    level = np.maximum(nv[:, -1], nm[:, -1])  # the end NLL of the worse model: both reached it
+    matched = cosine_at_loss(nv, cv, level) - cosine_at_loss(nm, cm, level)
     return measure(
-        paired_gap(cv, cm, n_se=2, name="cosine vanilla - MHA"),
+        paired_gap(cv[:, -1], cm[:, -1], n_se=2, name="cosine vanilla - MHA"),
         at_most(float(d.mean()), 0.0, tol=2 * se, name="val NLL MHA - vanilla (nats)"),
         extra={
-            "cosine vanilla / MHA": [float(cv.mean()), float(cm.mean())],
-            "val NLL vanilla / MHA": [float(nv.mean()), float(nm.mean())],
+            "cosine vanilla / MHA": [float(cv[:, -1].mean()), float(cm[:, -1].mean())],
+            "val NLL vanilla / MHA": [float(nv[:, -1].mean()), float(nm[:, -1].mean())],
+            "cosine vanilla - MHA at equal val NLL (mean, SE; reported)": [
+                float(matched.mean()),
+                float(matched.std(ddof=1) / np.sqrt(matched.size)),
+            ],
             "entropy rate (NLL floor)": _corpus(seed).entropy_rate,
             "lr vanilla / MHA": [lv, lm],
             "per lr": {
                 f"{lr:g}": {
-                    k: {"NLL": float(v[0][i].mean()), "cosine": float(v[1][i].mean())}
+                    k: {"NLL": float(v[0][i, :, -1].mean()), "cosine": float(v[1][i, :, -1].mean())}
                     for k, v in r.items()
                 }
                 for i, lr in enumerate(size.lrs)
@@ -489,5 +529,7 @@ def _token_uniformity(size, seed) -> Measurement:
         f"L={size.layers}, d={TU['d_model']}, {TU['num_heads']} heads, pre-norm with standard "
         f"residuals, MHA alpha'={TU['alpha_mha']}; Adam, {size.steps} steps of "
         f"{size.batch} x {size.length} tokens, lr per model from {tuple(size.lrs)} by "
-        f"validation NLL; {size.seeds} paired seeds (seed {seed})",
+        f"validation NLL; {size.seeds} paired seeds (seed {seed}); at equal val NLL: each "
+        f"model's cosine where its NLL (checked every {size.steps // size.evals} steps) first "
+        "reaches the worse model's end NLL",
     )
