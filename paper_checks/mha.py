@@ -25,8 +25,10 @@ attention logits carried across layers as a Hopfield hidden state (:mod:`nn.hopf
   500 steps, 0.092 / 0.083 after 2000); ``quick`` trains on 4x fewer tokens per step (the
   cost is compute-bound) and stops far above the entropy floor, which its report gives beside
   the NLL. The gap after 2000 steps is about 0.015 with a per-seed SD near 0.03 (30 seeds
-  pooled: 0.0146 +- 0.0056): six paired seeds do not resolve it reliably at 2 SE (pass at seed
-  0, fail at seeds 1 and 2).
+  pooled: 0.0146 +- 0.0056): six paired seeds do not resolve it reliably at 2 SE (the seeds
+  that pass change with the machine; README). The report adds the gap at equal validation NLL
+  (:func:`cosine_at_loss`), reported, not judged: over 12 seeds -0.0015 +- 0.0057 against
+  +0.0136 +- 0.0064 at equal steps, so most of the equal-step gap is MHA's lower loss.
 
 Not registered (the note's warning): an accuracy gain at shallow depth with skips; a public
 4-layer replication found none, and the paper's own ViT-Tiny row gets worse.
