@@ -93,6 +93,16 @@ def iterations_to_gain(b1, d2sa, charge, frac=0.95):
     return it_b1, it_d
 
 
+def r6_iterations(run):
+    """:func:`iterations_to_gain` of every slice of a :func:`run_shift` result, B1's and D2SA's
+    (pooled over its patients), D2SA charged stage 1's slice passes per slice."""
+    c = run["curves"]
+    patients, slices = len(c["b1"]), c["b1"][0].shape[0]
+    charge = run["steps"]["d2sa_stage1"] / patients * STAGE1_BATCH / slices
+    its = [iterations_to_gain(a, b, charge) for a, b in zip(c["b1"], c["d2sa"], strict=True)]
+    return tuple(np.concatenate([i[j] for i in its]) for j in (0, 1))
+
+
 @memo
 def run_shift(shift, ssl, shape, channels, n_source, steps, patients, slices, iters, window,
               epochs, seed, nonlinearity="perona_malik"):  # fmt: skip
@@ -250,15 +260,9 @@ def _efficiency(size, seed) -> Measurement:
     pd = np.concatenate([r["scores"]["d2sa"]["psnr"] for r in runs])
     pb = np.concatenate([r["scores"]["b1"]["psnr"] for r in runs])
     secs = {k: float(sum(r["seconds"][k] for r in runs)) for k in ("b1", "d2sa")}
-    to_gain, pooled = {}, ([], [])
-    for shift, r in zip(SHIFTS, runs, strict=True):
-        charge = r["steps"]["d2sa_stage1"] / size.patients * STAGE1_BATCH / size.slices
-        c = r["curves"]
-        its = [iterations_to_gain(*p, charge) for p in zip(c["b1"], c["d2sa"], strict=True)]
-        for j in (0, 1):
-            pooled[j].append(np.concatenate([i[j] for i in its]))
-        to_gain[shift] = [float(np.median(pooled[j][-1])) for j in (0, 1)]
-    to_gain["all"] = [float(np.median(np.concatenate(v))) for v in pooled]
+    its = {shift: r6_iterations(r) for shift, r in zip(SHIFTS, runs, strict=True)}
+    its["all"] = tuple(np.concatenate([v[j] for v in its.values()]) for j in (0, 1))
+    to_gain = {k: [float(np.median(a)), float(np.median(b))] for k, (a, b) in its.items()}
     return measure(
         at_most(d / b1, 0.5, name="D2SA steps / B1 steps"),
         paired_gap(pd, pb, n_se=2.0, margin=-0.3, name="PSNR D2SA - B1 (dB)"),
