@@ -461,9 +461,8 @@ def cosine_at_loss(nll, cos, level):
         hit = np.flatnonzero(v <= lev)
         if hit.size == 0:
             continue
-        i = hit[0]
-        w = 1.0 if i == 0 else (v[i - 1] - lev) / (v[i - 1] - v[i])
-        out[s] = c[i] if i == 0 else c[i - 1] + w * (c[i] - c[i - 1])
+        i = hit[0]  # v[i] <= lev < v[i - 1]: interpolate on the increasing pair (v[i], v[i - 1])
+        out[s] = np.interp(lev, v[i - 1 : i + 1][::-1], c[i - 1 : i + 1][::-1]) if i else c[0]
     return out
 
 

@@ -1,6 +1,7 @@
 """The matched-loss reading of ``mha.token_uniformity`` (``paper_checks.mha.cosine_at_loss``)."""
 
 import numpy as np
+import pytest
 
 from paper_checks.mha import cosine_at_loss
 
@@ -11,7 +12,7 @@ def test_cosine_at_loss_interpolates_at_the_first_crossing():
     # run 0 crosses 1.25 between checkpoints 1 (2.0) and 2 (1.0), a quarter of the way from 2;
     # the later dip to 0.5 does not count. Run 1 never reaches 1.25.
     got = cosine_at_loss(nll, cos, np.array([1.25, 1.25]))
-    assert got[0] == 0.5 + 0.75 * (0.1 - 0.5)
+    assert got[0] == pytest.approx(0.2, rel=1e-12)
     assert np.isnan(got[1])
     # already below at the first checkpoint: that checkpoint's cosine; exactly at a checkpoint:
     # that checkpoint's cosine
