@@ -2,6 +2,7 @@
 label-permutation task is solved by the probe and not by the identity map, and the data suite's
 geometry is what its docstring says; the replicas train as each would alone in `nn.fit`."""
 
+import equinox as eqx
 import jax
 import numpy as np
 import pytest
@@ -88,8 +89,7 @@ def test_replicas_train_as_each_alone_in_a_scan(cnn, task):
     idx = jnp.asarray(np.tile(np.arange(20), (2, 1)))
     counts = jnp.asarray([20, 12])
     x, y = jnp.asarray(task.x_train), jnp.asarray(task.y_train)
-    evals = (x[:4], y[:4], x[4:8], y[4:8])
-    _, losses, final = PL._fit(tr0, frozen, lrs, keys, idx, counts, x, y, evals, 4, 5, False)
+    final, losses = PL._fit(tr0, frozen, lrs, keys, idx, counts, x, y, 4, 5, False)
     for r in range(2):
 
         def loss(m, t, r=r):
@@ -103,3 +103,37 @@ def test_replicas_train_as_each_alone_in_a_scan(cnn, task):
         assert np.allclose(losses[r], want, rtol=1e-5, atol=1e-6)
         for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(tr), strict=True):
             assert np.allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_evaluation_scores_the_best_rate_on_the_other_sets():
+    """``_evaluate`` counts every replica's validation hits, picks the rate (a block of seeds)
+    with the most, and gives that block's test, shifted and training-subset accuracies as a
+    replica-by-replica forward pass does (four random linear probes on random features, 2 rates x
+    2 seeds; the second seed's subset padded; one probe right on 70 % of the labels)."""
+    import jax.numpy as jnp
+
+    import nn
+    from dynamics.acavp import pipeline as PL
+
+    k = jax.random.split(jax.random.key(5), 6)
+    heads = [eqx.nn.Linear(8, 10, key=kk) for kk in k[:4]]
+    tr = jax.tree.map(lambda *v: jnp.stack(v), *[nn.split(h)[0] for h in heads])
+    frozen = nn.split(heads[0])[1]
+    x = jax.random.normal(k[4], (340, 8))
+    y = jnp.argmax(jax.vmap(heads[2])(x), -1)  # replica 2 (rate 1, seed 0) is always right
+    y = jnp.where(jax.random.uniform(k[5], (340,)) < 0.3, (y + 1) % 10, y)  # but on 30 %
+    idx = jnp.asarray([np.arange(30), np.r_[np.arange(30, 50), np.zeros(10, int)]])
+    counts = jnp.asarray([30, 20])
+    evals = (x[100:160], y[100:160], x[160:220], y[160:220], x[220:280], x[280:340])
+    hits, best, accs = PL._evaluate(tr, frozen, idx, counts, x, y, evals)
+    pred = [np.asarray(jnp.argmax(jax.vmap(h)(x), -1)) for h in heads]
+    yy = np.asarray(y)
+    want_hits = [int(np.sum(p[100:160] == yy[100:160])) for p in pred]
+    assert np.asarray(hits).tolist() == want_hits
+    want_best = int(np.argmax(np.reshape(want_hits, (2, 2)).sum(1)))
+    assert int(best) == want_best
+    for s in range(2):
+        p, sub = pred[2 * want_best + s], np.asarray(idx[s, : int(counts[s])])
+        want = [np.mean(p[a : a + 60] == yy[160:220]) for a in (160, 220, 280)]
+        want.append(np.mean(p[sub] == yy[sub]))
+        assert np.allclose(np.asarray(accs)[:, s], want, atol=1e-6)
