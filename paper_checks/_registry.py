@@ -56,6 +56,7 @@ __all__ = [
     "clear_caches",
     "Replicates",
     "run_replicates",
+    "compute_plan",
     "run_claim",
 ]
 
@@ -323,9 +324,12 @@ class Replicates:
     def run(self, start: int = 0, stop: int | None = None, *, progress: bool = False) -> list:
         """Replicates ``start`` to ``stop`` (default: to the end), in index order. Each runs on
         one BLAS thread, as on a Dask worker, so a result does not depend on where it ran."""
-        stop = self.count if stop is None else stop
-        idx = range(start, stop)
-        with threadpool_limits(limits=1, user_api="blas"), float64():
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._run(start, stop, progress)
+
+    def _run(self, start: int, stop: int | None, progress: bool = False) -> list:
+        idx = range(start, self.count if stop is None else stop)
+        with float64():  # JAX's x64 switch is per thread
             return [
                 self.fn(*self.args, i)
                 for i in tqdm(idx, desc=self.label, leave=False, disable=None if progress else True)
@@ -351,6 +355,31 @@ def run_replicates(reps: Replicates) -> list:
             f"the check runs replicates it does not declare: {reps.fn.__qualname__}"
             f"{reps.args} x {reps.count}; add them to the claim's `replicates`."
         ) from None
+
+
+def compute_plan(plan: Sequence[Replicates], threads: int = 2) -> dict[Replicates, list]:
+    """The results of a claim's ``plan`` computed by ``threads`` threads of this process, in the
+    form :func:`run_claim` reads (``{Replicates: results}``): first the units it ``needs`` (each
+    once; they are :func:`memo` results, which :func:`shared` then reads), then every unit and
+    chunk of about ``count / (2 threads)`` replicates. Each result is the serial one: replicate
+    ``i`` depends on its arguments alone and BLAS runs one thread, as in :meth:`Replicates.run`.
+    Threads pay where one XLA program leaves cores idle (small compute-bound programs); a
+    replicate that holds the GIL runs as it would serially."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def chunks(r):
+        step = max(1, -(-r.count // (2 * threads)))
+        return [(r, lo, min(lo + step, r.count)) for lo in range(0, r.count, step)]
+
+    needs = list(dict.fromkeys(n for r in plan for n in r.needs))
+    jobs = [job for r in dict.fromkeys(plan) for job in chunks(r)]
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda n: n._run(0, 1), needs))
+        outs = list(pool.map(lambda job: job[0]._run(job[1], job[2]), jobs))
+    results: dict[Replicates, list] = {}
+    for (r, _, _), out in zip(jobs, outs, strict=True):
+        results.setdefault(r, []).extend(out)
+    return results
 
 
 def _call(fn, args, i):
@@ -433,15 +462,21 @@ def run_claim(
     seed: int = 0,
     mutant: str | None = None,
     results: Mapping[Replicates, list] | None = None,
+    threads: int = 1,
 ) -> Measurement:
     """Run ``c`` at ``scale`` with ``seed``, under the mutant named ``mutant`` if given; with
     ``results`` (the replicates of :meth:`Claim.replicate_plan` already computed, under the same
-    mutant) the check reads them instead of computing them, and any other is an error."""
+    mutant) the check reads them instead of computing them, and any other is an error. Without
+    ``results`` and with ``threads`` > 1, the declared replicates are first computed by that
+    many threads (:func:`compute_plan`; the same numbers)."""
     if scale not in SCALES:
         raise ValueError(f"`scale` must be one of {SCALES}; got {scale!r}.")
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"`threads` must be an integer >= 1; got {threads!r}.")
     size = c.sizes[scale]
-    with providing(results), float64():
-        with c.mutant(mutant).apply() if mutant else contextlib.nullcontext():
+    with float64(), c.mutant(mutant).apply() if mutant else contextlib.nullcontext():
+        plan = c.replicate_plan(scale, seed) if results is None and threads > 1 else []
+        with providing(compute_plan(plan, threads) if plan else results):
             return c.check(size, seed)
 
 

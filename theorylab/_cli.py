@@ -1,11 +1,12 @@
 """``theorylab reproduce | verify | list | check ID`` (see DESIGN.md, "Entry points").
 
 - ``reproduce [--scale smoke|quick|full] [--only GLOB] [--out DIR] [--seed N] [--mutants]
-  [--workers N | --scheduler ADDRESS] [--no-compile-cache]``: every claim and figure, the
-  report in DIR; ``--mutants`` also runs every declared mutant (killed / declared column).
+  [--workers N | --scheduler ADDRESS] [--no-compile-cache] [--threads N]``: every claim and
+  figure, the report in DIR; ``--mutants`` also runs every declared mutant (killed / declared
+  column); without workers, a claim's declared independent runs use ``--threads`` threads.
 - ``verify [--only GLOB] [--examples N] [--seed S] [--out DIR] [--mutant NAME] [--replay BLOB]
   [--workers N | --scheduler ADDRESS]``: the properties, searched by Hypothesis.
-- ``check ID [--scale] [--seed] [--mutant NAME] [--out DIR]``: one claim.
+- ``check ID [--scale] [--seed] [--mutant NAME] [--out DIR] [--threads N]``: one claim.
 
 Exit status: 0 when everything selected passes (holds), 1 when a claim fails or errors, a mutant
 survives, or a property has a counterexample; 2 for bad command-line input (one line on stderr);
@@ -93,6 +94,16 @@ def _parser() -> argparse.ArgumentParser:
             help="do not use JAX's persistent compilation cache",
         )
 
+    def threads(q):
+        q.add_argument(
+            "--threads",
+            type=_bounded_int(1, 512),
+            default=min(2, os.cpu_count() or 1),
+            metavar="N",
+            help="threads for a claim's independent runs in this process (default: 2, or 1 on "
+            "one core; the numbers do not depend on it)",
+        )
+
     rep = sub.add_parser("reproduce", help="run every claim and figure, write the report")
     rep.add_argument("--scale", default="quick", help="smoke, quick (default) or full")
     rep.add_argument(
@@ -101,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also run every declared mutant; report killed / declared",
     )
     common(rep, "theorylab-out")
+    threads(rep)
     ver = sub.add_parser("verify", help="search the properties for counterexamples")
     ver.add_argument(
         "--examples",
@@ -139,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="run under this declared mutant (a planted bug)",
     )
+    threads(chk)
     return p
 
 
@@ -186,7 +199,7 @@ def _validate(args, registry, properties) -> None:
 
 def _check(args, registry) -> int:
     c = registry[args.id]
-    row = claim_row(c, args.scale, args.seed, mutant=args.mutant)
+    row = claim_row(c, args.scale, args.seed, mutant=args.mutant, threads=args.threads)
     if args.out:
         _report.write_report(
             [row], [], Path(args.out), scale=args.scale, seed=args.seed, device=device_name()
@@ -208,10 +221,9 @@ def _split(done: list) -> tuple[list[dict], list]:
 def _reproduce(args, registry, figures_package, cache: bool) -> int:
     out = Path(args.out)
     par = dict(workers=args.workers, scheduler=args.scheduler, compile_cache=cache)
-    jobs = [
-        (claim_row, (c, args.scale, args.seed), dict(mutants=args.mutants))
-        for c in registry.select(args.only)
-    ]
+    serial = args.workers is None and args.scheduler is None  # else chunks are Dask tasks
+    kw = dict(mutants=args.mutants, threads=args.threads if serial else 1)
+    jobs = [(claim_row, (c, args.scale, args.seed), kw) for c in registry.select(args.only)]
     if figures_package:  # one run for both, so a figure reads the replicates its claims computed
         from figures import figure_modules
 

@@ -139,14 +139,14 @@ def _gathered(chunks) -> tuple[dict | None, str | None]:
     return {reps: [x for ch in outs for x in ch["results"]] for reps, outs in chunks}, None
 
 
-def _measure(c, scale: str, seed: int, mutant: str | None, chunks=None) -> dict:
+def _measure(c, scale: str, seed: int, mutant: str | None, chunks=None, threads: int = 1) -> dict:
     from paper_checks import run_claim
 
     results, error = _gathered(chunks)
     if error is not None:
         return _error_row(error)
     try:
-        m = run_claim(c, scale, seed, mutant, results)
+        m = run_claim(c, scale, seed, mutant, results, threads=threads)
         return dict(
             status="pass" if m.passed else "fail",
             measured=m.measured,
@@ -168,19 +168,22 @@ def claim_row(
     mutant: str | None = None,
     compile_cache: bool | None = None,
     chunks: dict | None = None,
+    threads: int = 1,
 ) -> dict:
     """One claim's report row (under ``mutant`` if named); with ``mutants`` also every declared
     mutant's status in ``mutant_runs`` (its measured values and rule text in ``mutant_measured``)
     and the number killed (a mutant is killed when it fails).
     ``compile_cache`` set: first set JAX up (a task on a worker). ``chunks``: per run (``mutant``
     and, with ``mutants``, each mutant's name) the claim's replicates as computed by
-    :func:`replicate_chunk` tasks; ``seconds`` then adds the chunks' time to this task's."""
+    :func:`replicate_chunk` tasks; ``seconds`` then adds the chunks' time to this task's.
+    ``threads``: without ``chunks``, the claim's declared replicates run on that many threads
+    (:func:`paper_checks.compute_plan`)."""
     _on_worker(compile_cache)
     t0 = time.perf_counter()
     given = (lambda run: None) if chunks is None else chunks.__getitem__
-    row = _measure(c, scale, seed, mutant, given(mutant))
+    row = _measure(c, scale, seed, mutant, given(mutant), threads)
     under = (
-        {m.name: _measure(c, scale, seed, m.name, given(m.name)) for m in c.mutants}
+        {m.name: _measure(c, scale, seed, m.name, given(m.name), threads) for m in c.mutants}
         if mutants
         else {}
     )

@@ -5,13 +5,25 @@ not rerun serially: its check reads each result where the serial check would mak
 call (memoised units too: were a unit read inside a memoised function, a warm cache would skip
 the read and fail the read assertion, not pass)."""
 
+import time
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
-from paper_checks import REGISTRY, Registry, claim, clear_caches, measure, run_claim, within
-from paper_checks._registry import Replicates, _call, run_replicates
+from paper_checks import (
+    REGISTRY,
+    Registry,
+    claim,
+    clear_caches,
+    compute_plan,
+    measure,
+    memo,
+    run_claim,
+    within,
+)
+from paper_checks._registry import Replicates, _call, computed, run_replicates, shared, unit
 
 CHUNKED = [c.id for c in REGISTRY if c.replicates is not None]
 
@@ -112,3 +124,51 @@ def test_release_compiled_frees_the_maps_of_compiled_programs():
     assert release_compiled(max_maps=0)
     assert maps() < before - 100
     assert float(fs[3](jnp.ones(3))[0]) == pytest.approx(3 * np.sin(1.0))
+
+
+_SOURCE_CALLS = []
+
+
+@memo
+def _source(seed):
+    _SOURCE_CALLS.append(seed)
+    time.sleep(0.05)  # long enough for two threads to both miss the cache, were it not run first
+    return seed * 10
+
+
+def _adapted(seed, k):  # a unit that starts from a shared source, in float64 as serially
+    import jax.numpy as jnp
+
+    return shared(_source, seed) + k, str(jnp.zeros(1).dtype)
+
+
+def test_threads_compute_the_plan_once_each_and_give_the_serial_results():
+    """:func:`compute_plan` on two threads: the shared need runs once, a unit reads it, chunked
+    replicates come back in index order, JAX runs in float64 in every thread; a claim run with
+    ``threads=2`` measures what it does serially."""
+    need = unit(_source, 3)
+    units = [unit(_adapted, 3, k, needs=[need]) for k in range(4)]
+    reps = Replicates(_draw, (5,), 7)
+    clear_caches(compiled=False)
+    _SOURCE_CALLS.clear()
+    jax.config.update("jax_enable_x64", False)  # the tests' global setting off: threads see it
+    try:
+        got = compute_plan([*units, reps], threads=2)
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    assert _SOURCE_CALLS == [3]
+    assert [got[u] for u in units] == [[(30 + k, "float64")] for k in range(4)]
+    assert got[reps] == reps.run()
+
+    reg = Registry()
+
+    @claim("toy.threads", paper="-", statement="-", where="-", registry=reg,
+           replicates=lambda size, seed: [*units, reps])  # fmt: skip
+    def _toy(size, seed):
+        total = sum(computed(_adapted, 3, k)[0] for k in range(4)) + sum(run_replicates(reps))
+        return measure(within(total, 0.0, 1e9, name="total"))
+
+    serial, threaded = (run_claim(reg["toy.threads"], "quick", 0, threads=t) for t in (1, 2))
+    assert serial.measured == threaded.measured
+    with pytest.raises(ValueError, match="`threads` must be an integer >= 1; got 0"):
+        run_claim(reg["toy.threads"], "quick", 0, threads=0)

@@ -135,6 +135,8 @@ def test_check_one_claim(registry, capsys):
         ["verify", "--mutant", "half"],
         ["verify", "--only", "demo.square", "--mutant", "nope"],
         ["reproduce", "--workers", "0"],
+        ["reproduce", "--threads", "0"],
+        ["check", "demo.true", "--threads", "x"],
         ["reproduce", "--workers", "2", "--scheduler", "tcp://x:1"],
         ["reproduce", "--scheduler", ""],
     ],
@@ -259,7 +261,8 @@ def _chunked_registry():
 @pytest.mark.slow
 def test_chunked_claims_and_their_mutants_on_two_dask_workers_give_the_serial_rows(tmp_path):
     """The claims that declare replicates run as chunks of them on the cluster (their mutants'
-    chunks too, under the mutant) and report what the serial run reports."""
+    chunks too, under the mutant), or on two threads of one process, and report what the serial
+    run reports."""
     pytest.importorskip("dask.distributed", reason="the test extra installs dask[distributed]")
     reg = _chunked_registry()
     assert {"rmt.bbp", "spectral.phase_transition", "ecc.debiasing"} <= {c.id for c in reg}
@@ -270,14 +273,15 @@ def test_chunked_claims_and_their_mutants_on_two_dask_workers_give_the_serial_ro
         return [untimed(v) for v in x] if isinstance(x, list) else x
 
     def rows(extra):
-        out = tmp_path / ("parallel" if extra else "serial")
+        out = tmp_path / "-".join(extra)
         argv = ["reproduce", "--scale", "smoke", "--mutants", "--out", str(out), *extra]
         main(argv, registry=reg, figures_package=None)
         return untimed(json.loads((out / "report.json").read_text())["claims"])
 
-    serial = rows([])
+    serial = rows(["--threads", "1"])
     assert all(r["status"] != "error" and r["killed"] is not None for r in serial), serial
     assert serial == rows(["--workers", "2"])
+    assert serial == rows(["--threads", "2"])
 
 
 class _Client:
