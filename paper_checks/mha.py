@@ -334,15 +334,12 @@ def train_vit(depth, alpha_prime, seeds, steps, seed):
     return np.asarray(acc, float), np.log10(np.maximum(res, 1e-8)).mean(-1)
 
 
-@memo
-def skipfree_vit(seeds: int, steps: int, depths: tuple, seed: int) -> dict:
-    """Test accuracy and final-layer log10 residual of vanilla (alpha'=0) skip-free ViTs at every
-    depth and of MHA (alpha' = VIT["alpha_mha"]) at the depths beyond the shallowest; seeds
-    paired (same init keys and batches)."""
-    out = {("vanilla", L): train_vit(L, 0.0, seeds, steps, seed) for L in depths}
-    for L in depths[1:]:
-        out[("mha", L)] = train_vit(L, VIT["alpha_mha"], seeds, steps, seed)
-    return out
+def _vit_specs(size, seed):
+    """:func:`train_vit` arguments: vanilla (alpha' = 0) at every depth, MHA (alpha' =
+    VIT["alpha_mha"]) at the depths beyond the shallowest; seeds paired (same init keys and
+    batches). Independent runs: units of the claim, one task each on a cluster."""
+    models = [(L, 0.0) for L in size.depths] + [(L, VIT["alpha_mha"]) for L in size.depths[1:]]
+    return [(L, ap, size.seeds, size.steps, seed) for L, ap in models]
 
 
 @claim(
@@ -352,10 +349,12 @@ def skipfree_vit(seeds: int, steps: int, depths: tuple, seed: int) -> dict:
     "at the deeper depth MHA beats vanilla, and vanilla is worse than when shallow.",
     where="Sec. 5, skip-free ViT experiment (no-skip rank-collapse study)",
     sizes=VIT_SIZES,
+    replicates=lambda size, seed: [unit(train_vit, *a) for a in _vit_specs(size, seed)],
     mutants=[NO_STATE],
 )
 def _vit(size, seed) -> Measurement:
-    r = skipfree_vit(size.seeds, size.steps, tuple(size.depths), seed)
+    specs = _vit_specs(size, seed)
+    r = {("mha" if a[1] else "vanilla", a[0]): computed(train_vit, *a) for a in specs}
     deep, shallow = max(size.depths), min(size.depths)
     return measure(
         paired_gap(
