@@ -1,4 +1,4 @@
-"""The matched-loss reading of ``mha.token_uniformity`` (``paper_checks.mha.cosine_at_loss``)."""
+"""`mha.token_uniformity` helpers: the matched-loss reading (`cosine_at_loss`) and its languages."""
 
 import numpy as np
 import pytest
@@ -18,3 +18,18 @@ def test_cosine_at_loss_interpolates_at_the_first_crossing():
     # already below at the first checkpoint: that checkpoint's cosine; exactly at a checkpoint:
     # that checkpoint's cosine
     np.testing.assert_array_equal(cosine_at_loss(nll, cos, np.array([4.0, 2.8])), [0.9, 0.7])
+
+
+def test_each_replicate_has_its_own_language_and_each_seed_its_own_set():
+    """``mha.token_uniformity`` pools languages: replicate j of claim seed s trains on the
+    order-2 chain drawn with seed 1000 s + j, on the claim's vocabulary."""
+    from dynamics.distill import Order2Markov
+    from paper_checks.mha import TU, _languages
+
+    a, b = _languages(0, 3), _languages(1, 3)
+    for s, langs in ((0, a), (1, b)):
+        for j, lang in enumerate(langs):
+            want = Order2Markov.random(1000 * s + j, TU["vocab"], concentration=0.1)
+            np.testing.assert_array_equal(lang.P, want.P)
+    chains = [lang.P for lang in a + b]
+    assert all(not np.array_equal(p, q) for i, p in enumerate(chains) for q in chains[i + 1 :])
