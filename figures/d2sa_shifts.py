@@ -14,7 +14,7 @@ TITLE = "D2SA and single-shot TTT under five MRI distribution shifts"
 
 def replicates(scale: str, seed: int = 0):
     """Every shift's run, as the claims declare them (on a cluster the figure reads their tasks)."""
-    return _plan()(SIZES[scale], seed)
+    return _plan(SIZES[scale], seed)
 
 
 def make(scale: str = "quick", seed: int = 0):

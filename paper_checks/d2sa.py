@@ -175,9 +175,10 @@ def _spec(size, seed, shift, ssl="dc", nonlinearity="perona_malik", patients=Non
     return (shift, ssl, *_run_args(size, patients), seed, nonlinearity)
 
 
-def _shift(size, seed, shift, ssl="dc", nonlinearity="perona_malik"):
-    """:func:`run_shift` at ``size``, computed or read from the cluster's task."""
-    return computed(run_shift, *_spec(size, seed, shift, ssl, nonlinearity))
+def _shift(size, seed, shift):
+    """:func:`run_shift` of ``shift`` at ``size`` (DC loss, Perona-Malik flux), computed or read
+    from the cluster's task."""
+    return computed(run_shift, *_spec(size, seed, shift))
 
 
 def _ssl_spec(size, seed, ssl):
@@ -201,13 +202,10 @@ def _hfen_specs(size, seed):
     ]  # fmt: skip
 
 
-def _plan(*specs):
-    """A claim's ``replicates``: the :func:`run_shift` of each ``(shift, ssl, nonlinearity)`` of
-    ``specs`` (every shift when none) a unit, shared with the other claims."""
-    specs = specs or tuple((s,) for s in SHIFTS)
-    return lambda size, seed: [
-        unit(run_shift, *_spec(size, seed, *s), needs=[_source(size, seed)]) for s in specs
-    ]
+def _plan(size, seed):
+    """The ``replicates`` of the claims that read every shift: each shift's :func:`run_shift` a
+    unit, shared between them."""
+    return [unit(run_shift, *_spec(size, seed, s), needs=[_source(size, seed)]) for s in SHIFTS]
 
 
 @claim(
@@ -217,7 +215,7 @@ def _plan(*specs):
     "test-time adaptation (single-shot TTT and D2SA) raises PSNR over the frozen source network.",
     where="abstract; d2sa.md Sec. 4 D5, pass criterion R1",
     sizes=SIZES,
-    replicates=_plan(),
+    replicates=_plan,
     mutants=[
         patch(
             "dynamics.mri.tta.LR_SINGLE_SHOT",
@@ -256,7 +254,7 @@ def _adaptation_helps(size, seed) -> Measurement:
     "same self-validation rule).",
     where="abstract ('accelerates convergence'); d2sa.md Sec. 4 D1/D5, criterion R2",
     sizes=SIZES,
-    replicates=_plan(),
+    replicates=_plan,
     mutants=[
         wrap(
             "dynamics.mri.tta._should_stop",
