@@ -367,6 +367,10 @@ def compute_plan(plan: Sequence[Replicates], threads: int = 2) -> dict[Replicate
     replicate that holds the GIL runs as it would serially."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from theory._validation import check_int
+
+    threads = check_int(threads, "threads", lower=1, upper=512)
+
     def chunks(r):
         step = max(1, -(-r.count // (2 * threads)))
         return [(r, lo, min(lo + step, r.count)) for lo in range(0, r.count, step)]
@@ -471,8 +475,9 @@ def run_claim(
     many threads (:func:`compute_plan`; the same numbers)."""
     if scale not in SCALES:
         raise ValueError(f"`scale` must be one of {SCALES}; got {scale!r}.")
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise ValueError(f"`threads` must be an integer >= 1; got {threads!r}.")
+    from theory._validation import check_int
+
+    threads = check_int(threads, "threads", lower=1, upper=512)
     size = c.sizes[scale]
     with float64(), c.mutant(mutant).apply() if mutant else contextlib.nullcontext():
         plan = c.replicate_plan(scale, seed) if results is None and threads > 1 else []

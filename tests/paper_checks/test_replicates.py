@@ -170,5 +170,7 @@ def test_threads_compute_the_plan_once_each_and_give_the_serial_results():
 
     serial, threaded = (run_claim(reg["toy.threads"], "quick", 0, threads=t) for t in (1, 2))
     assert serial.measured == threaded.measured
-    with pytest.raises(ValueError, match="`threads` must be an integer >= 1; got 0"):
+    with pytest.raises(ValueError, match=r"`threads` must be an integer in \[1, 512\]; got 0"):
         run_claim(reg["toy.threads"], "quick", 0, threads=0)
+    with pytest.raises(TypeError, match="`threads` must be an integer; got 2.0"):
+        compute_plan([reps], threads=2.0)
