@@ -27,8 +27,7 @@ import numpy as np
 import optax
 
 import nn
-from nn.hybrid import HybridLM, compose_hybrid
-from theory._validation import (
+from _core.validation import (
     as_array,
     check_finite_result,
     check_instance,
@@ -37,6 +36,7 @@ from theory._validation import (
     check_memory,
     check_scalar,
 )
+from nn.hybrid import HybridLM, compose_hybrid
 
 __all__ = [
     "Order2Markov",

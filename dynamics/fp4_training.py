@@ -39,8 +39,7 @@ import optax
 from tqdm.auto import tqdm
 
 import nn
-from nn.quant import QuantMatmul
-from theory._validation import (
+from _core.validation import (
     as_array,
     batch_source,
     check_choice,
@@ -48,6 +47,7 @@ from theory._validation import (
     check_scalar,
     check_transform,
 )
+from nn.quant import QuantMatmul
 from theory.fp4 import SQRT3
 
 __all__ = ["MODES", "FP4TrainResult", "detect_crossing", "gradient_pair", "train_fp4"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import as_array
+from _core.validation import as_array
 
 __all__ = ["as_numeric", "check_data", "check_unlabeled_columns", "data_names"]
 

@@ -14,8 +14,7 @@ import warnings
 import numpy as np
 from scipy import special
 
-from theory import ecc as _th
-from theory._validation import (
+from _core.validation import (
     NumericalError,
     as_array,
     as_generator,
@@ -23,6 +22,7 @@ from theory._validation import (
     check_choice,
     check_scalar,
 )
+from theory import ecc as _th
 from theory.marchenko_pastur import LAM_MIN
 
 from . import _whitened as _wh

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import NumericalError
+from _core.validation import NumericalError
 
 __all__ = ["GenericFit"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from theory._validation import check_scalar
+from _core.validation import check_scalar
 
 __all__ = ["ECCResult", "VarianceCurve", "CITestResult"]
 

@@ -9,8 +9,8 @@ import numbers
 import numpy as np
 from scipy import linalg
 
+from _core.validation import NumericalError, as_array, as_generator, check_bool, check_scalar
 from theory import ecc as _th
-from theory._validation import NumericalError, as_array, as_generator, check_bool, check_scalar
 from theory.marchenko_pastur import LAM_MIN
 
 from ._data import check_data as _check_data

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import xlogy
 
-from theory._validation import as_array
+from _core.validation import as_array
 
 __all__ = ["MarkovCorpus"]
 

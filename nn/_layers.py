@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jax.core import Tracer
 
-from theory._validation import (
+from _core.validation import (
     check_array,
     check_bool,
     check_callable,

@@ -16,7 +16,7 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
-from theory._validation import (
+from _core.validation import (
     _is_tracer,
     as_path,
     batch_source,

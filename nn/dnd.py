@@ -25,7 +25,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from theory._validation import (
+from _core.validation import (
     _is_tracer,
     check_array,
     check_finite_result,

@@ -20,8 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import as_array, check_bool, check_choice, check_instance, check_int
-from theory._validation import check_key as _check_key  # a layer's key, before it is split
+from _core.validation import as_array, check_bool, check_choice, check_instance, check_int
+from _core.validation import check_key as _check_key  # a layer's key, before it is split
 
 from ._layers import Embedding, Linear, RMSNorm
 from .mamba2 import Mamba2, mamba2_from_gqa

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import _is_tracer, check_array, check_instance, check_int, check_key
+from _core.validation import _is_tracer, check_array, check_instance, check_int, check_key
 
 from ._layers import Linear
 from .mla import GQAttention

@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import (
+from _core.validation import (
     as_array,
     check_bool,
     check_choice,

@@ -84,7 +84,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import (
+from _core.validation import (
     _is_tracer,
     as_array,
     check_bool,

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from theory._validation import check_array, check_choice, check_int, check_key, check_scalar
+from _core.validation import check_array, check_choice, check_int, check_key, check_scalar
 
 __all__ = [
     "sym",

@@ -26,7 +26,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from theory._validation import as_array, check_bool, check_int, check_key, check_scalar
+from _core.validation import as_array, check_bool, check_int, check_key, check_scalar
 
 from ._layers import default_float, uniform_fan_in
 

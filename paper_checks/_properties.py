@@ -24,7 +24,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ._registry import Mutant, Registry, find_mutant, float64
+from _core.runtime import float64
+
+from ._registry import Mutant, Registry, find_mutant
 
 __all__ = ["Property", "PROPERTIES", "prop", "verify", "replay", "encode", "decode"]
 

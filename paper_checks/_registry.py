@@ -39,6 +39,8 @@ from typing import Any
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
+from _core.runtime import float64
+
 __all__ = [
     "Measurement",
     "Claim",
@@ -218,7 +220,7 @@ def wrap(
 def scaled(factor: float) -> Callable[[Callable], Callable]:
     """A wrapper for :func:`wrap`: the original's (array or float) output times ``factor``."""
 
-    from theory._validation import check_scalar
+    from _core.validation import check_scalar
 
     factor = check_scalar(factor, "factor", lower=-1e300, upper=1e300)
 
@@ -270,40 +272,6 @@ def clear_caches(compiled: bool = True) -> None:
                 val.cache_clear()
     if compiled and "jax" in sys.modules:
         sys.modules["jax"].clear_caches()
-
-
-def _map_cap() -> int:
-    try:
-        with open("/proc/sys/vm/max_map_count") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return 65530  # Linux's default
-
-
-#: Linux caps a process at ``vm.max_map_count`` memory maps (65530 by default) and each compiled
-#: XLA CPU program holds about 7: a long run (the default test run, a serial ``theorylab
-#: reproduce``) reaches the cap after ~9000 programs, and XLA then crashes in its next compile.
-#: Released 10 000 maps (~1400 programs, more than one test or claim compiles) below the cap:
-#: each release makes the programs still in use compile again.
-MAX_MAPS = max(_map_cap() - 10_000, 10_000)
-
-
-def release_compiled(max_maps: int = MAX_MAPS) -> bool:
-    """Drop JAX's compiled programs (``jax.clear_caches``) when this process holds more than
-    ``max_maps`` memory maps (Linux; elsewhere a no-op); :func:`memo` results stay. Called
-    between tasks by ``theorylab`` and between tests. Returns whether it released."""
-    try:
-        with open("/proc/self/maps", "rb") as f:
-            n = sum(1 for _ in f)
-    except OSError:
-        return False
-    if n <= max_maps or "jax" not in sys.modules:
-        return False
-    import gc
-
-    sys.modules["jax"].clear_caches()
-    gc.collect()
-    return True
 
 
 # ------------------------------------------------------------------------------------ replicates
@@ -367,7 +335,7 @@ def compute_plan(plan: Sequence[Replicates], threads: int = 2) -> dict[Replicate
     replicate that holds the GIL runs as it would serially."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from theory._validation import check_int
+    from _core.validation import check_int
 
     threads = check_int(threads, "threads", lower=1, upper=512)
 
@@ -475,7 +443,7 @@ def run_claim(
     many threads (:func:`compute_plan`; the same numbers)."""
     if scale not in SCALES:
         raise ValueError(f"`scale` must be one of {SCALES}; got {scale!r}.")
-    from theory._validation import check_int
+    from _core.validation import check_int
 
     threads = check_int(threads, "threads", lower=1, upper=512)
     size = c.sizes[scale]
@@ -494,17 +462,6 @@ def providing(results: Mapping[Replicates, list] | None) -> Iterator[None]:
         yield
     finally:
         _PROVIDED.reset(token)
-
-
-@contextlib.contextmanager
-def float64() -> Iterator[None]:
-    """JAX in float64 for the length of a claim, a replicate or a property, whatever the caller's
-    setting: JAX's default dtype changes its random draws, so without this a claim called from
-    Python gave other numbers than the same claim run by ``theorylab`` or the tests."""
-    import jax
-
-    with jax.enable_x64(True):
-        yield
 
 
 def _broken_claim(name: str, err: Exception) -> Claim:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from theory._validation import as_array, check_bool, check_instance, check_scalar
+from _core.validation import as_array, check_bool, check_instance, check_scalar
 
 __all__ = [
     "Verdict",

@@ -18,7 +18,7 @@ import numpy as np
 import optax
 from tqdm import tqdm
 
-from theory._validation import (
+from _core.validation import (
     as_array,
     as_generator,
     check_int,

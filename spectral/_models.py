@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse.linalg import ArpackError, eigsh
 
-from theory._validation import (
+from _core.validation import (
     NumericalError,
     as_array,
     as_generator,

@@ -26,7 +26,7 @@ import numpy as np
 from scipy.optimize import minimize
 from tqdm import tqdm
 
-from theory._validation import as_array, check_choice, check_instance, check_int, check_scalar
+from _core.validation import as_array, check_choice, check_instance, check_int, check_scalar
 from theory.gaussian import piece_rule
 from theory.nonlinear_laplacian import critical_threshold as _threshold
 

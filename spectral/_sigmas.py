@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import as_array, call_real, check_instance, check_scalar
+from _core.validation import as_array, call_real, check_instance, check_scalar
 
 __all__ = ["Sigma", "tanh", "zshape", "step", "constant", "zero", "monotone_mlp", "custom"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from _core.validation import check_scalar
 from theory import nonlinear_laplacian as _nl
-from theory._validation import check_scalar
 from theory.free_convolution import free_convolution_density
 from theory.nonlinear_laplacian import EtaLaw, null_law
 

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import NumericalError
+from _core.validation import NumericalError
 
 SECONDS = 5.0  # "nothing slower than a few seconds": a call over this fails
 HANG = 20  # a call still running after this is interrupted and reported as a hang

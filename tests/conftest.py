@@ -135,6 +135,6 @@ def _release_compiled_programs():
     """A test worker compiles ~10^4 XLA programs; past the Linux memory-map cap XLA crashes, so
     compiled programs are dropped between tests once the process holds many maps."""
     yield
-    from paper_checks._registry import release_compiled
+    from _core.runtime import release_compiled
 
     release_compiled()

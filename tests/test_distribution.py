@@ -10,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = [
+    "_core",
     "theory",
     "estimators",
     "spectral",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ._validation import check_bool, check_finite_result, check_int, check_scalar
+from _core.validation import check_bool, check_finite_result, check_int, check_scalar
 
 __all__ = [
     "TEECost",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_array, check_int
+from _core.validation import as_array, check_int
 
 __all__ = ["bbp_top_eigenvalue", "bbp_overlap", "TW1_MEAN", "TW1_STD", "tw_edge_shift"]
 

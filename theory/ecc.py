@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from _core.validation import as_array, check_choice, check_instance, check_scalar
+
 from . import marchenko_pastur as _mp
-from ._validation import as_array, check_choice, check_instance, check_scalar
 
 __all__ = [
     "ESTIMATORS",

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from theory._validation import as_array, check_finite_result, check_int, check_scalar
+from _core.validation import as_array, check_finite_result, check_int, check_scalar
 
 _BIG = 1e100  # magnitudes beyond this overflow the squares below; no FP4 quantity is that large
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import as_array, check_instance, check_int
+from _core.validation import as_array, check_instance, check_int
+
 from .roots import find_root
 
 __all__ = [

@@ -14,7 +14,7 @@ from functools import cache
 
 import numpy as np
 
-from ._validation import as_array, call_real, check_callable, check_int, check_scalar
+from _core.validation import as_array, call_real, check_callable, check_int, check_scalar
 
 __all__ = ["gaussian_expectation", "gauss_hermite_expectation", "gaussian_nodes", "piece_rule"]
 

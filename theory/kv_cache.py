@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ._validation import check_instance, check_int
+from _core.validation import check_instance, check_int
 
 __all__ = [
     "LlamaConfig",

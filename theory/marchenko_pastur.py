@@ -30,7 +30,7 @@ from math import comb
 
 import numpy as np
 
-from ._validation import (
+from _core.validation import (
     as_array,
     call_scalar,
     check_callable,

@@ -11,7 +11,7 @@ matrix) ``+ 2 C`` (its LayerNorm); at ``rank_ratio = 4`` the first three terms a
 
 from __future__ import annotations
 
-from theory._validation import check_bool, check_choice, check_int
+from _core.validation import check_bool, check_choice, check_int
 
 __all__ = [
     "ada_params",

@@ -40,7 +40,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ._validation import as_array, check_instance, check_scalar
+from _core.validation import as_array, check_instance, check_scalar
+
 from .free_convolution import AtomicLaw, edge_point
 from .gaussian import gaussian_nodes
 from .roots import find_root

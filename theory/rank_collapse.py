@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from ._validation import as_array, check_finite_result, check_int, check_scalar
+from _core.validation import as_array, check_finite_result, check_int, check_scalar
 
 __all__ = [
     "relative_residual",

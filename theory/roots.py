@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import call_scalar, check_callable, check_int, check_scalar
+from _core.validation import call_scalar, check_callable, check_int, check_scalar
 
 __all__ = ["RootResult", "find_root", "NoRootError"]
 

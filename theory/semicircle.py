@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_array, check_finite_result, check_scalar
+from _core.validation import as_array, check_finite_result, check_scalar
 
 __all__ = ["semicircle_pdf", "semicircle_cdf", "semicircle_stieltjes", "semicircle_edge"]
 

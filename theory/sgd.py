@@ -23,7 +23,7 @@ import functools
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from theory._validation import as_array, check_bool, check_finite_result, check_scalar
+from _core.validation import as_array, check_bool, check_finite_result, check_scalar
 
 _BIG = 1e100  # magnitudes beyond this overflow the products below; no bound here is that large
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import as_array, check_finite_result, check_scalar
+from _core.validation import as_array, check_finite_result, check_scalar
 
 _BIG = 1e30  # weight and data entries beyond this overflow the cubic products and exp below
 

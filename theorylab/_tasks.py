@@ -64,7 +64,7 @@ def _on_worker(compile_cache: bool | None) -> None:
     memoised simulations past its memory share (:func:`relieve_memory`)."""
     if compile_cache is None:
         return
-    from paper_checks._registry import release_compiled
+    from _core.runtime import release_compiled
 
     setup_jax(compile_cache)
     release_compiled()
@@ -323,8 +323,9 @@ def figure_row(
 
     matplotlib.use("Agg")
     _on_worker(compile_cache)
+    from _core.runtime import float64
     from figures import save
-    from paper_checks._registry import float64, providing
+    from paper_checks._registry import providing
 
     results, error = _gathered(chunks)
     if error is not None:
@@ -365,7 +366,7 @@ def execute(
     """
     rows = [] if rows is None else rows
     if workers is None and scheduler is None:
-        from paper_checks._registry import release_compiled
+        from _core.runtime import release_compiled
 
         for fn, args, kwargs in tqdm(jobs, desc=desc, unit="task", disable=None):
             rows.append(fn(*args, **kwargs))

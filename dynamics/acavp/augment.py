@@ -19,8 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from _core.validation import _is_tracer, as_array, check_array, check_key, check_scalar
 from nn.acavp import warp_affine
-from theory._validation import _is_tracer, as_array, check_array, check_key, check_scalar
 
 __all__ = ["OPS", "LEVELS", "apply_ops", "trivial_augment"]
 

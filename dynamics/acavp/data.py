@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from theory._validation import as_array, check_choice, check_int, check_scalar
+from _core.validation import as_array, check_choice, check_int, check_scalar
 
 __all__ = [
     "CANVAS",

@@ -21,8 +21,7 @@ import numpy as np
 import optax
 
 import nn
-from nn import acavp as P
-from theory._validation import (
+from _core.validation import (
     as_array,
     check_bool,
     check_choice,
@@ -30,6 +29,7 @@ from theory._validation import (
     check_key,
     check_scalar,
 )
+from nn import acavp as P
 
 from .augment import trivial_augment
 from .data import SHIFTS, Task, source_task

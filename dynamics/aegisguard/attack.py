@@ -29,7 +29,7 @@ import numpy as np
 import optax
 
 import nn
-from theory._validation import as_array, check_int, check_key, check_scalar, to_array
+from _core.validation import as_array, check_int, check_key, check_scalar, to_array
 
 from .victim import (
     _ce,

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import optax
 
 import nn
-from theory._validation import check_choice, check_int, check_key, check_scalar
+from _core.validation import check_choice, check_int, check_key, check_scalar
 
 from .victim import (
     _batch,

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import (
+from _core.validation import (
     as_array,
     check_choice,
     check_int,

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import optax
 
 import nn
-from theory._validation import check_int, check_key, check_scalar
+from _core.validation import check_int, check_key, check_scalar
 
 from .victim import _batch, _ce, check_data, check_layer_vector, check_victim
 

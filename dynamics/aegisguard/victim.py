@@ -26,8 +26,7 @@ import numpy as np
 import optax
 
 import nn
-from nn import adapters as ad
-from theory._validation import (
+from _core.validation import (
     check_array,
     check_instance,
     check_int,
@@ -35,6 +34,7 @@ from theory._validation import (
     check_scalar,
     to_array,
 )
+from nn import adapters as ad
 
 # the entry points; adapter_arrays, with_adapters, logits and init_A are helpers (no validation)
 __all__ = ["ResMLP", "Task", "planted_task", "adapted_model", "accuracy", "train_victim"]

@@ -23,8 +23,8 @@ import jax.numpy as jnp
 import optax
 
 import nn
+from _core.validation import check_int, check_key, check_scalar
 from nn import adapters as AD
-from theory._validation import check_int, check_key, check_scalar
 
 from ._tasks import TaskFamily, _check_family, _rbg, sample_inputs, task_targets
 

@@ -22,9 +22,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from _core.validation import check_array, check_callable, check_int, check_key
 from nn import adapters as AD
 from nn import dnd as D
-from theory._validation import check_array, check_callable, check_int, check_key
 
 from ._collect import Checkpoints, with_factors
 from ._generator import GeneratorFit, _without_replacement

@@ -22,8 +22,8 @@ import numpy as np
 import optax
 
 import nn
+from _core.validation import check_array, check_int, check_key, check_scalar
 from nn import dnd as D
-from theory._validation import check_array, check_int, check_key, check_scalar
 
 from ._tasks import _rbg
 

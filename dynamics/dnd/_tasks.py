@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import nn
-from theory._validation import as_array, check_bool, check_int, check_key, check_scalar
+from _core.validation import as_array, check_bool, check_int, check_key, check_scalar
 
 __all__ = ["TaskFamily", "task_family", "sample_inputs", "task_targets"]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
-from theory._validation import check_bool, check_scalar
+from _core.validation import check_bool, check_scalar
 
 from ._objective import _check_moments, _check_pair, _finite
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import as_array, to_array
+from _core.validation import as_array, to_array
 
 __all__ = [
     "relative_singular_value_errors",

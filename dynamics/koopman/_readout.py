@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory._validation import as_array, check_int, check_scalar
+from _core.validation import as_array, check_int, check_scalar
 
 __all__ = ["KoopmanReadout", "cca_readout", "EDMDReadout", "edmd_readout"]
 

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.polynomial import hermite_e
 from scipy import integrate, linalg, special
 
-from theory._validation import (
+from _core.validation import (
     ConvergenceError,
     as_array,
     as_generator,

@@ -19,7 +19,7 @@ import numpy as np
 import optax
 
 import nn
-from theory._validation import as_array, check_choice, check_int, check_scalar
+from _core.validation import as_array, check_choice, check_int, check_scalar
 
 from ._baselines import dpnet_loss, vamp2_loss, vampe_loss
 from ._objective import ESTIMATORS, NESTINGS, lora_loss

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import as_array, check_int
+from _core.validation import as_array, check_int
 
 __all__ = ["confusion_matrix", "miou"]
 

@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from theory._validation import as_generator, check_choice, check_int, check_scalar
+from _core.validation import as_generator, check_choice, check_int, check_scalar
 
 __all__ = ["CLASSES", "SOURCE_CLASSES", "Scenes", "rgbd_scenes"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory._validation import as_array, as_generator, check_scalar
+from _core.validation import as_array, as_generator, check_scalar
 
 __all__ = ["depth_sensor", "depth_channels", "DEPTH_MEAN", "DEPTH_STD"]
 

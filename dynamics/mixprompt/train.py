@@ -28,8 +28,8 @@ import numpy as np
 import optax
 
 import nn
+from _core.validation import check_choice, check_int, check_key, check_scalar
 from nn import mixprompt as M
-from theory._validation import check_choice, check_int, check_key, check_scalar
 
 from .metrics import miou
 from .scenes import CLASSES, SOURCE_CLASSES, rgbd_scenes

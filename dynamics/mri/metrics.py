@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import ndimage
 
-from theory._validation import check_int, check_scalar
+from _core.validation import check_int, check_scalar
 
 __all__ = ["psnr", "psnr_normalized", "ssim", "hfen"]
 

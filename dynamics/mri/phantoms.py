@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import as_array, check_choice, check_int, check_key, check_scalar, to_array
+from _core.validation import as_array, check_choice, check_int, check_key, check_scalar, to_array
 
 from .physics import _fft2c, _grid, _ifft2c, _rng, _shape, cartesian_mask, coil_maps
 

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import (
+from _core.validation import (
     _is_tracer,
     check_choice,
     check_int,

@@ -44,8 +44,7 @@ import numpy as np
 import optax
 
 import nn
-from nn.unet import UNet
-from theory._validation import (
+from _core.validation import (
     _is_tracer,
     as_array,
     check_bool,
@@ -55,6 +54,7 @@ from theory._validation import (
     check_key,
     check_scalar,
 )
+from nn.unet import UNet
 
 from .metrics import _psnr
 from .physics import _fft2c, _ifft2c, cartesian_mask, ssdu_split

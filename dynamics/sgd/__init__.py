@@ -23,6 +23,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
+from _core.validation import (
+    as_array,
+    check_bool,
+    check_choice,
+    check_finite_result,
+    check_int,
+    check_key,
+    check_memory,
+    check_scalar,
+)
 from dynamics.sgd._exact import quadratic_spectral
 from dynamics.sgd._instances import (
     ContinualTasks,
@@ -42,16 +52,6 @@ from dynamics.sgd._instances import (
 )
 from dynamics.sgd._mc import simulate_recorded
 from dynamics.sgd._pep import PEPResult, pep_worst_case, pepit_worst_case
-from theory._validation import (
-    as_array,
-    check_bool,
-    check_choice,
-    check_finite_result,
-    check_int,
-    check_key,
-    check_memory,
-    check_scalar,
-)
 from theory.sgd import check_stepsize
 
 __all__ = [

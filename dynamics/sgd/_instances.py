@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from theory._validation import (
+from _core.validation import (
     NumericalError,
     as_array,
     as_generator,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from theory._validation import NumericalError, check_choice, check_int, check_scalar
+from _core.validation import NumericalError, check_choice, check_int, check_scalar
 
 __all__ = ["PEPResult", "pep_worst_case", "pepit_worst_case"]
 

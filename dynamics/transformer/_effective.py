@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
-from theory._validation import as_array, check_int, check_scalar
+from _core.validation import as_array, check_int, check_scalar
 from theory.transformer import _check_kq
 
 __all__ = ["EffectiveFlow", "effective_flow", "key_query_flow"]

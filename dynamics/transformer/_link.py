@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from _core.validation import check_scalar
 from theory import transformer as th
-from theory._validation import check_scalar
 
 from ._effective import effective_flow
 from ._model import SmallInitTransformer, _check_data, gradient_flow

@@ -15,7 +15,7 @@ import optax
 import optimistix as optx
 
 import nn
-from theory._validation import (
+from _core.validation import (
     as_array,
     as_generator,
     check_choice,

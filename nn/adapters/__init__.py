@@ -67,7 +67,7 @@ from ._vblora import VBLoRALinear, topk_mixture_weights
 
 def num_params(method: str, shapes, **config) -> int:
     """The trainable count of ``method`` on layers of ``(out, in)`` ``shapes`` (its formula)."""
-    from theory._validation import check_choice, check_int
+    from _core.validation import check_choice, check_int
 
     check_choice(method, "method", METHODS)
     if not isinstance(shapes, list | tuple) or not shapes:

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory._validation import as_array, check_choice, check_int, check_key, check_scalar
+from _core.validation import as_array, check_choice, check_int, check_key, check_scalar
 
 from ._targets import Target, target_of
 

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 import nn as _nn
-from theory._validation import check_scalar
+from _core.validation import check_scalar
 
 from ._core import _real_array
 

@@ -24,7 +24,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from theory._validation import _is_tracer, check_int
+from _core.validation import _is_tracer, check_int
 
 from ._core import AdapterLayer, _real_array, register_method
 

@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from _core.validation import check_choice, check_scalar, check_transform
 from nn import riemannian as _rm
-from theory._validation import check_choice, check_scalar, check_transform
 
 from ._core import AdapterLayer, _check_rank, register_method
 

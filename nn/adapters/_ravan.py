@@ -44,8 +44,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import nn as _nn
+from _core.validation import check_choice, check_int, check_key
 from nn import riemannian as _rm
-from theory._validation import check_choice, check_int, check_key
 
 from ._core import Adapted, AdapterLayer, register_method
 

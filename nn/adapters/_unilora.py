@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import nn as _nn
-from theory._validation import (
+from _core.validation import (
     _is_tracer,
     as_array,
     as_generator,

@@ -15,7 +15,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from theory._validation import check_int, check_scalar
+from _core.validation import check_int, check_scalar
 
 from ._core import AdapterLayer, _check_rank, _real_array, register_method
 

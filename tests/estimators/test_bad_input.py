@@ -91,7 +91,7 @@ YW = XW @ np.full(38, 0.2) + 0.5 * AW + _g1.standard_normal(40)
 
 
 def test_variance_curve_leaves_out_penalties_where_the_plug_in_breaks_down():
-    from theory._validation import NumericalError
+    from _core.validation import NumericalError
 
     lams = np.array([0.3, 1.0, 1e5, 1e12])
     with pytest.warns(RuntimeWarning, match="2 of the 4 penalties"):
@@ -107,7 +107,7 @@ def test_variance_curve_leaves_out_penalties_where_the_plug_in_breaks_down():
 
 @pytest.mark.parametrize("lam,split", [(1e5, 2), (1e12, 3)])
 def test_a_penalty_where_the_plug_in_breaks_down_is_a_numerical_error(lam, split):
-    from theory._validation import NumericalError
+    from _core.validation import NumericalError
 
     with pytest.raises(NumericalError, match=r"lam") as info:
         E.ecc(YW, AW, XW, lam=lam, split=split, rng=0)
@@ -115,7 +115,7 @@ def test_a_penalty_where_the_plug_in_breaks_down_is_a_numerical_error(lam, split
 
 
 def test_ecc_path_names_the_penalties_where_the_plug_in_breaks_down():
-    from theory._validation import NumericalError
+    from _core.validation import NumericalError
 
     r = E.ecc_path(YW, AW, XW, [0.3, 1.0], rng=0)
     assert all(np.all(np.isfinite(v)) and np.all(v > 0) for v in r["se"].values())
@@ -125,7 +125,7 @@ def test_ecc_path_names_the_penalties_where_the_plug_in_breaks_down():
 
 
 def test_data_at_the_float_limits_is_a_numerical_error_not_a_crash():
-    from theory._validation import NumericalError
+    from _core.validation import NumericalError
 
     with pytest.raises(NumericalError, match="spectrum of `X`"):
         E.ecc(Y, A, X * 1e-300, assume="generic", lam=0.5)

@@ -111,7 +111,7 @@ def test_release_compiled_frees_the_maps_of_compiled_programs():
     import jax
     import jax.numpy as jnp
 
-    from paper_checks._registry import release_compiled
+    from _core.runtime import release_compiled
 
     def maps():
         return len(Path("/proc/self/maps").read_bytes().splitlines())

@@ -288,8 +288,8 @@ def test_a_callable_that_returns_no_numbers_is_named_and_its_own_errors_pass_thr
 def test_overflow_at_the_edge_of_a_range_is_a_numerical_error_not_inf():
     import pytest
 
+    from _core.validation import NumericalError
     from theory import aegisguard as ag
-    from theory._validation import NumericalError
 
     tiny = 5e-324
     with pytest.raises(NumericalError, match="bound"):
@@ -332,7 +332,7 @@ def test_scalars_keys_names_and_ragged_input():
     import jax
     import pytest
 
-    from theory._validation import check_int, check_scalar, to_array
+    from _core.validation import check_int, check_scalar, to_array
 
     z = check_scalar(-0.0, "x", lower=0.0)
     assert z == 0.0 and np.copysign(1.0, z) == 1.0  # a signed zero would flip uniform(-z, z)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from theory._validation import as_array, check_choice, check_int, check_scalar
+from _core.validation import as_array, check_choice, check_int, check_scalar
 
 
 def test_messages_name_argument_requirement_and_value():
@@ -24,7 +24,7 @@ def test_messages_name_argument_requirement_and_value():
 
 
 def test_arrays_refuse_complex_text_objects_and_flags():
-    import theory._validation as V
+    import _core.validation as V
 
     for bad, kind in (
         ([1 + 2j], "complex"),
@@ -43,7 +43,7 @@ def test_arrays_refuse_complex_text_objects_and_flags():
 
 
 def test_scalars_ints_flags_and_choices_are_strict():
-    import theory._validation as V
+    import _core.validation as V
 
     with pytest.raises(ValueError, match="`s` must be representable as a float; got an integer"):
         check_scalar(10**400, "s")
@@ -68,7 +68,7 @@ def test_rng_key_callables_transforms_paths_batches(tmp_path):
     import jax
     import optax
 
-    import theory._validation as V
+    import _core.validation as V
 
     assert isinstance(V.as_generator([7, 0]), np.random.Generator)
     for bad in ("seed", 1.5, object(), np.random.RandomState(0)):
@@ -100,7 +100,7 @@ def test_rng_key_callables_transforms_paths_batches(tmp_path):
 
 
 def test_memory_and_numerical_faults():
-    import theory._validation as V
+    import _core.validation as V
 
     with pytest.raises(ValueError, match="`n` too large: the matrix would take about"):
         V.check_memory(1e15, "`n`", what="the matrix")
@@ -112,7 +112,7 @@ def test_memory_and_numerical_faults():
 
 
 def test_check_array_may_admit_nan_markers_but_never_infinities():
-    from theory._validation import check_array
+    from _core.validation import check_array
 
     marked = np.array([[1.0, np.nan], [2.0, 3.0]])
     assert check_array(marked, "tokens", finite="inf") is marked
