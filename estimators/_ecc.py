@@ -555,7 +555,7 @@ def asymptotic_variance(
     lam_a = check_scalar(lam_a, "lam_a", lower=LAM_MIN, upper=1e50)
     lam_y = check_scalar(lam_y, "lam_y", lower=LAM_MIN, upper=1e50)
     gamma = check_scalar(gamma, "gamma", lower=0.0, closed="neither")
-    a2, b2, theta, ve, vd, ced = _th._check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
+    a2, b2, theta, ve, vd, ced = _th.check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
     v = _th.asymptotic_variance(
         estimator,
         split,

@@ -5,7 +5,7 @@ as references."""
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.acavp import SIZES, _args, _plan, _suite_specs, run, suite
+from paper_checks.acavp import SIZES, plan, run, run_args, suite, suite_specs
 
 ID = "acavp.suite"
 TITLE = "ACAVP: visual prompts and a linear probe on a frozen digits CNN"
@@ -15,7 +15,7 @@ LABELS = {"lp": "linear probe", "pad": "padding prompt", "evp": "EVP", "acavp": 
 
 def replicates(scale: str, seed: int = 0):
     """The suite runs the claims declare (on a cluster the figure reads their tasks)."""
-    return _plan(_suite_specs(METHODS))(SIZES[scale], seed)
+    return plan(suite_specs(METHODS))(SIZES[scale], seed)
 
 
 def make(scale: str = "quick", seed: int = 0):
@@ -29,7 +29,7 @@ def make(scale: str = "quick", seed: int = 0):
         acc = np.array([100 * s[m][t].test for t in tasks])  # (tasks, seeds)
         se = acc.std(axis=1, ddof=1) / np.sqrt(acc.shape[1])
         ax.bar(x + (i - 1.5) * w, acc.mean(axis=1), w, yerr=se, label=LABELS[m], color=f"C{i}")
-    zs = [100 * run("zs", t, *_args(size), seed).test[0] for t in tasks]
+    zs = [100 * run("zs", t, *run_args(size), seed).test[0] for t in tasks]
     ax.plot(x, zs, "k_", ms=22, mew=2, label="frozen model (zero-shot)")
     ax.axhline(10, color="grey", ls=":", lw=1, label="chance")
     ax.set(xticks=x, xticklabels=tasks, ylabel="test accuracy (%)", xlabel="target task",

@@ -7,7 +7,7 @@ paper's 4x."""
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.aegisguard import RANKINGS, SIZES, _args, _replicates, run, selected_accuracy
+from paper_checks.aegisguard import RANKINGS, SIZES, plan, run, run_args, selected_accuracy
 from theory import aegisguard as C
 
 ID = "aegisguard.leakage"
@@ -16,12 +16,12 @@ TITLE = "AegisGuard: surrogate accuracy vs shielded budget, per ranking"
 
 def replicates(scale: str, seed: int = 0):
     """The AegisGuard claims' replicates (on a cluster the figure reads their tasks)."""
-    return _replicates(SIZES[scale], seed)
+    return plan(SIZES[scale], seed)
 
 
 def make(scale: str = "quick", seed: int = 0):
     size = SIZES[scale]
-    r = run(*_args(size), seed)
+    r = run(*run_args(size), seed)
     L = r["table_b"].shape[1].bit_length() - 1
     ks = np.arange(L + 1)
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.8), width_ratios=(2, 1))

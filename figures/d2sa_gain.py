@@ -4,7 +4,7 @@ gain (the identity line gamma = gain is what a pure gain correction would give).
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.d2sa import SIZES, _gain, _gain_plan
+from paper_checks.d2sa import SIZES, gain_at, gain_plan
 
 ID = "d2sa.patient_gain"
 TITLE = "D2SA stage 1: FiLM scale against the injected scanner gain"
@@ -12,12 +12,12 @@ TITLE = "D2SA stage 1: FiLM scale against the injected scanner gain"
 
 def replicates(scale: str, seed: int = 0):
     """The claim's stage-1 run (on a cluster the figure reads its task)."""
-    return _gain_plan(SIZES[scale], seed)
+    return gain_plan(SIZES[scale], seed)
 
 
 def make(scale: str = "quick", seed: int = 0):
     size = SIZES[scale]
-    r = _gain(size, seed)
+    r = gain_at(size, seed)
     fig, ax = plt.subplots(figsize=(4.8, 3.8))
     g = np.linspace(0.55, 1.65, 2)
     ax.plot(g, g, "k:", lw=1, label="gamma = gain")

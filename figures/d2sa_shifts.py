@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from dynamics.mri import SHIFTS
-from paper_checks.d2sa import SIZES, _plan, _shift
+from paper_checks.d2sa import SIZES, plan, shift_at
 
 ID = "d2sa.efficiency"
 TITLE = "D2SA and single-shot TTT under five MRI distribution shifts"
@@ -14,12 +14,12 @@ TITLE = "D2SA and single-shot TTT under five MRI distribution shifts"
 
 def replicates(scale: str, seed: int = 0):
     """Every shift's run, as the claims declare them (on a cluster the figure reads their tasks)."""
-    return _plan(SIZES[scale], seed)
+    return plan(SIZES[scale], seed)
 
 
 def make(scale: str = "quick", seed: int = 0):
     size = SIZES[scale]
-    runs = [_shift(size, seed, s) for s in SHIFTS]
+    runs = [shift_at(size, seed, s) for s in SHIFTS]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
     x = np.arange(len(SHIFTS))
     for j, (m, label) in enumerate((("b0", "B0 no adaptation"), ("b1", "B1 single-shot TTT"),

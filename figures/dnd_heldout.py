@@ -5,7 +5,7 @@ the family whose inputs identify the task and for the negative control whose inp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.dnd import SIZES, _run
+from paper_checks.dnd import SIZES, run_at
 
 ID = "dnd.heldout"
 TITLE = "DnD: held-out test MSE of generated LoRAs and baselines"
@@ -27,7 +27,7 @@ def make(scale: str = "quick", seed: int = 0):
     for ax, ident, label in zip(
         axes, (True, False), ("inputs identify the task", "control: inputs N(0, I)"), strict=True
     ):
-        h = _run(size, seed, identifiable=ident)["held"]
+        h = run_at(size, seed, identifiable=ident)["held"]
         vals = [np.asarray(getattr(h, k)) for k, _ in BARS]
         means = [v.mean() for v in vals]
         ses = [v.std(ddof=1) / np.sqrt(v.size) for v in vals]

@@ -5,7 +5,7 @@ fraction, beside the paper's README rows (LM-Harness average against KV size).""
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_checks.hybrid import PAPER_TRADEOFF, PLACE_SIZES, _rule_kl, _toy_config, placements
+from paper_checks.hybrid import PAPER_TRADEOFF, PLACE_SIZES, placements, rule_kl, toy_config
 from theory.kv_cache import kv_fraction
 
 ID = "hybrid.cache_tradeoff"
@@ -18,9 +18,9 @@ def make(scale: str = "quick", seed: int = 0):
     L = r["L"]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.6, 4.0))
     for p, v in r["kl"].items():
-        ax.plot(100 * kv_fraction(_toy_config(len(p))), v.mean(), ".", color="0.7", ms=6)
-    frac = [100 * kv_fraction(_toy_config(n)) for n in range(L + 1)]
-    kl = np.stack([_rule_kl(r, n, False)[0] for n in range(L + 1)])
+        ax.plot(100 * kv_fraction(toy_config(len(p))), v.mean(), ".", color="0.7", ms=6)
+    frac = [100 * kv_fraction(toy_config(n)) for n in range(L + 1)]
+    kl = np.stack([rule_kl(r, n, False)[0] for n in range(L + 1)])
     se = kl.std(1, ddof=1) / np.sqrt(kl.shape[1])
     ax.errorbar(frac, kl.mean(1), yerr=2 * se, fmt="o-", color="C0", capsize=3, label="rule")
     for n, (f, k) in enumerate(zip(frac, kl.mean(1), strict=True)):

@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from dynamics.mixprompt import METHODS
-from paper_checks.mixprompt import SIZES, _plan, run
+from paper_checks.mixprompt import SIZES, plan, run
 
 ID = "mixprompt.miou"
 TITLE = "MixPrompt: depth prompting of a frozen RGB backbone vs baselines"
@@ -22,7 +22,7 @@ LABELS = {
 
 def replicates(scale: str, seed: int = 0):
     """Every method's run, as the claims declare them (on a cluster the figure reads them)."""
-    return _plan(*METHODS)(SIZES[scale], seed)
+    return plan(*METHODS)(SIZES[scale], seed)
 
 
 def make(scale: str = "quick", seed: int = 0):

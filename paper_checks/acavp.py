@@ -74,17 +74,17 @@ def run(method, task, pretrain, steps, batch, seeds, lrs, seed, n_low=None, augm
                    n_per_class=n_low, augment=augment, seed=seed, **kw)  # fmt: skip
 
 
-def _args(size):
+def run_args(size):
     return size.pretrain, size.steps, size.batch, size.seeds, tuple(size.lrs)
 
 
-def _suite_specs(methods):
-    return lambda size, seed: [(m, t, *_args(size), seed) for m in methods for t in size.tasks]
+def suite_specs(methods):
+    return lambda size, seed: [(m, t, *run_args(size), seed) for m in methods for t in size.tasks]
 
 
 def _ta_specs(size, seed):
     return [
-        (m, t, *_args(size), seed, size.n_low, aug)
+        (m, t, *run_args(size), seed, size.n_low, aug)
         for m in VP
         for aug in (True, False)
         for t in size.ta_tasks
@@ -117,7 +117,7 @@ def _robust_specs(size, seed):
     ]
 
 
-def _plan(specs):
+def plan(specs):
     """A claim's ``replicates``: each run of ``specs`` a unit, shared with the other claims,
     that needs its source CNN (pre-trained once for all the runs on it)."""
     return lambda size, seed: [
@@ -128,7 +128,7 @@ def _plan(specs):
 
 def suite(size, seed, methods=SUITE):
     """Full-data runs of ``methods`` on the size's tasks: ``{method: {task: AdaptResult}}``."""
-    return {m: {t: computed(run, m, t, *_args(size), seed) for t in size.tasks} for m in methods}
+    return {m: {t: computed(run, m, t, *run_args(size), seed) for t in size.tasks} for m in methods}
 
 
 def _avg(res, field="test"):
@@ -152,7 +152,7 @@ def _frozen(*results):
     "paired over seeds.",
     where="abstract ('state-of-the-art among VP methods'); acavp.md Sec. 4 A5, criterion P3",
     sizes=SIZES,
-    replicates=_plan(_suite_specs(VP)),
+    replicates=plan(suite_specs(VP)),
     mutants=[
         wrap(
             "nn.acavp.ACAVPPrompt.params",
@@ -188,7 +188,7 @@ def _beats_additive_vp(size, seed) -> Measurement:
     "includes a label permutation where the probe relabels for free).",
     where="abstract ('surpasses linear probing in average accuracy'); acavp.md A6, criterion P4",
     sizes=SIZES,
-    replicates=_plan(_suite_specs(("lp", "acavp"))),
+    replicates=plan(suite_specs(("lp", "acavp"))),
     mutants=[
         wrap(
             "nn.acavp.acavp_transform",
@@ -225,7 +225,7 @@ def _vs_linear_probe(size, seed) -> Measurement:
     "per-task gain is reported beside the paper's 'up to 12 points'.",
     where="abstract ('TrivialAugment ... up to 12 percentage points'); acavp.md A4, P6",
     sizes=SIZES,
-    replicates=_plan(_ta_specs),
+    replicates=plan(_ta_specs),
     mutants=[
         wrap(
             "dynamics.acavp.pipeline.trivial_augment",
@@ -239,7 +239,7 @@ def _augmentation_helps(size, seed) -> Measurement:
     rules, gains, best = [], {}, (-np.inf, "")
     for m in VP:
         on, off = (
-            {t: computed(run, m, t, *_args(size), seed, size.n_low, aug) for t in size.ta_tasks}
+            {t: computed(run, m, t, *run_args(size), seed, size.n_low, aug) for t in size.ta_tasks}
             for aug in (True, False)
         )
         rules.append(paired_gap(_avg(on), _avg(off), n_se=2.0, name=f"{m}: TA - no TA (points)"))
@@ -267,7 +267,7 @@ def _augmentation_helps(size, seed) -> Measurement:
     "widths, positive by 2 SE over independent source models and task draws).",
     where="abstract ('overfitting when prompt parameters increase'); acavp.md A1/A2, P5",
     sizes=SIZES,
-    replicates=_plan(_width_specs),
+    replicates=plan(_width_specs),
     mutants=[
         wrap(
             "nn.acavp.frame_mask",
@@ -325,7 +325,7 @@ def _drop(res):
     "larger than the probe's by more than one SE over independent source models and task draws.",
     where="abstract ('superior robustness to distribution shifts'); acavp.md A7, criterion P7",
     sizes=SIZES,
-    replicates=_plan(_robust_specs),
+    replicates=plan(_robust_specs),
     mutants=[
         wrap(
             "nn.acavp.warp_affine",

@@ -47,7 +47,7 @@ SIZES = sizes(
 )  # fmt: skip
 
 
-def _args(size):
+def run_args(size):
     return tuple(size[k] for k in SIZES["smoke"] if k != "scale")
 
 
@@ -150,9 +150,9 @@ def _replicates_of(reps, *args) -> Replicates:
     return Replicates(replicate, args, reps, label="AegisGuard replicates")
 
 
-def _replicates(size, seed) -> list[Replicates]:
+def plan(size, seed) -> list[Replicates]:
     """The claims' replicates: one task each on a cluster, shared by every AegisGuard claim."""
-    return [_replicates_of(*_args(size), seed)]
+    return [_replicates_of(*run_args(size), seed)]
 
 
 @memo
@@ -204,7 +204,7 @@ def _se(x):
     where="abstract ('black-box level MS resilience', ~39% vs 38.9%); aegisguard.md Sec. 7 A1, "
     "Sec. 8.4 Q1/Q3",
     sizes=SIZES,
-    replicates=_replicates,
+    replicates=plan,
     mutants=[
         wrap(
             "dynamics.aegisguard.bandit._reward",
@@ -215,7 +215,7 @@ def _se(x):
     ],
 )
 def _black_box_level(size, seed) -> Measurement:
-    r = run(*_args(size), seed)
+    r = run(*run_args(size), seed)
     L = r["table_b"].shape[1].bit_length() - 1
     k = budgets(L)[1]
     bb, wb = _ends(r)
@@ -255,7 +255,7 @@ def _black_box_level(size, seed) -> Measurement:
     where="aegisguard.md Sec. 7 A5 (random control worse than RSM), Sec. 8.4 Q2 (pass criteria "
     "fixed before running: both rules; magnitude and probe recorded, not required)",
     sizes=SIZES,
-    replicates=_replicates,
+    replicates=plan,
     mutants=[
         wrap(
             "dynamics.aegisguard.bandit._score_update",
@@ -266,7 +266,7 @@ def _black_box_level(size, seed) -> Measurement:
     ],
 )
 def _ranking(size, seed) -> Measurement:
-    r = run(*_args(size), seed)
+    r = run(*run_args(size), seed)
     L = r["table_b"].shape[1].bit_length() - 1
     rules, extra = [], {}
     for k in budgets(L):
@@ -335,7 +335,7 @@ def sac_costs(r):
     where="abstract ('cutting TEE memory usage by 4x', 'reducing latency by 2-3x', 'no accuracy "
     "loss'); aegisguard.md Sec. 5, Sec. 7 A2-A4, Sec. 8.4 Q5",
     sizes=SIZES,
-    replicates=_replicates,
+    replicates=plan,
     mutants=[
         patch(
             "paper_checks.aegisguard.SAC_RATIO",
@@ -346,7 +346,7 @@ def sac_costs(r):
     ],
 )
 def _cost(size, seed) -> Measurement:
-    r = run(*_args(size), seed)
+    r = run(*run_args(size), seed)
     mem, path, shapes = sac_costs(r)
     speed = np.array([C.amdahl_speedup(COMM_SHARE, c) for c in path])
     drop = r["acc_b"] - r["acc_sac"]

@@ -157,7 +157,7 @@ def _gain_spec(size, seed):
     return (*_net_args(size), size.gain_patients, size.slices, size.epochs, seed)
 
 
-def _gain(size, seed):
+def gain_at(size, seed):
     """:func:`run_gain` at ``size``, computed or read from the cluster's task."""
     return computed(run_gain, *_gain_spec(size, seed))
 
@@ -167,7 +167,7 @@ def _source(size, seed):
     return unit(pretrained, *_net_args(size), seed)
 
 
-def _gain_plan(size, seed):
+def gain_plan(size, seed):
     return [unit(run_gain, *_gain_spec(size, seed), needs=[_source(size, seed)])]
 
 
@@ -175,7 +175,7 @@ def _spec(size, seed, shift, ssl="dc", nonlinearity="perona_malik", patients=Non
     return (shift, ssl, *_run_args(size, patients), seed, nonlinearity)
 
 
-def _shift(size, seed, shift):
+def shift_at(size, seed, shift):
     """:func:`run_shift` of ``shift`` at ``size`` (DC loss, Perona-Malik flux), computed or read
     from the cluster's task."""
     return computed(run_shift, *_spec(size, seed, shift))
@@ -202,7 +202,7 @@ def _hfen_specs(size, seed):
     ]  # fmt: skip
 
 
-def _plan(size, seed):
+def plan(size, seed):
     """The ``replicates`` of the claims that read every shift: each shift's :func:`run_shift` a
     unit, shared between them."""
     return [unit(run_shift, *_spec(size, seed, s), needs=[_source(size, seed)]) for s in SHIFTS]
@@ -215,7 +215,7 @@ def _plan(size, seed):
     "test-time adaptation (single-shot TTT and D2SA) raises PSNR over the frozen source network.",
     where="abstract; d2sa.md Sec. 4 D5, pass criterion R1",
     sizes=SIZES,
-    replicates=_plan,
+    replicates=plan,
     mutants=[
         patch(
             "dynamics.mri.tta.LR_SINGLE_SHOT",
@@ -228,7 +228,7 @@ def _plan(size, seed):
 def _adaptation_helps(size, seed) -> Measurement:
     rules, gains = [], {}
     for shift in SHIFTS:
-        s = _shift(size, seed, shift)["scores"]
+        s = shift_at(size, seed, shift)["scores"]
         for m, label in (("d2sa", "D2SA"), ("b1", "B1")):
             rules.append(
                 paired_gap(
@@ -254,7 +254,7 @@ def _adaptation_helps(size, seed) -> Measurement:
     "same self-validation rule).",
     where="abstract ('accelerates convergence'); d2sa.md Sec. 4 D1/D5, criterion R2",
     sizes=SIZES,
-    replicates=_plan,
+    replicates=plan,
     mutants=[
         wrap(
             "dynamics.mri.tta._should_stop",
@@ -265,7 +265,7 @@ def _adaptation_helps(size, seed) -> Measurement:
     ],
 )
 def _efficiency(size, seed) -> Measurement:
-    runs = [_shift(size, seed, s) for s in SHIFTS]
+    runs = [shift_at(size, seed, s) for s in SHIFTS]
     b1 = sum(r["steps"]["b1"] for r in runs)
     d = sum(r["steps"]["d2sa"] for r in runs)
     s1 = sum(r["steps"]["d2sa_stage1"] for r in runs)
@@ -389,10 +389,10 @@ def _no_oversmoothing(size, seed) -> Measurement:
             name="no_gamma",
         )
     ],
-    replicates=_gain_plan,
+    replicates=gain_plan,
 )
 def _patient_gain(size, seed) -> Measurement:
-    r = _gain(size, seed)
+    r = gain_at(size, seed)
     g = r["gamma"]
     rho = float(spearmanr(r["gain"], g).statistic) if np.ptp(g) > 0 else float("nan")
     return measure(

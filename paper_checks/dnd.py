@@ -20,7 +20,6 @@ import jax
 import numpy as np
 
 from dynamics import dnd as DD
-from dynamics.dnd import _evaluate as DE
 from nn import adapters as AD
 from nn import dnd as D
 
@@ -80,7 +79,7 @@ def pipeline(identifiable, n_train, n_test, steps, keep, horizon, n_points, pool
     return dict(family=fam, checkpoints=ck, fit=fit, held=held, seconds=secs)
 
 
-def _run(size, seed, identifiable=True):
+def run_at(size, seed, identifiable=True):
     return pipeline(identifiable, *_args(size), seed)
 
 
@@ -116,7 +115,7 @@ def _means(h):
     ],
 )
 def _beats_training_loras(size, seed) -> Measurement:
-    h = _run(size, seed)["held"]
+    h = run_at(size, seed)["held"]
     return measure(
         paired_gap(h.train_avg, h.dnd, name="MSE training-LoRA average - DnD"),
         paired_gap(h.mean_adapter, h.dnd, name="MSE mean adapter - DnD"),
@@ -146,7 +145,7 @@ def _beats_training_loras(size, seed) -> Measurement:
     ],
 )
 def _prompts_matter(size, seed) -> Measurement:
-    h = _run(size, seed)["held"]
+    h = run_at(size, seed)["held"]
     return measure(
         paired_gap(h.wrong, h.dnd, name="MSE wrong-task prompts - own prompts"),
         paired_gap(h.centroid, h.dnd, name="MSE centroid - DnD"),
@@ -178,8 +177,8 @@ def _prompts_matter(size, seed) -> Measurement:
     ],
 )
 def _no_gain(size, seed) -> Measurement:
-    h = _run(size, seed, identifiable=False)["held"]
-    ident = _run(size, seed)["held"]
+    h = run_at(size, seed, identifiable=False)["held"]
+    ident = run_at(size, seed)["held"]
     margin = CONTROL_MARGIN * float(np.mean(h.centroid))
     return measure(
         equivalent(h.wrong, h.dnd, margin=margin, name="MSE wrong-task - own prompts"),
@@ -253,8 +252,8 @@ def _overhead(size, seed) -> Measurement:
             "one-off s (collection + generator training)": o["once"],
             "break-even number of new tasks": breakeven,
         },
-        detail=f"CPU wall-clock, warm (generator: mean of calls {DE.GEN_WARMUP + 1}-"
-        f"{DE.GEN_WARMUP + DE.GEN_REPEATS} as the official script; tuning: best of 3 runs of "
+        detail=f"CPU wall-clock, warm (generator: mean of calls {DD.GEN_WARMUP + 1}-"
+        f"{DD.GEN_WARMUP + DD.GEN_REPEATS} as the official script; tuning: best of 3 runs of "
         f"{o['tune_steps']} steps). Like the paper's 12,000x (0.11 s generator forward vs "
         "full-shot LoRA r=8 tuning, ~300 iterations), this leaves out the one-off collection and "
         f"generator training and compares with LoRA tuning, not full fine-tuning; seed {seed}",

@@ -597,7 +597,7 @@ def placements(teacher_steps: int, ild_steps: int, reps: int, seed: int) -> dict
     return dict(kl=kl, scores=scores, models=models, L=L)
 
 
-def _rule_kl(r: dict, n: int, keep_first: bool) -> tuple[np.ndarray, list]:
+def rule_kl(r: dict, n: int, keep_first: bool) -> tuple[np.ndarray, list]:
     """Per replicate: the rule's placement of ``n`` MLA layers from that replicate's scores and
     its KL."""
     from nn.hybrid import select_mla_layers
@@ -612,7 +612,7 @@ def _regret(r: dict, n: int, keep_first: bool):
     cands = [p for p in r["kl"] if len(p) == n]
     means = {p: float(r["kl"][p].mean()) for p in cands}
     order = sorted(cands, key=lambda p: means[p])
-    got, ch = _rule_kl(r, n, keep_first)
+    got, ch = rule_kl(r, n, keep_first)
     d = (got - r["kl"][order[0]]) / means[order[0]]
     return d, ch, [order.index(p) + 1 for p in ch], order[0]
 
@@ -691,7 +691,7 @@ PAPER_TRADEOFF = {
 }
 
 
-def _toy_config(n: int):
+def toy_config(n: int):
     from theory.kv_cache import HybridConfig, LlamaConfig
 
     base = LlamaConfig(LM["layers"], LM["H"], LM["G"], LM["dh"], LM["d"])
@@ -739,15 +739,15 @@ def _tradeoff(size, seed) -> Measurement:
 
     r = placements(size.teacher_steps, size.ild_steps, size.reps, seed)
     L = r["L"]
-    kl = np.stack([_rule_kl(r, n, False)[0] for n in range(L + 1)])  # (L + 1, reps)
+    kl = np.stack([rule_kl(r, n, False)[0] for n in range(L + 1)])  # (L + 1, reps)
     # the cache of the rule's placement, measured from the composed model of replicate 0
     m = r["models"][0]
     measured, theory, frac = [], [], []
     for n in range(L + 1):
-        p = _rule_kl(r, n, False)[1][0]
+        p = rule_kl(r, n, False)[1][0]
         measured.append(_measured_cache(compose_hybrid(m["mla"], m["mamba2"], _kinds(p, L))))
-        theory.append(mla_cache_per_token(_toy_config(n)))
-        frac.append(kv_fraction(_toy_config(n)))
+        theory.append(mla_cache_per_token(toy_config(n)))
+        frac.append(kv_fraction(toy_config(n)))
     steps = [
         paired_gap(
             kl[n + 1],

@@ -92,7 +92,7 @@ def run(method: str, size, seed: int) -> D.AdaptResult:
     return computed(_run, method, size.scale, seed)
 
 
-def _plan(*methods):
+def plan(*methods):
     """A claim's ``replicates``: the run of each of ``methods`` a unit, shared with the others,
     that needs the pre-trained backbone (trained once for all the runs)."""
     return lambda size, seed: [
@@ -128,7 +128,7 @@ def _setting(size, seed):
     "between frozen RGB-only and two-branch fusion (depth is where the task's information is).",
     where="Abstract (multimodal prompting of a frozen RGB model); note Q1",
     sizes=SIZES,
-    replicates=_plan("rgb_frozen", "rgb_finetune", "two_branch", "mixprompt"),
+    replicates=plan("rgb_frozen", "rgb_finetune", "two_branch", "mixprompt"),
     mutants=[
         patch(
             "nn.mixprompt.inject",
@@ -167,7 +167,7 @@ def _uses_depth(size, seed) -> Measurement:
     where="Abstract (+4.3/+1.1/+0.4/+1.1 mIoU with ~half the parameters); Table 1 (87.2M vs "
     "CMX-B5 181.1M); note Q2, Q5",
     sizes=SIZES,
-    replicates=_plan("mixprompt", "two_branch"),
+    replicates=plan("mixprompt", "two_branch"),
     mutants=[
         patch(
             "nn.mixprompt.MixPrompt.trainable_mask",
@@ -231,7 +231,7 @@ def _gain(other: str, size, seed, name: str, paper_gain: float) -> Measurement:
     "without the mixing matrix (paired over seeds, > 0 at 2 SE; paper +0.8 mIoU).",
     where="Table 3c, mixing placement on MFNet: none 59.3, RGB 60.1; note Q4",
     sizes=SIZES,
-    replicates=_plan("mixprompt", "mixprompt_nomix"),
+    replicates=plan("mixprompt", "mixprompt_nomix"),
     mutants=[
         patch(
             "nn.mixprompt.mix_subspaces",
@@ -253,7 +253,7 @@ def _mixing_gain(size, seed) -> Measurement:
     "2 SE; paper: w/o extractor 58.8 vs 60.1).",
     where="Table 3a ablation on MFNet (w/o prompt extractor 58.8 vs 60.1); abstract; note Q4",
     sizes=SIZES,
-    replicates=_plan("mixprompt", "mixprompt_random"),
+    replicates=plan("mixprompt", "mixprompt_random"),
     mutants=[
         wrap(
             "nn.mixprompt.mixprompt",
@@ -275,7 +275,7 @@ def _extractor_gain(size, seed) -> Measurement:
     "paper NYU 61.2 vs 59.3).",
     where="Table 1 (NYU: DPLNet 59.3, 88.58M; MixPrompt 61.2, 87.2M); abstract; note Q3",
     sizes=SIZES,
-    replicates=_plan("mixprompt", "dplnet"),
+    replicates=plan("mixprompt", "dplnet"),
     mutants=[
         patch(
             "nn.mixprompt.inject",

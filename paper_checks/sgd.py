@@ -21,7 +21,6 @@ import numpy as np
 
 import dynamics.sgd as S
 import theory.sgd as ts
-from dynamics.sgd._instances import QuadraticSum
 
 from ._registry import Measurement, claim, memo, sizes, wrap
 from ._rules import at_most, measure, slope_within, within
@@ -98,7 +97,7 @@ def _full_batch(inst):
     ``B = H^{1/2}``, ``c = H^{1/2} w_star``, no noise."""
     lam, V = np.linalg.eigh(inst.H)
     root = (V * np.sqrt(np.maximum(lam, 0.0))) @ V.T
-    return QuadraticSum(
+    return S.QuadraticSum(
         root[None],
         (root @ inst.w_star)[None],
         np.ones(1),

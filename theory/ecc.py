@@ -34,6 +34,7 @@ __all__ = [
     "ESTIMATORS",
     "SPLITS",
     "SpectralIntegrator",
+    "check_model",
     "bias_constants",
     "naive_limit",
     "debias",
@@ -66,9 +67,20 @@ def _check_constants(c):
     return out
 
 
-def _check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta):
-    """The linear-Gaussian model's moments, with the Cauchy–Schwarz constraints the note's
-    variance formulas assume (``theta^2 <= a2 b2``, ``cov^2 <= var_eps var_delta``)."""
+def check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta):
+    """The linear-Gaussian model's moments, validated, with the Cauchy–Schwarz constraints the
+    note's variance formulas assume (``theta^2 <= a2 b2``, ``cov^2 <= var_eps var_delta``).
+
+    Returns ``(a2, b2, theta, var_eps, var_delta, cov_eps_delta)`` as floats; raises
+    ``ValueError`` naming the first argument that breaks a constraint.
+
+    >>> check_model(1, 1, 0.5, 1, 1, 0.0)
+    (1.0, 1.0, 0.5, 1.0, 1.0, 0.0)
+    >>> check_model(1, 1, 2.0, 1, 1, 0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `theta` must satisfy theta^2 <= a2*b2 = 1 (Cauchy–Schwarz); got 2.
+    """
     big = 1e100
     a2 = check_scalar(a2, "a2", lower=0.0, upper=big)
     b2 = check_scalar(b2, "b2", lower=0.0, upper=big)
@@ -371,7 +383,7 @@ def variance_components(
     """
     estimator, split = _check_kind(estimator, split)
     check_instance(integ, "integ", SpectralIntegrator)
-    a2, b2, theta, ve, vd, ced = _check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
+    a2, b2, theta, ve, vd, ced = check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
     gm = integ.gamma
     c = bias_constants(integ)
     sa, sy, G, z, kap = c["s_a"], c["s_y"], c["Gamma"], c["zeta"], c["kappa"]
@@ -462,7 +474,7 @@ def asymptotic_variance(
     3.7567
     """
     _check_kind(estimator, split)
-    _check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
+    check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta)
     integ = SpectralIntegrator(gamma, lam_a, lam_y)
     comp = variance_components(
         estimator,

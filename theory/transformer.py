@@ -41,6 +41,7 @@ __all__ = [
     "column_alignment",
     "condition_fractions",
     "key_query_matrix",
+    "check_key_query",
     "key_query_closed_form",
     "key_query_limit",
     "top_multiplicity",
@@ -343,7 +344,15 @@ def key_query_matrix(X, y, W_V, W1, W2) -> np.ndarray:
     return np.einsum("i,ik,il->kl", y * L1, X[:, -1, :], wM) / (n * s * np.sqrt(d))
 
 
-def _check_kq(F, W_Q0, W_K0):
+def check_key_query(F, W_Q0, W_K0):
+    """``(F, W_Q0, W_K0)`` of the key-query flow ``dW_Q/dt = F W_K``, ``dW_K/dt = F^T W_Q``,
+    validated: finite matrices, ``W_Q0`` with as many rows as ``F``, ``W_K0`` of shape
+    ``(F.shape[1], W_Q0.shape[1])``. Returns them as float arrays; raises ``ValueError`` naming
+    the argument whose shape or entries do not fit.
+
+    >>> [a.shape for a in check_key_query(np.ones((3, 2)), np.ones((3, 1)), np.ones((2, 1)))]
+    [(3, 2), (3, 1), (2, 1)]
+    """
     F = as_array(F, "F", ndim=2, lower=-_BIG, upper=_BIG)
     W_Q0 = as_array(W_Q0, "W_Q0", ndim=2, lower=-_BIG, upper=_BIG)
     if W_Q0.shape[0] != F.shape[0]:
@@ -370,7 +379,7 @@ def key_query_closed_form(F, W_Q0, W_K0, t):
     >>> np.allclose(np.diag(W_Q), np.cosh([2, 1])), np.allclose(np.diag(W_K), np.sinh([2, 1]))
     (True, True)
     """
-    F, W_Q0, W_K0 = _check_kq(F, W_Q0, W_K0)
+    F, W_Q0, W_K0 = check_key_query(F, W_Q0, W_K0)
     t = as_array(t, "t", lower=-_BIG, upper=_BIG)
     U, sig, Vt = np.linalg.svd(F)
     if sig.size and sig[0] * np.max(np.abs(t), initial=0.0) > 700.0:
@@ -431,7 +440,7 @@ def key_query_limit(F, W_Q0, W_K0, *, rtol=1e-9):
     array([[1., 0.],
            [0., 0.]])
     """
-    F, W_Q0, W_K0 = _check_kq(F, W_Q0, W_K0)
+    F, W_Q0, W_K0 = check_key_query(F, W_Q0, W_K0)
     k = top_multiplicity(F, rtol=rtol)
     U, _, Vt = np.linalg.svd(F)
     Uk, Vk = U[:, :k], Vt[:k].T

@@ -11,7 +11,7 @@
 """
 
 from ._collect import Checkpoints, collect_checkpoints, factors_of, lora_template, with_factors
-from ._evaluate import HeldOut, adapter_mse, evaluate_heldout, timed
+from ._evaluate import GEN_REPEATS, GEN_WARMUP, HeldOut, adapter_mse, evaluate_heldout, timed
 from ._generator import GeneratorFit, generate_tokens, train_generator
 from ._tasks import TaskFamily, sample_inputs, task_family, task_targets
 
@@ -32,4 +32,6 @@ __all__ = [
     "adapter_mse",
     "evaluate_heldout",
     "timed",
+    "GEN_WARMUP",
+    "GEN_REPEATS",
 ]

@@ -13,7 +13,7 @@ import numpy as np
 import optimistix as optx
 
 from _core.validation import as_array, check_int, check_scalar
-from theory.transformer import _check_kq
+from theory.transformer import check_key_query
 
 __all__ = ["EffectiveFlow", "effective_flow", "key_query_flow"]
 
@@ -205,7 +205,7 @@ def key_query_flow(
     ``ts`` increasing times starting at 0. Returns ``(W_Q, W_K)`` stacks ``(len(ts), ...)``. The
     exact solution is :func:`theory.transformer.key_query_closed_form`.
     """
-    F, W_Q0, W_K0 = _check_kq(F, W_Q0, W_K0)
+    F, W_Q0, W_K0 = check_key_query(F, W_Q0, W_K0)
     ts = as_array(ts, "ts", ndim=1)
     if ts.size < 1 or ts[0] != 0 or np.any(np.diff(ts) <= 0):
         raise ValueError("`ts` must be strictly increasing and start at 0.")
