@@ -4,10 +4,20 @@ of compiled programs before a long run reaches the kernel's memory-map cap."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 
-__all__ = ["float64", "release_compiled", "MAX_MAPS"]
+__all__ = ["float64", "release_compiled", "MAX_MAPS", "cpu_cores"]
+
+
+def cpu_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, which a container or ``taskset``
+    narrows; ``os.cpu_count()`` where the platform has no affinity call)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def _map_cap() -> int:

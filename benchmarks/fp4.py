@@ -83,7 +83,7 @@ def _quantisers(shape, dtype, rounds: int, extra: bool) -> list[dict]:
         # against jax.random.uniform with the default (threefry) and "rbg" (Philox) keys
         rbg = jax.random.key(1, impl="rbg")
         for name, f, k in [
-            ("U[0,1) draws: nn.quant", lambda k: Q._uniform(k, x.shape, x.dtype), key),
+            ("U[0,1) draws: nn.quant", lambda k: Q.rounding_uniform(x.shape, x.dtype, key=k), key),
             ("U[0,1) draws: threefry", lambda k: jax.random.uniform(k, x.shape, x.dtype), key),
             ("U[0,1) draws: rbg", lambda k: jax.random.uniform(k, x.shape, x.dtype), rbg),
         ]:

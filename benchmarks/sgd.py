@@ -31,7 +31,8 @@ import numpy as np
 from numba import njit
 
 import dynamics.sgd as S
-from dynamics.sgd._kernel import _cores, padded_dim
+from _core.runtime import cpu_cores
+from dynamics.sgd import padded_dim
 
 SIZES = {"quick": dict(paths=4000, steps=4000), "full": dict(paths=10_000, steps=10_000)}
 DIM, ROWS = 50, 200
@@ -78,7 +79,7 @@ def l1_rate(dtype, reps=20_000, tries=3):
     one thread per core as the kernel runs."""
     dt = np.dtype(dtype)
     n = 8192 // dt.itemsize
-    threads = _cores()
+    threads = cpu_cores()
     arrays = [(np.zeros(n, dt), np.full(n, 1e-3, dt), np.ones(n, dt)) for _ in range(threads)]
     _stream(*arrays[0], 1, dt.type(0.0))
     with ThreadPoolExecutor(threads) as pool:

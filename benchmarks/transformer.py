@@ -20,7 +20,7 @@ import numpy as np
 from _harness import run
 
 import dynamics.transformer as dt
-from dynamics.transformer._model import PARAMS
+from dynamics.transformer import PARAMS
 
 
 def _flat(path):

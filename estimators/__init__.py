@@ -16,6 +16,7 @@ from ._ecc import (
     plugin_moments,
     variance_curve,
 )
+from ._ridge import unchecked_ridge_estimate
 
 __all__ = [
     "CITestResult",
@@ -28,4 +29,5 @@ __all__ = [
     "paper_lambda_grid",
     "plugin_moments",
     "variance_curve",
+    "unchecked_ridge_estimate",
 ]

@@ -9,7 +9,14 @@ import numbers
 import numpy as np
 from scipy import linalg
 
-from _core.validation import NumericalError, as_array, as_generator, check_bool, check_scalar
+from _core.validation import (
+    NumericalError,
+    as_array,
+    as_generator,
+    check_bool,
+    check_choice,
+    check_scalar,
+)
 from theory import ecc as _th
 from theory.marchenko_pastur import LAM_MIN
 
@@ -380,6 +387,38 @@ class _Prepared:
         else:
             var = ev / self.m + comp["fold_y"] / self.paths["y"].m + comp["fold_a"] / self.m_train
         return var
+
+
+def unchecked_ridge_estimate(
+    y, a, X, *, estimator="dr", split=2, lam=1.0, cov=None, center=True, rng=None
+) -> float:
+    """The debiased ridge estimate that :func:`ecc` returns for ``estimator`` in
+    ``{"dr", "nr", "int"}`` at fixed penalties ``lam`` (a number or ``(lam_a, lam_y)``), computed
+    without the check that the whitened training folds look isotropic: what a user who forced the
+    Marchenko–Pastur constants onto data that break their assumption would get (McGrath,
+    Mukherjee, Mukherjee & Wang 2025, Sec. 3, the estimators :func:`ecc` implements). The refusal
+    claims measure its bias where :func:`ecc` refuses.
+
+    ``rng`` (int, Generator or None) draws the folds exactly as :func:`ecc` does, so on data that
+    pass the check the two agree:
+
+    >>> from estimators import ecc
+    >>> g = np.random.default_rng(0)
+    >>> X = g.standard_normal((400, 40))
+    >>> a, y = X[:, 0] + g.standard_normal(400), X[:, 1] + g.standard_normal(400)
+    >>> u = unchecked_ridge_estimate(y, a, X, lam=1.0, rng=1)
+    >>> bool(np.isclose(u, ecc(y, a, X, split=2, lam=1.0, rng=1).estimate, rtol=1e-12))
+    True
+    """
+    estimator = check_choice(estimator, "estimator", _th.ESTIMATORS)
+    split = check_choice(split, "split", _th.SPLITS)
+    lam = _check_lam(lam)
+    if lam == "auto":
+        raise ValueError("`lam` must be a positive number or a pair (lam_a, lam_y); got 'auto'.")
+    prep = _Prepared(
+        y, a, X, split, cov, check_bool(center, "center"), rng, vectors=False, check_isotropy=False
+    )
+    return float(prep.fit(estimator, *lam)[1][0])
 
 
 def _auto_lambda(prep, estimator):

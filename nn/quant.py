@@ -106,6 +106,7 @@ __all__ = [
     "Operand",
     "QuantMatmul",
     "sr_variance",
+    "rounding_uniform",
 ]
 
 _ROUNDINGS = ("nearest", "stochastic")
@@ -212,6 +213,26 @@ def _uniform(key, shape, dtype):
         state, shape, jnp.uint64 if wide else jnp.uint32, jax.lax.RandomAlgorithm.RNG_THREE_FRY
     )
     return (bits >> (bits.dtype.itemsize * 8 - m)).astype(dtype) * (2.0**-m)
+
+
+def rounding_uniform(shape, dtype=jnp.float32, *, key) -> jax.Array:
+    """The U[0, 1) draws that stochastic rounding under ``key`` compares with (:func:`quantize`
+    with ``rounding="stochastic"`` on an array of ``shape`` and ``dtype``): on the grid
+    ``k 2^-m`` (``m`` = 23 for float32, 52 for float64), from one XLA ``RngBitGenerator`` op with
+    the Threefry algorithm keyed by the two words of ``key``. Same key, same draws.
+
+    >>> u = rounding_uniform((1000,), key=jax.random.key(0))
+    >>> u.shape, bool((u >= 0).all() & (u < 1).all()), bool(abs(u.mean() - 0.5) < 0.05)
+    ((1000,), True, True)
+    """
+    key = check_key(key)
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(check_int(s, "shape", lower=0) for s in shape)
+    dtype = jnp.dtype(dtype)
+    if dtype not in (jnp.float32, jnp.float64):
+        raise TypeError(f"`dtype` must be float32 or float64; got {dtype}.")
+    return _uniform(key, shape, dtype)
 
 
 def _pow2(k, dtype):

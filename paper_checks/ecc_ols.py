@@ -16,8 +16,7 @@ from scipy.stats import norm
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from estimators import ecc
-from estimators._ridge import _Prepared
+from estimators import ecc, unchecked_ridge_estimate
 
 from ._registry import Measurement, claim, memo, patch, scaled, sizes, wrap
 from ._rules import at_least, at_most, holds, measure, within
@@ -427,10 +426,7 @@ def simulate_refusal(n: int, reps: int, seed: int = 0) -> dict:
                     out[f"refused_{kind}"][r] = True
                     out["messages"].add(str(err))
                 if kind == "ar":
-                    prep = _Prepared(
-                        y, a, X, 2, None, True, rng, vectors=False, check_isotropy=False
-                    )
-                    out["forced"][r] = prep.fit("dr", 1.0, 1.0)[1][0]
+                    out["forced"][r] = unchecked_ridge_estimate(y, a, X, lam=1.0, rng=rng)
     return dict(out, n=n, p=p, reps=reps)
 
 

@@ -18,8 +18,7 @@ from scipy.stats import norm
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from estimators import ecc
-from estimators._ridge import _Prepared
+from estimators import ecc, unchecked_ridge_estimate
 
 from ._registry import Measurement, claim, memo, patch, sizes, wrap
 from ._rules import at_least, at_most, holds, measure, within
@@ -207,11 +206,10 @@ def simulate_whitened(n: int, reps: int, seed: int = 0) -> dict:
                 res = ecc(y, a, X, estimator=estimator, split=split, lam=1.0, X_unlabeled=XU, rng=r)
                 est[j, r], se[j, r] = res.estimate, res.se
                 XUc = XU - XU.mean(0)
-                prep = _Prepared(
-                    y, a, X, split, XUc.T @ XUc / (N - 1), True, np.random.default_rng(r),
-                    vectors=False, check_isotropy=False,
+                ident[j, r] = unchecked_ridge_estimate(
+                    y, a, X, estimator=estimator, split=split, lam=1.0,
+                    cov=XUc.T @ XUc / (N - 1), rng=np.random.default_rng(r),
                 )  # fmt: skip
-                ident[j, r] = prep.fit(estimator, 1.0, 1.0)[1][0]
     return dict(est=est, se=se, ident=ident, n=n, p=p, N=N, reps=reps)
 
 

@@ -50,6 +50,7 @@ from dynamics.sgd._instances import (
     separable_data,
     squared_hinge,
 )
+from dynamics.sgd._kernel import padded_dim
 from dynamics.sgd._mc import simulate_recorded
 from dynamics.sgd._pep import PEPResult, pep_worst_case, pepit_worst_case
 from theory.sgd import check_stepsize
@@ -80,6 +81,7 @@ __all__ = [
     "logistic_separable",
     "squared_hinge",
     "separable_data",
+    "padded_dim",
 ]
 
 

@@ -31,11 +31,13 @@ vectorises; results are deterministic for a given machine and Numba build.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
+
+from _core.runtime import cpu_cores
+from _core.validation import check_int
 
 __all__ = ["padded_dim", "quadratic_paths", "seed_of"]
 
@@ -182,7 +184,12 @@ def seed_of(key) -> np.uint64:
 def padded_dim(d, dtype) -> int:
     """``d`` rounded up to whole 64-byte blocks of ``dtype``, the width the kernels run at: their
     loops step two AVX2 vectors at a time, and a scalar tail cost 20 % at ``d = 50`` (float32
-    padded to 56: 15.4 ns per path-step, to 64: 12.4)."""
+    padded to 56: 15.4 ns per path-step, to 64: 12.4).
+
+    >>> padded_dim(50, np.float32), padded_dim(50, np.float64)
+    (64, 56)
+    """
+    d = check_int(d, "d", lower=0)
     m = 64 // np.dtype(dtype).itemsize
     return -(-d // m) * m
 
@@ -211,7 +218,7 @@ def quadratic_paths(inst, eta, ends, seed, n_paths, dtype):
         np.asarray(ends, np.int64),
         np.uint64(seed),
     )
-    cuts = np.linspace(0, n_paths, min(_cores(), n_paths) + 1).astype(int)
+    cuts = np.linspace(0, n_paths, min(cpu_cores(), n_paths) + 1).astype(int)
 
     kernel = _run_rank1 if B.shape[1] == 1 else _run
 
@@ -222,10 +229,3 @@ def quadratic_paths(inst, eta, ends, seed, n_paths, dtype):
     with ThreadPoolExecutor(max_workers=cuts.size - 1) as pool:
         list(pool.map(part, cuts[:-1], cuts[1:]))
     return out[..., :d]
-
-
-def _cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1

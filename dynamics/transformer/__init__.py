@@ -22,6 +22,7 @@ condensation metrics, the stage-2 closed form and ranks) are in :mod:`theory.tra
 from ._effective import EffectiveFlow, effective_flow, key_query_flow
 from ._link import EscapeResult, RankCollapseResult, escape_time, rank_collapse
 from ._model import (
+    PARAMS,
     FlowPath,
     SmallInitTransformer,
     anchor_task,
@@ -32,6 +33,7 @@ from ._model import (
 )
 
 __all__ = [
+    "PARAMS",
     "SmallInitTransformer",
     "exp_loss",
     "gaussian_task",
