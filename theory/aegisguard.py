@@ -1,5 +1,6 @@
 """Exact TEE cost bookkeeping of selectively shielded LoRA adapters (AegisGuard, Wang et al.,
-NeurIPS 2025, OpenReview i99ZhFw6GN; the formulas are derived in ``aegisguard.md`` Sec. 5).
+NeurIPS 2025, OpenReview i99ZhFw6GN; the formulas are derived here,
+``docs/papers/aegisguard.md#as-implemented-here``).
 
 For an adapter on a linear map ``d_in -> d_out`` of rank ``r``, ``n`` tokens per forward pass and
 ``b`` bytes per element, with the activation sent into the enclave and the adapter's output sent
@@ -12,7 +13,7 @@ back (one ECALL/OCALL pair):
 Shielded-adapter compression keeps ``d_out' <= d_out`` outputs (and/or rank ``r' <= r``): replace
 ``d_out, r`` by ``d_out', r'``. Serial latency (the GPU waits at every shielded layer):
 ``T(S) = T_gpu + sum_{l in S} [2 c0 + n (d_in + d_out') b / BW + 2 n r' (d_in + d_out') / F_tee]``.
-The Amdahl form (derived in the note): with ``f`` the share of full-shield latency on the TEE path
+The Amdahl form (derived here): with ``f`` the share of full-shield latency on the TEE path
 and ``c`` the fraction of that path left, the speed-up is ``1 / ((1 - f) + f c) <= 1 / (1 - f)``.
 Counts are Python ints (exact); only latencies and ratios are floats. Tests:
 ``tests/theory/test_aegisguard.py`` (hand-computed integers).
@@ -38,9 +39,9 @@ _MAX = 2**40
 
 @dataclasses.dataclass(frozen=True)
 class TEECost:
-    """Per-inference TEE bookkeeping (``aegisguard.md`` Sec. 5): parameter bytes held in the
-    enclave, bytes crossing the boundary each way, enclave transitions (ECALL + OCALL) and
-    enclave FLOPs."""
+    """Per-inference TEE bookkeeping (``docs/papers/aegisguard.md#as-implemented-here``): parameter
+    bytes held in the enclave, bytes crossing the boundary each way, enclave transitions (ECALL +
+    OCALL) and enclave FLOPs."""
 
     param_bytes: int
     host_to_tee_bytes: int
@@ -75,8 +76,8 @@ def adapter_cost(
     kept_out: int | None = None,
     kept_rank: int | None = None,
 ) -> TEECost:
-    """The cost of one shielded adapter (module formulas, ``aegisguard.md`` Sec. 5);
-    ``kept_out``/``kept_rank`` after SAC.
+    """The cost of one shielded adapter (module formulas,
+    ``docs/papers/aegisguard.md#as-implemented-here``); ``kept_out``/``kept_rank`` after SAC.
 
     >>> adapter_cost(4096, 4096, 8).param_bytes  # r (d_in + d_out) b = 8 * 8192 * 4
     262144
@@ -106,9 +107,9 @@ def shielded_cost(
     bytes_per_element: int = 4,
     kept_out=None,
 ) -> TEECost:
-    """Sum of :func:`adapter_cost` over the layers ``l`` with ``shielded[l]`` (``aegisguard.md``
-    Sec. 5); ``shapes`` the ``(d_out, d_in)`` of every adapted layer, ``kept_out`` (optional) the
-    outputs each keeps.
+    """Sum of :func:`adapter_cost` over the layers ``l`` with ``shielded[l]``
+    (``docs/papers/aegisguard.md#as-implemented-here``); ``shapes`` the ``(d_out, d_in)`` of every
+    adapted layer, ``kept_out`` (optional) the outputs each keeps.
 
     >>> shielded_cost([(8, 4), (8, 4)], [True, False], 2).flops  # 2 n r (d_in + d_out), one layer
     48
@@ -144,8 +145,8 @@ def serial_latency(
     tee_flops: float,
 ) -> float:
     """``T_gpu + messages c0 + transfer_bytes / BW + flops / F_tee`` (seconds), the serial
-    schedule of the module formula (``aegisguard.md`` Sec. 5; ``c0`` per transition, so ``2 c0``
-    per shielded layer).
+    schedule of the module formula (``docs/papers/aegisguard.md#as-implemented-here``; ``c0`` per
+    transition, so ``2 c0`` per shielded layer).
 
     >>> cost = adapter_cost(4, 8, 2)
     >>> serial_latency(
@@ -165,7 +166,7 @@ def serial_latency(
 
 def amdahl_speedup(f: float, c: float) -> float:
     """``1 / ((1 - f) + f c)``: ``f`` the full-shield latency share of the TEE path, ``c`` the
-    fraction of that path left (derived in ``aegisguard.md`` Sec. 5).
+    fraction of that path left (derived here, ``docs/papers/aegisguard.md#as-implemented-here``).
 
     >>> amdahl_speedup(0.6, 0.0)  # the ceiling 1 / (1 - f)
     2.5

@@ -15,10 +15,11 @@ Two splits fit both nuisances on one fold; three splits fit each on its own fold
 ``F_gamma`` (``theory.marchenko_pastur``), the spectral constants are
 ``s_j = ∫S_j``, ``Gamma = ∫S_a S_y``, ``zeta = gamma ∫x Q_a Q_y``, ``kappa = lam_a lam_y ∫Q_a Q_y``.
 The naive limits and the debiasing moment equations are those of the authors' code (their R scripts
-``eval_methods.R``, ``run_all.R``; transcribed in ``shared/papers/ecc_ridge.md`` §3).
+``eval_methods.R``, ``run_all.R``; ``docs/papers/ecc_ridge.md#bias-and-debiasing``).
 
-The asymptotic variances (:func:`variance_components`) were **derived** for this package (note §4,
-Haar-fluctuation and Gaussian-noise lemmas), not read from the paper; they are checked against
+The asymptotic variances (:func:`variance_components`) were **derived** for this package
+(``docs/papers/ecc_ridge.md#variances``, Haar-fluctuation and Gaussian-noise lemmas), not read from
+the paper; they are checked against
 Monte Carlo in ``tests/estimators/test_ecc_monte_carlo.py``.
 """
 
@@ -136,8 +137,9 @@ _SY = {(1, 0, 1): 1.0}
 class SpectralIntegrator:
     """Integrates spectral functions of ``Sigma_hat`` at ``(lam_a, lam_y)``.
 
-    The integrals are those of McGrath et al. 2025's bias and variance formulas (note
-    ``ecc_ridge.md`` §3.2: Marchenko–Pastur toolkit, after the authors' ``rgmp`` integrals).
+    The integrals are those of McGrath et al. 2025's bias and variance formulas
+    (``docs/papers/ecc_ridge.md#as-implemented-here``: Marchenko–Pastur constants, after the
+    authors' ``rgmp`` integrals).
 
     With ``eigenvalues=None`` the integrals are against the Marchenko–Pastur law ``F_gamma``
     (closed form, :func:`theory.marchenko_pastur.resolvent_moment`); otherwise against the empirical
@@ -196,7 +198,7 @@ def bias_constants(integ: SpectralIntegrator) -> dict:
     """``s_a, s_y, Gamma, zeta, kappa`` from a :class:`SpectralIntegrator`.
 
     The spectral constants of McGrath et al. 2025's bias formulas, as in the authors' code
-    (``eval_methods.R``; note ``ecc_ridge.md`` §3.2).
+    (``eval_methods.R``; ``docs/papers/ecc_ridge.md#as-implemented-here``).
 
     >>> c = bias_constants(SpectralIntegrator(0.5, 1.0, 1.0))
     >>> round(float(c["s_a"]), 6)  # 1 - m(-1) = 2.5 - sqrt(4.25) for the MP law at gamma = 1/2
@@ -215,8 +217,8 @@ def bias_constants(integ: SpectralIntegrator) -> dict:
 def naive_limit(estimator, split, c: dict, theta, psi):
     """Limit of the naive estimator given constants ``c``.
 
-    McGrath et al. 2025, the bias of the ridge plug-in estimators as in the authors' code (note
-    ``ecc_ridge.md`` §3.3 table).
+    McGrath et al. 2025, the bias of the ridge plug-in estimators as in the authors' code
+    (``docs/papers/ecc_ridge.md#bias-and-debiasing``).
 
     Three splits: INT ``theta + psi - s_a s_y theta``, NR ``psi + (1 - s_y) theta``,
     DR ``psi + (1 - s_a)(1 - s_y) theta``. Two splits: INT ``theta + psi - Gamma theta - zeta psi``,
@@ -247,7 +249,8 @@ def naive_limit(estimator, split, c: dict, theta, psi):
 def debias_factors(estimator, split, c: dict):
     """``(k, M)`` with ``psi_tilde = (naive - k theta_hat) / M`` (INT uses ``mean(AY)``, see below).
 
-    McGrath et al. 2025's debiasing, from the authors' code (note ``ecc_ridge.md`` §3.4): three
+    McGrath et al. 2025's debiasing, from the authors' code
+    (``docs/papers/ecc_ridge.md#bias-and-debiasing``): three
     splits ``M = 1`` and ``k = (1 - s_a s_y)/(s_a s_y)`` (INT), ``(1 - s_y)/(s_a s_y)`` (NR),
     ``(1 - s_a)(1 - s_y)/(s_a s_y)`` (DR). Two splits, solving the 2x2 moment system in
     ``(theta, psi)``: INT ``k = (1 - Gamma)/Gamma``, ``M = (Gamma - zeta)/Gamma``;
@@ -280,7 +283,8 @@ def debias_factors(estimator, split, c: dict):
 def debias(estimator, split, naive, theta_hat, c: dict):
     """Debiased ``(psi_tilde, theta_tilde)`` from the naive estimate and ``theta_hat``.
 
-    McGrath et al. 2025's debiased estimators (authors' code; note ``ecc_ridge.md`` §3.4).
+    McGrath et al. 2025's debiased estimators (authors' code;
+    ``docs/papers/ecc_ridge.md#bias-and-debiasing``).
     ``theta_tilde = theta_hat/(s_a s_y)`` (three splits) or ``(theta_hat - zeta psi_tilde)/Gamma``
     (two splits), the authors' ``theta_bc_hat``.
 
@@ -305,7 +309,7 @@ def debias(estimator, split, naive, theta_hat, c: dict):
 
 
 # --------------------------------------------------------------------------------------------
-# Asymptotic variance (derived here; note §4)
+# Asymptotic variance (derived here; docs/papers/ecc_ridge.md#variances)
 # --------------------------------------------------------------------------------------------
 
 
@@ -344,7 +348,7 @@ def prediction_optimal_lambda(gamma, signal2, noise_var):
 
 
 def _w2(integ, f, g, h, q, a2, b2, theta, ve, vd, ced):
-    """Training-fold piece ``W(f, g, h, q)`` of the two-split variance (note §4.2)."""
+    """Training-fold piece ``W(f, g, h, q)`` of the two-split variance (derived here)."""
     gm = integ.gamma
     return (
         (a2 * b2 + theta**2) / gm * integ.var(f)
@@ -358,7 +362,8 @@ def _w2(integ, f, g, h, q, a2, b2, theta, ve, vd, ced):
 def variance_components(
     estimator, split, integ: SpectralIntegrator, *, a2, b2, theta, var_eps, var_delta, cov_eps_delta
 ) -> dict:
-    r"""Pieces of ``lim m Var(psi_tilde)`` for one (estimator, split), derived here (note §4).
+    r"""Pieces of ``lim m Var(psi_tilde)`` for one (estimator, split), derived here
+    (``docs/papers/ecc_ridge.md#variances``).
 
     Returns a dict with ``"eval"`` (the conditional variance of the evaluated score given the
     training folds, already multiplied by ``c^2``), ``"train"`` (two splits: the training-fold piece
@@ -369,8 +374,8 @@ def variance_components(
 
     Two splits: ``W = (a^2 b^2 + theta^2)/gamma Var_F(f) + s_e^2 a^2 ∫x g^2 + s_d^2 b^2 ∫x h^2
     + 2 psi theta ∫x g h + gamma (psi^2 + s_e^2 s_d^2) ∫x^2 q^2`` with ``(f, g, h, q)`` per
-    estimator (note §4.2). Three splits: ``base + (b^2 |v|^2 + (beta^T v)^2) V_y / gamma
-    + s_e^2 e_y |v|^2 + outer`` (note §4.3 table). Checked by Monte Carlo in
+    estimator (derived here). Three splits: ``base + (b^2 |v|^2 + (beta^T v)^2) V_y / gamma
+    + s_e^2 e_y |v|^2 + outer`` (derived here). Checked by Monte Carlo in
     ``tests/estimators/test_ecc_monte_carlo.py``
     and in the limits/symmetries of ``tests/estimators/test_ecc_theory.py``.
 

@@ -1,6 +1,6 @@
 """Exact parameter counts of MixPrompt's prompting module (Hao et al., NeurIPS 2025, OpenReview
-jt9iMeQQvM), derived here from the official code (``semseg/models/Mixprompt.py``, read in
-``papers/mixprompt.md`` sections 2 and 6.4) and checked against counted parameters of
+jt9iMeQQvM), derived here from the official code (``semseg/models/Mixprompt.py``, described in
+``docs/papers/mixprompt.md#as-implemented-here``) and checked against counted parameters of
 :mod:`nn.mixprompt` (``tests/nn/test_mixprompt.py``) and against the paper's ablation table.
 
 One ADA module on ``C`` channels with rank ``r = C / rank_ratio`` and ``n`` sub-spaces:
@@ -36,7 +36,7 @@ def _chans(channels):
 
 def ada_params(channels, rank_ratio=4, subspaces=4, mix="rgb", norm=True) -> int:
     """Parameters of one ADA module (the module formula, derived here from the official code,
-    ``mixprompt.md`` Sec. 2); ``mix="none"`` has no ``Omega``.
+    ``docs/papers/mixprompt.md#as-implemented-here``); ``mix="none"`` has no ``Omega``.
 
     >>> ada_params(64)  # 0.75 C^2 + 1.5 C + n^2 + 2 C at C = 64, n = 4
     3312
@@ -52,7 +52,7 @@ def ada_params(channels, rank_ratio=4, subspaces=4, mix="rgb", norm=True) -> int
 
 def patch_embed_params(in_channels, out_channels, kernel=3, norm=True) -> int:
     """``k x k`` convolution with bias, then LayerNorm: ``k^2 C_in C_out + C_out + 2 C_out``
-    (derived here, ``mixprompt.md`` Sec. 2).
+    (derived here, ``docs/papers/mixprompt.md#as-implemented-here``).
 
     >>> patch_embed_params(3, 64)  # 9 * 3 * 64 + 64 + 128
     1920
@@ -63,7 +63,8 @@ def patch_embed_params(in_channels, out_channels, kernel=3, norm=True) -> int:
 
 def block_params(channels, expansion=4) -> int:
     """:class:`nn.mixprompt.Block`: depthwise ``3 x 3`` with bias (``10 C``), LayerNorm (``2 C``),
-    ``C -> eC -> C`` linears: ``2 e C^2 + e C + 13 C`` (derived here, ``mixprompt.md`` Sec. 2).
+    ``C -> eC -> C`` linears: ``2 e C^2 + e C + 13 C`` (derived here,
+    ``docs/papers/mixprompt.md#as-implemented-here``).
 
     >>> block_params(64)
     33856
@@ -74,7 +75,7 @@ def block_params(channels, expansion=4) -> int:
 
 def seg_head_params(channels, embed, num_classes) -> int:
     """:class:`nn.mixprompt.SegHead`: ``sum_i (C_i E + E) + (S E^2 + E) + (E K + K)`` (derived
-    here, ``mixprompt.md`` Sec. 2).
+    here, ``docs/papers/mixprompt.md#as-implemented-here``).
 
     >>> seg_head_params((8, 16), 4, 3)  # (36 + 68) + (2 * 16 + 4) + (12 + 3)
     155
@@ -100,7 +101,8 @@ def mixprompt_params(
     """Trainable parameters of :func:`nn.mixprompt.mixprompt` by part (``total`` their sum):
     extractor (stage-1 embed and ``extractor_depth`` blocks, or the embed alone for
     ``extractor="embed"``), ``proj`` (``C_1^2 + C_1``), one ADA per stage, prompt-path patch
-    embeds for stages ``>= 2``, head (derived here, ``mixprompt.md`` Sec. 2).
+    embeds for stages ``>= 2``, head (derived here,
+    ``docs/papers/mixprompt.md#as-implemented-here``).
 
     >>> mixprompt_params((16, 32), 5)["total"]
     10349

@@ -67,7 +67,7 @@ class EtaLaw:
 
     Use :meth:`point` (planted submatrix, η = δ1), :meth:`half_normal` (Gaussian sparse NNPCA,
     η = |N(0,1)|), :meth:`discrete` or :meth:`from_scipy`. The sparse biased prior of Ma & Kunisky
-    2025, Sec. 2 (note ``nonlinear_laplacian.md`` §1.3).
+    2025, Sec. 2 (``docs/papers/nonlinear_laplacian.md#open-readings-as-options``: general η).
     """
 
     nodes: np.ndarray
