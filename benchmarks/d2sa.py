@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from _harness import run
 
+from _core.runtime import float64
 from dynamics.mri import SHIFTS
-from paper_checks._registry import float64
 from paper_checks.d2sa import SIZES, r6_iterations, run_shift
 
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 from _core.runtime import float64
 
-from ._registry import Mutant, Registry, find_mutant
+from ._mutants import Mutant, find_mutant
+from ._registry import Registry
 
 __all__ = ["Property", "PROPERTIES", "prop", "verify", "replay", "encode", "decode"]
 

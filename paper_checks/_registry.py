@@ -25,24 +25,22 @@ a loop here, or computed beforehand in chunks on a Dask cluster (``theorylab._ta
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import fnmatch
-import functools
 import importlib
 import pkgutil
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from threadpoolctl import threadpool_limits
-from tqdm import tqdm
-
 from _core.runtime import float64
+from _core.validation import check_int
+
+from ._measurement import NOTHING_RECORDED, Measurement, Recorded
+from ._mutants import Mutant, find_mutant
+from ._units import Replicates, compute_plan, providing
 
 __all__ = [
-    "Measurement",
     "Claim",
     "Registry",
     "REGISTRY",
@@ -50,38 +48,10 @@ __all__ = [
     "SCALES",
     "Sizes",
     "sizes",
-    "Mutant",
-    "patch",
-    "wrap",
-    "scaled",
-    "memo",
-    "clear_caches",
-    "Replicates",
-    "run_replicates",
-    "compute_plan",
     "run_claim",
 ]
 
 SCALES = ("smoke", "quick", "full")
-#: the packages whose module attributes a mutant patches (every binding of the patched object)
-_OWN = ("theory", "estimators", "spectral", "dynamics", "nn", "paper_checks", "figures")
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """What a check measured and how it compares with the claim.
-
-    Built by :func:`paper_checks.measure` from typed rules: ``measured``, ``expected`` and
-    ``tolerance`` are floats, or lists / dicts of floats; ``passed`` the conjunction of the rules;
-    ``rule`` their text; ``detail`` a short line for the report.
-    """
-
-    measured: Any
-    expected: Any
-    tolerance: Any
-    passed: bool
-    detail: str = ""
-    rule: str = ""
 
 
 class Sizes(Mapping):
@@ -128,286 +98,13 @@ def sizes(**table: dict) -> dict[str, Sizes]:
 NO_SIZES = sizes(smoke={}, quick={}, full={})
 
 
-# ------------------------------------------------------------------------------------ mutants
-@dataclass(frozen=True)
-class Mutant:
-    """A plausible bug: ``apply()`` is a context manager that patches it in for one run."""
-
-    name: str
-    description: str
-    apply: Callable[[], contextlib.AbstractContextManager] = field(repr=False)
-
-
-def _check_mutant(target, description: str) -> None:
-    for v, arg in ((target, "target"), (description, "description")):
-        if not isinstance(v, str) or not v:
-            raise TypeError(f"`{arg}` must be a non-empty str; got {v!r}.")
-    if len(parts := target.split(".")) < 2 or not all(p.isidentifier() for p in parts):
-        raise ValueError(
-            "`target` must be a dotted path 'module.attribute' (e.g. "
-            f"'theory.bbp.bbp_top_eigenvalue'); got {target!r}."
-        )
-
-
-def _resolve(target: str):
-    """``"pkg.mod.attr"`` -> (owner object, attribute name, current value)."""
-    parts = target.split(".")
-    for i in range(len(parts) - 1, 0, -1):
-        try:
-            owner = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for p in parts[i:-1]:
-            owner = getattr(owner, p)
-        return owner, parts[-1], getattr(owner, parts[-1])
-    raise ValueError(f"mutant target {target!r} does not name a module attribute.")
-
-
-@contextlib.contextmanager
-def _patched(target: str, make_new: Callable[[Any], Any]) -> Iterator[None]:
-    """Replace ``target`` and every other binding of the same object in this package's modules
-    (``from x import f`` copies included); restore all on exit."""
-    owner, attr, old = _resolve(target)
-    new = make_new(old)
-    done = [(owner, attr)]
-    setattr(owner, attr, new)
-    immutable = isinstance(old, int | float | str | bool | tuple | type(None))
-    if not immutable:  # a float constant is rebound only where it is named
-        for name, mod in list(sys.modules.items()):
-            if mod is None or name.split(".")[0] not in _OWN:
-                continue
-            for key, val in list(vars(mod).items()):
-                if val is old and (mod, key) != (owner, attr):
-                    setattr(mod, key, new)
-                    done.append((mod, key))
-    clear_caches()
-    try:
-        yield
-    finally:
-        for mod, key in done:
-            setattr(mod, key, old)
-        clear_caches()
-
-
-def patch(target: str, new: Any, description: str, *, name: str | None = None) -> Mutant:
-    """Mutant replacing the object at dotted path ``target`` by ``new``."""
-    _check_mutant(target, description)
-    return Mutant(
-        name or f"{target.rsplit('.', 1)[-1]}_patched",
-        description,
-        lambda: _patched(target, lambda old: new),
-    )
-
-
-def wrap(
-    target: str,
-    wrapper: Callable[[Callable], Callable],
-    description: str,
-    *,
-    name: str | None = None,
-) -> Mutant:
-    """Mutant replacing the function at ``target`` by ``wrapper(original)``."""
-    _check_mutant(target, description)
-    if not callable(wrapper):
-        raise TypeError(f"`wrapper` must be callable (original -> replacement); got {wrapper!r}.")
-    return Mutant(
-        name or f"{target.rsplit('.', 1)[-1]}_wrapped",
-        description,
-        lambda: _patched(target, wrapper),
-    )
-
-
-def scaled(factor: float) -> Callable[[Callable], Callable]:
-    """A wrapper for :func:`wrap`: the original's (array or float) output times ``factor``."""
-
-    from _core.validation import check_scalar
-
-    factor = check_scalar(factor, "factor", lower=-1e300, upper=1e300)
-
-    def wrapper(f):
-        @functools.wraps(f)
-        def g(*args, **kwargs):
-            return f(*args, **kwargs) * factor
-
-        return g
-
-    return wrapper
-
-
-def find_mutant(owner, name: str) -> Mutant:
-    """The mutant called ``name`` of a claim or property; ``ValueError`` listing the declared."""
-    for m in owner.mutants:
-        if m.name == name:
-            return m
-    known = ", ".join(m.name for m in owner.mutants) or "none"
-    raise ValueError(f"{owner.id!r} has no mutant {name!r}; declared: {known}.")
-
-
-# ------------------------------------------------------------------------------------ caches
-_MEMOS: list = []
-
-
-def memo(f):
-    """``functools.cache`` for simulations shared by claims and figures; cleared by
-    :func:`clear_caches` (so a mutant or a new seed never reads a stale result)."""
-    if not callable(f):
-        raise TypeError(f"`f` must be a callable (the simulation to memoise); got {f!r}.")
-    cached = functools.cache(f)
-    _MEMOS.append(cached)
-    return cached
-
-
-def clear_caches(compiled: bool = True) -> None:
-    """Clear every :func:`memo` cache, every ``functools`` cache of this package's modules (the
-    library's own memoised thresholds too, so a result computed under a mutant never outlives
-    it) and, if ``compiled``, JAX's compiled programs (a jitted function traced before a mutant
-    was patched in would keep the unpatched code; without a patch they can stay)."""
-    for m in _MEMOS:
-        m.cache_clear()
-    for name, mod in list(sys.modules.items()):
-        if mod is None or name.split(".")[0] not in _OWN:
-            continue
-        for val in list(vars(mod).values()):
-            if callable(getattr(val, "cache_clear", None)) and hasattr(val, "cache_info"):
-                val.cache_clear()
-    if compiled and "jax" in sys.modules:
-        sys.modules["jax"].clear_caches()
-
-
-# ------------------------------------------------------------------------------------ replicates
-@dataclass(frozen=True)
-class Replicates:
-    """``count`` independent Monte Carlo replicates: replicate ``i`` is ``fn(*args, i)``, a
-    function of its arguments alone (the seed among them), so its result is the same in whichever
-    process, chunk or order it runs. ``fn`` is a module-level function and ``args`` hashable;
-    ``label`` names the loop in progress bars; ``needs`` the units ``fn`` reads through
-    :func:`shared` (see :func:`unit`; their time is not counted in a claim's seconds)."""
-
-    fn: Callable[..., Any]
-    args: tuple
-    count: int
-    label: str = field(default="", compare=False)
-    needs: tuple[Replicates, ...] = field(default=(), compare=False)
-
-    def run(self, start: int = 0, stop: int | None = None, *, progress: bool = False) -> list:
-        """Replicates ``start`` to ``stop`` (default: to the end), in index order. Each runs on
-        one BLAS thread, as on a Dask worker, so a result does not depend on where it ran."""
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._run(start, stop, progress)
-
-    def _run(self, start: int, stop: int | None, progress: bool = False) -> list:
-        idx = range(start, self.count if stop is None else stop)
-        with float64():  # JAX's x64 switch is per thread
-            return [
-                self.fn(*self.args, i)
-                for i in tqdm(idx, desc=self.label, leave=False, disable=None if progress else True)
-            ]
-
-
-#: the replicate results a claim's check reads instead of computing them (set by run_claim)
-_PROVIDED: contextvars.ContextVar[Mapping[Replicates, list] | None] = contextvars.ContextVar(
-    "replicates", default=None
-)
-
-
-def run_replicates(reps: Replicates) -> list:
-    """The results of ``reps`` in index order: computed here in a loop, or, inside
-    :func:`run_claim` given ``results``, those computed beforehand (chunks on a cluster)."""
-    provided = _PROVIDED.get()
-    if provided is None:
-        return reps.run(progress=True)
-    try:
-        return provided[reps]
-    except KeyError:
-        raise ValueError(
-            f"the check runs replicates it does not declare: {reps.fn.__qualname__}"
-            f"{reps.args} x {reps.count}; add them to the claim's `replicates`."
-        ) from None
-
-
-def compute_plan(plan: Sequence[Replicates], threads: int = 2) -> dict[Replicates, list]:
-    """The results of a claim's ``plan`` computed by ``threads`` threads of this process, in the
-    form :func:`run_claim` reads (``{Replicates: results}``): first the units it ``needs`` (each
-    once; they are :func:`memo` results, which :func:`shared` then reads), then every unit and
-    chunk of about ``count / (2 threads)`` replicates. Each result is the serial one: replicate
-    ``i`` depends on its arguments alone and BLAS runs one thread, as in :meth:`Replicates.run`.
-    Threads pay where one XLA program leaves cores idle (small compute-bound programs); a
-    replicate that holds the GIL runs as it would serially."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from _core.validation import check_int
-
-    threads = check_int(threads, "threads", lower=1, upper=512)
-
-    def chunks(r):
-        step = max(1, -(-r.count // (2 * threads)))
-        return [(r, lo, min(lo + step, r.count)) for lo in range(0, r.count, step)]
-
-    needs = list(dict.fromkeys(n for r in plan for n in r.needs))
-    jobs = [job for r in dict.fromkeys(plan) for job in chunks(r)]
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
-        list(pool.map(lambda n: n._run(0, 1), needs))
-        outs = list(pool.map(lambda job: job[0]._run(job[1], job[2]), jobs))
-    results: dict[Replicates, list] = {}
-    for (r, _, _), out in zip(jobs, outs, strict=True):
-        results.setdefault(r, []).extend(out)
-    return results
-
-
-def _call(fn, args, i):
-    return fn(*args)
-
-
-def unit(fn: Callable[..., Any], *args, label: str = "", needs=()) -> Replicates:
-    """``fn(*args)`` as one unit of work (``fn`` module-level, ``args`` hashable): the claims
-    that declare the same unit in ``replicates=`` share one task on a cluster, and their checks
-    read its result through :func:`computed`. ``needs``: units that ``fn`` starts from and reads
-    through :func:`shared` (a pre-trained source model several units adapt); on a cluster each
-    runs once, as a task of its own, and its result is handed to every unit that needs it."""
-    needs = tuple(needs)
-    if not all(isinstance(n, Replicates) and n.count == 1 for n in needs):
-        raise TypeError(f"`needs` must hold units (`unit(fn, *args)`); got {needs!r}.")
-    return Replicates(_call, (fn, args), 1, label=label or getattr(fn, "__name__", ""), needs=needs)
-
-
-#: the results of a unit's ``needs``, handed to it on a cluster (set by replicate_chunk)
-_GIVEN: contextvars.ContextVar[Mapping[Replicates, list] | None] = contextvars.ContextVar(
-    "given", default=None
-)
-
-
-@contextlib.contextmanager
-def giving(results: Mapping[Replicates, list] | None) -> Iterator[None]:
-    """Inside, :func:`shared` reads ``results`` (the ``needs`` of the unit being run)."""
-    token = _GIVEN.set(results)
-    try:
-        yield
-    finally:
-        _GIVEN.reset(token)
-
-
-def shared(fn: Callable[..., Any], *args):
-    """``fn(*args)`` for what several units start from: the result handed to this unit when it
-    declares ``unit(fn, *args)`` among its ``needs`` and runs on a cluster, else computed here
-    (``fn`` a :func:`memo`: once per process). Both are the same seeded computation."""
-    given = _GIVEN.get() or {}
-    res = given.get(unit(fn, *args))
-    return fn(*args) if res is None else res[0]
-
-
-def computed(fn: Callable[..., Any], *args):
-    """``fn(*args)``: computed here, or, inside :func:`run_claim` given ``results``, the result
-    of the declared :func:`unit`."""
-    return run_replicates(unit(fn, *args))[0]
-
-
-# ------------------------------------------------------------------------------------ claims
 @dataclass(frozen=True)
 class Claim:
     """A paper's claim: ``id`` is ``AREA.NAME``; ``where`` the theorem/table/figure stating it;
     ``sizes`` its row per scale; ``mutants`` the bugs it must catch; ``replicates`` (optional)
     ``(size, seed) -> [Replicates, ...]``, the Monte Carlo its check runs through
-    :func:`run_replicates`."""
+    :func:`run_replicates`; ``recorded`` the outcome it is known to give per scale and why
+    (:func:`paper_checks.record`; ``"reproduced"`` where none is recorded)."""
 
     id: str
     paper: str
@@ -419,6 +116,7 @@ class Claim:
     replicates: Callable[[Sizes, int], Sequence[Replicates]] | None = field(
         default=None, repr=False
     )
+    recorded: Recorded = NOTHING_RECORDED
 
     def mutant(self, name: str) -> Mutant:
         return find_mutant(self, name)
@@ -443,25 +141,12 @@ def run_claim(
     many threads (:func:`compute_plan`; the same numbers)."""
     if scale not in SCALES:
         raise ValueError(f"`scale` must be one of {SCALES}; got {scale!r}.")
-    from _core.validation import check_int
-
     threads = check_int(threads, "threads", lower=1, upper=512)
     size = c.sizes[scale]
     with float64(), c.mutant(mutant).apply() if mutant else contextlib.nullcontext():
         plan = c.replicate_plan(scale, seed) if results is None and threads > 1 else []
         with providing(compute_plan(plan, threads) if plan else results):
             return c.check(size, seed)
-
-
-@contextlib.contextmanager
-def providing(results: Mapping[Replicates, list] | None) -> Iterator[None]:
-    """Inside, :func:`run_replicates` (and :func:`computed`) read ``results`` (replicates computed
-    beforehand, e.g. as chunks on a cluster) instead of computing them; None: compute."""
-    token = _PROVIDED.set(results)
-    try:
-        yield
-    finally:
-        _PROVIDED.reset(token)
 
 
 def _broken_claim(name: str, err: Exception) -> Claim:
@@ -546,12 +231,16 @@ def claim(
     sizes: dict | None = None,
     mutants=(),
     replicates: Callable[[Sizes, int], Sequence[Replicates]] | None = None,
+    recorded: Recorded = NOTHING_RECORDED,
     registry: Registry = REGISTRY,
 ):
     """Decorator registering ``check(size, seed) -> Measurement`` as the claim ``id``;
     ``replicates(size, seed)`` lists the :class:`Replicates` the check runs (through
-    :func:`run_replicates`), so that a cluster can run them as chunks."""
+    :func:`run_replicates`), so that a cluster can run them as chunks; ``recorded`` the outcome
+    it is known to give (:func:`paper_checks.record`)."""
     table = NO_SIZES if sizes is None else sizes
+    if not isinstance(recorded, Recorded):
+        raise TypeError(f"claim {id!r}: `recorded` must come from paper_checks.record(...).")
     if set(table) != set(SCALES):
         raise ValueError(f"claim {id!r}: `sizes` must come from paper_checks.sizes(...).")
 
@@ -566,6 +255,7 @@ def claim(
                 sizes=table,
                 mutants=tuple(mutants),
                 replicates=replicates,
+                recorded=recorded,
             )
         )
         return check

@@ -1,8 +1,19 @@
-"""Typed pass rules: each returns a :class:`Verdict` holding the verdict and the rule's text.
+"""Typed pass rules: each returns a :class:`Verdict` holding whether it holds, the rule's text
+and, where the claim states the paper's effect, the rule's power to see it.
 
-A claim ends with ``measure(rule, rule, ..., detail=...)``; the verdict is the conjunction of its
-rules and the report prints each rule's text beside the numbers it compared. No claim computes
-``passed`` by hand.
+A claim ends with ``measure(rule, rule, ..., detail=...)``; the claim's status combines its rules
+(:mod:`paper_checks._measurement`) and the report prints each rule's text beside the numbers it
+compared. No claim computes ``passed`` by hand.
+
+**The paper's effect and power.** A rule that compares with a number or a direction the paper
+states takes ``paper=`` (the paper's value of the measured quantity, in the rule's units) and
+the measurement's standard error (``se=``; :func:`paired_gap` and :func:`equivalent` compute it
+from their replicates). Its ``power`` is the probability that the rule would hold if the true
+value were the paper's, under a normal measurement error of that SE (derived here, tested in
+``tests/paper_checks/test_power.py`` against simulation). A failing rule with power >= 0.8 says
+"not reproduced"; with less it says "inconclusive" and ``resolve`` gives the replicates (or the
+SE) that would reach power 0.8. A rule without ``paper=`` (an identity, an exact value, a bound)
+is two-valued.
 
 - :func:`within` -- two-sided: ``|measured - expected| <= tol`` elementwise (a paper's value);
 - :func:`at_most` / :func:`at_least` -- one-sided bounds (a paper's inequality);
@@ -20,7 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from _core.validation import as_array, check_bool, check_instance, check_scalar
+from _core.validation import as_array, check_bool, check_instance, check_int, check_scalar
+
+from ._power import (
+    Power,
+    equivalence_power,
+    one_sided_power,
+    paired_power,
+    two_sided_power,
+)
 
 __all__ = [
     "Verdict",
@@ -31,13 +50,14 @@ __all__ = [
     "equivalent",
     "slope_within",
     "holds",
-    "measure",
 ]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One rule applied: ``passed``, its ``rule`` text, and the numbers it compared."""
+    """One rule applied: ``passed``, its ``rule`` text, the numbers it compared and, for a rule
+    given the paper's effect, ``paper``, the measurement's ``se`` and the rule's :class:`Power`
+    (None: a two-valued rule)."""
 
     name: str
     passed: bool
@@ -45,6 +65,13 @@ class Verdict:
     measured: Any
     expected: Any
     tolerance: Any
+    se: Any = None
+    paper: Any = None
+    power: Power | None = None
+
+    @property
+    def two_valued(self) -> bool:
+        return self.power is None
 
 
 def _plain(x):
@@ -79,11 +106,36 @@ def _finite(arr: np.ndarray) -> bool:
     return bool(arr.size) and bool(np.all(np.isfinite(arr)))
 
 
-def within(measured, expected, tol, *, name: str = "value") -> Verdict:
+def _effect(paper, se, replicates, name):
+    """The paper's value and the SE of a rule given ``paper=`` (both as float arrays), and the
+    replicate count behind the SE (None: unknown); None when the rule is two-valued."""
+    if paper is None:
+        if se is not None or replicates is not None:
+            raise ValueError(f"rule {name!r}: `se` and `replicates` go with `paper=`.")
+        return None
+    p = _values(paper, "paper")
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"`paper` of rule {name!r} must be finite; got {paper!r}.")
+    if se is None:
+        raise ValueError(
+            f"rule {name!r}: `paper=` needs the measurement's standard error `se=` (the power "
+            "to see the paper's effect is computed from it)."
+        )
+    s = _values(se, "se")
+    if replicates is not None:
+        replicates = check_int(replicates, "replicates", lower=1)
+    return p, s, replicates
+
+
+def within(
+    measured, expected, tol, *, name: str = "value", paper=None, se=None, replicates=None
+) -> Verdict:
     """Two-sided: ``|measured - expected| <= tol`` for every entry (NaN fails).
 
     ``measured``/``expected`` are scalars, arrays or dicts with the same keys; ``tol`` a scalar or
-    of the same structure.
+    of the same structure. ``paper``: the paper's value of ``measured`` (often ``expected``),
+    with ``se`` its standard error and ``replicates`` the count behind it: the rule then has a
+    power (module docstring); without, it is two-valued.
     """
     _name(name)
     m, e = _values(measured, "measured"), _values(expected, "expected")
@@ -92,9 +144,15 @@ def within(measured, expected, tol, *, name: str = "value") -> Verdict:
         raise ValueError(f"`tol` must be >= 0; got {t.min():g}.")
     if m.shape != e.shape:
         raise ValueError(f"within({name!r}): measured has shape {m.shape}, expected {e.shape}.")
+    effect = _effect(paper, se, replicates, name)
     err = np.abs(m - e)
     ok = _finite(m) and bool(np.all(err <= t))
     worst = float(np.max(err / np.maximum(t, 1e-300))) if _finite(m) else math.inf
+    power = (
+        None
+        if effect is None
+        else two_sided_power(e, t, effect[1], effect[0], replicates=effect[2], name=name)
+    )
     return Verdict(
         name,
         ok,
@@ -102,27 +160,55 @@ def within(measured, expected, tol, *, name: str = "value") -> Verdict:
         _plain(measured),
         _plain(expected),
         _plain(tol),
+        *_extras(effect, power, se, paper),
     )
 
 
-def at_most(measured, bound, *, tol: float = 0.0, name: str = "value") -> Verdict:
-    """One-sided: ``measured <= bound + tol`` for every entry (NaN fails)."""
+def _extras(effect, power, se, paper) -> tuple:
+    return (None, None, None) if effect is None else (_plain(se), _plain(paper), power)
+
+
+def _bound(measured, bound, tol, name, paper, se, replicates, side) -> Verdict:
     _name(name)
     m, b = _values(measured, "measured"), _values(bound, "bound")
     tol = check_scalar(tol, "tol", lower=0.0)
-    ok = _finite(m) and bool(np.all(m <= b + tol))
-    rule = f"{name} <= bound" + (f" + {tol:g}" if tol else "")
-    return Verdict(name, ok, rule, _plain(measured), _plain(bound), tol)
+    effect = _effect(paper, se, replicates, name)
+    if side == "most":
+        ok, rule = (
+            _finite(m) and bool(np.all(m <= b + tol)),
+            f"{name} <= bound" + (f" + {tol:g}" if tol else ""),
+        )
+        edge = b + tol
+    else:
+        ok, rule = (
+            _finite(m) and bool(np.all(m >= b - tol)),
+            f"{name} >= bound" + (f" - {tol:g}" if tol else ""),
+        )
+        edge = b - tol
+    power = (
+        None
+        if effect is None
+        else one_sided_power(edge, effect[1], effect[0], side=side, replicates=effect[2], name=name)
+    )
+    return Verdict(
+        name, ok, rule, _plain(measured), _plain(bound), tol, *_extras(effect, power, se, paper)
+    )
 
 
-def at_least(measured, bound, *, tol: float = 0.0, name: str = "value") -> Verdict:
-    """One-sided: ``measured >= bound - tol`` for every entry (NaN fails)."""
-    _name(name)
-    m, b = _values(measured, "measured"), _values(bound, "bound")
-    tol = check_scalar(tol, "tol", lower=0.0)
-    ok = _finite(m) and bool(np.all(m >= b - tol))
-    rule = f"{name} >= bound" + (f" - {tol:g}" if tol else "")
-    return Verdict(name, ok, rule, _plain(measured), _plain(bound), tol)
+def at_most(
+    measured, bound, *, tol: float = 0.0, name: str = "value", paper=None, se=None, replicates=None
+) -> Verdict:
+    """One-sided: ``measured <= bound + tol`` for every entry (NaN fails); ``paper``/``se`` as in
+    :func:`within`."""
+    return _bound(measured, bound, tol, name, paper, se, replicates, "most")
+
+
+def at_least(
+    measured, bound, *, tol: float = 0.0, name: str = "value", paper=None, se=None, replicates=None
+) -> Verdict:
+    """One-sided: ``measured >= bound - tol`` for every entry (NaN fails); ``paper``/``se`` as in
+    :func:`within`."""
+    return _bound(measured, bound, tol, name, paper, se, replicates, "least")
 
 
 def _paired(a, b) -> tuple[float, float, int]:
@@ -136,14 +222,30 @@ def _paired(a, b) -> tuple[float, float, int]:
     return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)), d.size
 
 
+def _paper_scalar(paper, name) -> float | None:
+    if paper is None:
+        return None
+    return check_scalar(paper, "paper", lower=-1e300, upper=1e300)
+
+
 def paired_gap(
-    a, b, *, n_se: float = 2.0, margin: float = 0.0, direction: str = "greater", name: str = "a - b"
+    a,
+    b,
+    *,
+    n_se: float = 2.0,
+    margin: float = 0.0,
+    direction: str = "greater",
+    name: str = "a - b",
+    paper: float | None = None,
 ) -> Verdict:
     """A paired difference over replicates: ``mean(a - b) > margin + n_se * SE`` (``"greater"``)
-    or ``mean(a - b) < -margin - n_se * SE`` (``"less"``); SE is ``std(ddof=1)/sqrt(k)``."""
+    or ``mean(a - b) < -margin - n_se * SE`` (``"less"``); SE is ``std(ddof=1)/sqrt(k)``.
+    ``paper``: the paper's value of ``mean(a - b)``; the rule then has a power (module
+    docstring) and says how many pairs would give it power 0.8."""
     _name(name)
     n_se = check_scalar(n_se, "n_se", lower=0.0)
     margin = check_scalar(margin, "margin")  # negative: non-inferiority within |margin|
+    paper = _paper_scalar(paper, name)
     mean, se, k = _paired(a, b)
     if direction == "greater":
         ok, rule = mean - n_se * se > margin, f"{name} > {margin:g} + {n_se:g} SE"
@@ -152,6 +254,9 @@ def paired_gap(
     else:
         raise ValueError(f"`direction` must be 'greater' or 'less'; got {direction!r}.")
     ok = ok and math.isfinite(mean)
+    power = None
+    if paper is not None:
+        power = paired_power(margin, n_se, se, paper, direction=direction, replicates=k, name=name)
     return Verdict(
         name,
         bool(ok),
@@ -159,16 +264,26 @@ def paired_gap(
         {"mean": mean, "se": se},
         {direction: margin},
         {"n_se": n_se, "se": se},
+        None if paper is None else se,
+        paper,
+        power,
     )
 
 
-def equivalent(a, b, *, margin: float, n_se: float = 2.0, name: str = "a - b") -> Verdict:
-    """Paired equivalence: ``|mean(a - b)| + n_se * SE <= margin`` (the interval inside ±margin)."""
+def equivalent(
+    a, b, *, margin: float, n_se: float = 2.0, name: str = "a - b", paper: float | None = None
+) -> Verdict:
+    """Paired equivalence: ``|mean(a - b)| + n_se * SE <= margin`` (the interval inside ±margin);
+    ``paper`` as in :func:`paired_gap` (a paper claiming no difference states 0)."""
     _name(name)
     n_se = check_scalar(n_se, "n_se", lower=0.0)
     margin = check_scalar(margin, "margin", lower=0.0)
+    paper = _paper_scalar(paper, name)
     mean, se, k = _paired(a, b)
     ok = math.isfinite(mean) and abs(mean) + n_se * se <= margin
+    power = None
+    if paper is not None:
+        power = equivalence_power(margin, n_se, se, paper, replicates=k, name=name)
     return Verdict(
         name,
         bool(ok),
@@ -176,6 +291,9 @@ def equivalent(a, b, *, margin: float, n_se: float = 2.0, name: str = "a - b") -
         {"mean": mean, "se": se},
         0.0,
         margin,
+        None if paper is None else se,
+        paper,
+        power,
     )
 
 
@@ -191,12 +309,22 @@ def _slope(u: np.ndarray, v: np.ndarray) -> float:
 
 
 def slope_within(
-    x, y, expected: float, tol: float, *, log: bool = True, name: str = "slope"
+    x,
+    y,
+    expected: float,
+    tol: float,
+    *,
+    log: bool = True,
+    name: str = "slope",
+    paper: float | None = None,
+    se: float | None = None,
 ) -> Verdict:
     """Least-squares slope of ``log y`` on ``log x`` (``log=False``: of ``y`` on ``x``) within
     ``expected ± tol``; a NaN or infinite point (a failed measurement), a point outside the log
-    domain (``<= 0``) or ``x`` without two distinct values (no slope) fails the rule."""
+    domain (``<= 0``) or ``x`` without two distinct values (no slope) fails the rule. ``paper``
+    and ``se`` (of the slope) as in :func:`within`."""
     _name(name)
+    effect = _effect(paper, se, None, name)
     log = check_bool(log, "log")
     expected = check_scalar(expected, "expected")
     tol = check_scalar(tol, "tol", lower=0.0)
@@ -217,7 +345,18 @@ def slope_within(
             s = _slope(u, v)
     ok = math.isfinite(s) and abs(s - expected) <= tol
     kind = "log-log slope" if log else "slope"
-    return Verdict(name, bool(ok), f"|{kind} - {expected:g}| <= {tol:g}", s, expected, tol)
+    power = (
+        None if effect is None else two_sided_power(expected, tol, effect[1], effect[0], name=name)
+    )
+    return Verdict(
+        name,
+        bool(ok),
+        f"|{kind} - {expected:g}| <= {tol:g}",
+        s,
+        expected,
+        tol,
+        *_extras(effect, power, se, paper),
+    )
 
 
 def holds(condition: bool, *, name: str, rule: str, measured: Any = None) -> Verdict:
@@ -230,41 +369,3 @@ def holds(condition: bool, *, name: str, rule: str, measured: Any = None) -> Ver
     condition = check_bool(condition, "condition")
     m = _plain(measured) if measured is not None else condition
     return Verdict(name, bool(condition), rule, m, True, 0.0)
-
-
-def measure(*verdicts: Verdict, detail: str = "", extra: dict | None = None):
-    """The :class:`~paper_checks.Measurement` of a claim: the conjunction of ``verdicts``.
-
-    One verdict gives its numbers as they are; several are keyed by their names. ``extra`` adds
-    measured values that no rule compares (shown in the report, not judged).
-    """
-    from ._registry import Measurement
-
-    if not verdicts:
-        raise ValueError("measure() needs at least one rule.")
-    for v in verdicts:
-        check_instance(v, "verdicts", Verdict, "Verdicts (from within, at_most, ...)")
-    check_instance(detail, "detail", str)
-    check_instance(extra, "extra", (dict, type(None)), "a dict or None")
-    names = [v.name for v in verdicts]
-    if len(set(names)) != len(names):
-        raise ValueError(f"rule names must differ; got {names}.")
-    if len(verdicts) == 1 and not extra:
-        v = verdicts[0]
-        meas, exp, tol = v.measured, v.expected, v.tolerance
-    else:
-        meas = {v.name: v.measured for v in verdicts} | _plain(extra or {})
-        exp = {v.name: v.expected for v in verdicts}
-        tol = {v.name: v.tolerance for v in verdicts}
-    rule = "; ".join(
-        f"{v.rule} [{'ok' if v.passed else 'FAILS'}]" if len(verdicts) > 1 else v.rule
-        for v in verdicts
-    )
-    return Measurement(
-        measured=meas,
-        expected=exp,
-        tolerance=tol,
-        passed=all(v.passed for v in verdicts),
-        detail=detail,
-        rule=rule,
-    )

@@ -26,9 +26,20 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from dynamics import acavp as A
-
-from ._registry import Measurement, claim, computed, memo, shared, sizes, unit, wrap
-from ._rules import at_most, holds, measure, paired_gap
+from paper_checks import (
+    Measurement,
+    at_most,
+    claim,
+    computed,
+    holds,
+    measure,
+    memo,
+    paired_gap,
+    shared,
+    sizes,
+    unit,
+    wrap,
+)
 
 PAPER = "Enomoto 2025 (ACAVP, NeurIPS 2025, arXiv 2510.07823)"
 VP = ("pad", "evp", "acavp")

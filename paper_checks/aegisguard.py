@@ -26,10 +26,22 @@ from dynamics.aegisguard import bandit as RL
 from dynamics.aegisguard import baselines as BL
 from dynamics.aegisguard import pruning as P
 from dynamics.aegisguard import victim as V
+from paper_checks import (
+    Measurement,
+    Replicates,
+    at_least,
+    at_most,
+    claim,
+    measure,
+    memo,
+    paired_gap,
+    patch,
+    run_replicates,
+    sizes,
+    within,
+    wrap,
+)
 from theory import aegisguard as C
-
-from ._registry import Measurement, Replicates, claim, memo, patch, run_replicates, sizes, wrap
-from ._rules import at_least, at_most, measure, paired_gap, within
 
 PAPER = "Wang et al. 2025 (AegisGuard, NeurIPS 2025, OpenReview i99ZhFw6GN)"
 RANKINGS = ("rsm", "magnitude", "probe", "shallow", "deep")

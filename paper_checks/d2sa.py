@@ -23,9 +23,21 @@ from scipy.stats import spearmanr
 from dynamics.mri import SHIFTS, cohort
 from dynamics.mri import tta as T
 from dynamics.mri.metrics import hfen, psnr, psnr_normalized, ssim
-
-from ._registry import Measurement, claim, computed, memo, patch, shared, sizes, unit, wrap
-from ._rules import at_least, at_most, measure, paired_gap
+from paper_checks import (
+    Measurement,
+    at_least,
+    at_most,
+    claim,
+    computed,
+    measure,
+    memo,
+    paired_gap,
+    patch,
+    shared,
+    sizes,
+    unit,
+    wrap,
+)
 
 PAPER = "Zhang et al. 2025 (D2SA, NeurIPS 2025, arXiv 2503.20815)"
 SSL_SHIFT = "anatomy"  # the shift of the released experiment (knee -> brain in the code)

@@ -22,9 +22,17 @@ import numpy as np
 from dynamics import dnd as DD
 from nn import adapters as AD
 from nn import dnd as D
-
-from ._registry import Measurement, claim, memo, sizes, wrap
-from ._rules import at_least, equivalent, measure, paired_gap
+from paper_checks import (
+    Measurement,
+    at_least,
+    claim,
+    equivalent,
+    measure,
+    memo,
+    paired_gap,
+    sizes,
+    wrap,
+)
 
 PAPER = "Liang et al. 2025 (Drag-and-Drop LLMs, NeurIPS 2025, arXiv 2506.16406)"
 #: "no gain" margin of the negative control: 5 % of the centroid adapter's test MSE

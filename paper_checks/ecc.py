@@ -14,19 +14,20 @@ import numpy as np
 from scipy.stats import norm
 
 from estimators import asymptotic_variance, ecc_path, paper_lambda_grid
-from theory import ecc as th
-
-from ._registry import (
+from paper_checks import (
     Measurement,
     Replicates,
     claim,
+    measure,
     memo,
+    paired_gap,
     run_replicates,
     scaled,
     sizes,
+    within,
     wrap,
 )
-from ._rules import measure, paired_gap, within
+from theory import ecc as th
 
 PAPER = "McGrath, Mukherjee, Mukherjee & Wang 2025 (arXiv 2509.25536)"
 PSI = 0.5

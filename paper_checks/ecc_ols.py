@@ -17,9 +17,20 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from estimators import ecc, unchecked_ridge_estimate
-
-from ._registry import Measurement, claim, memo, patch, scaled, sizes, wrap
-from ._rules import at_least, at_most, holds, measure, within
+from paper_checks import (
+    Measurement,
+    at_least,
+    at_most,
+    claim,
+    holds,
+    measure,
+    memo,
+    patch,
+    scaled,
+    sizes,
+    within,
+    wrap,
+)
 
 NOTE = (
     "research note ecc_unknown_covariance.md (route 0, §2; claims §9), extending McGrath, "

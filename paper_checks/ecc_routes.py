@@ -19,9 +19,20 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from estimators import ecc, unchecked_ridge_estimate
+from paper_checks import (
+    Measurement,
+    at_least,
+    at_most,
+    claim,
+    holds,
+    measure,
+    memo,
+    patch,
+    sizes,
+    within,
+    wrap,
+)
 
-from ._registry import Measurement, claim, memo, patch, sizes, wrap
-from ._rules import at_least, at_most, holds, measure, within
 from .ecc_ols import (
     PSI,
     Z95,

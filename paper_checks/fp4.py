@@ -29,8 +29,18 @@ import nn
 import theory.fp4 as theory_fp4
 from dynamics.fp4_training import train_fp4
 from nn.quant import MXFP4, NVFP4, BlockFormat, Operand, QuantMatmul
-from paper_checks._registry import Measurement, claim, memo, patch, scaled, sizes, wrap
-from paper_checks._rules import measure, paired_gap, within
+from paper_checks import (
+    Measurement,
+    claim,
+    measure,
+    memo,
+    paired_gap,
+    patch,
+    scaled,
+    sizes,
+    within,
+    wrap,
+)
 from paper_checks._stats import mean_se, paired
 
 PAPER = "Chmiel, Fishman, Banner & Soudry 2025 (NeurIPS; arXiv 2505.19115)"

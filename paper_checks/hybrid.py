@@ -28,10 +28,20 @@ import numpy as np
 
 from nn.mamba2 import ssd_chunked, ssd_scan
 from nn.mla import MLA, GQAttention, mla_decode, mla_from_gqa
+from paper_checks import (
+    Measurement,
+    at_least,
+    at_most,
+    claim,
+    holds,
+    measure,
+    memo,
+    paired_gap,
+    sizes,
+    within,
+    wrap,
+)
 from theory.kv_cache import ZEBRA, break_even_context, kv_fraction, state_fraction
-
-from ._registry import Measurement, claim, memo, sizes, wrap
-from ._rules import at_least, at_most, holds, measure, paired_gap, within
 
 PAPER = "Yang, Rezagholizadeh et al. 2025 (Zebra-Llama, arXiv 2505.17272)"
 

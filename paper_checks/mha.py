@@ -47,10 +47,21 @@ import optax
 
 import nn
 from nn.hopfield import HopfieldViT, decode, hopfield_attention, hopfield_lm, patchify
+from paper_checks import (
+    Measurement,
+    at_most,
+    claim,
+    computed,
+    holds,
+    measure,
+    memo,
+    paired_gap,
+    sizes,
+    unit,
+    within,
+    wrap,
+)
 from theory.rank_collapse import relative_residual
-
-from ._registry import Measurement, claim, computed, memo, sizes, unit, wrap
-from ._rules import at_most, holds, measure, paired_gap, within
 
 PAPER = "Masumura & Taki 2025 (NeurIPS, arXiv 2511.20698)"
 

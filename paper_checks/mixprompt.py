@@ -30,10 +30,24 @@ import numpy as np
 import nn
 from dynamics import mixprompt as D
 from nn import mixprompt as M
+from paper_checks import (
+    Measurement,
+    at_least,
+    at_most,
+    claim,
+    computed,
+    holds,
+    measure,
+    memo,
+    paired_gap,
+    patch,
+    shared,
+    sizes,
+    unit,
+    within,
+    wrap,
+)
 from theory import mixprompt as TM
-
-from ._registry import Measurement, claim, computed, memo, patch, shared, sizes, unit, wrap
-from ._rules import at_least, at_most, holds, measure, paired_gap, within
 
 PAPER = "Hao et al. 2025, MixPrompt (NeurIPS 2025, OpenReview jt9iMeQQvM)"
 

@@ -11,11 +11,20 @@ import numpy as np
 from scipy.sparse.linalg import eigsh
 
 import theory.bbp as theory_bbp
+from paper_checks import (
+    Measurement,
+    Replicates,
+    claim,
+    measure,
+    memo,
+    run_replicates,
+    scaled,
+    sizes,
+    within,
+    wrap,
+)
 from spectral import goe
 from theory.bbp import tw_edge_shift
-
-from ._registry import Measurement, Replicates, claim, memo, run_replicates, scaled, sizes, wrap
-from ._rules import measure, within
 
 PAPER = "Baik, Ben Arous & Péché 2005; Benaych-Georges & Nadakuditi 2011"
 BETAS = (0.25, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5, 3.0)

@@ -21,9 +21,17 @@ import numpy as np
 
 import dynamics.sgd as S
 import theory.sgd as ts
-
-from ._registry import Measurement, claim, memo, sizes, wrap
-from ._rules import at_most, measure, slope_within, within
+from paper_checks import (
+    Measurement,
+    at_most,
+    claim,
+    measure,
+    memo,
+    sizes,
+    slope_within,
+    within,
+    wrap,
+)
 
 PAPER = "Attia, Schliserman, Sherman & Koren 2025 (arXiv 2507.11274)"
 BETA_ETAS = (0.5, 1.0, 1.5, 1.9)

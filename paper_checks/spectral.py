@@ -13,21 +13,23 @@ import math
 import numpy as np
 
 import spectral
-from spectral import sigmas
-from theory.bbp import TW1_MEAN
-from theory.nonlinear_laplacian import null_law
-
-from ._registry import (
+from paper_checks import (
     Measurement,
     Replicates,
+    at_most,
     claim,
+    holds,
+    measure,
     memo,
     run_replicates,
     scaled,
     sizes,
+    within,
     wrap,
 )
-from ._rules import at_most, holds, measure, within
+from spectral import sigmas
+from theory.bbp import TW1_MEAN
+from theory.nonlinear_laplacian import null_law
 
 PAPER = "Ma & Kunisky 2025 (arXiv 2505.12528)"
 TANH_PS = (1.70974534, 0.58384117)

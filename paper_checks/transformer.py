@@ -19,10 +19,22 @@ import numpy as np
 from tqdm import tqdm
 
 import dynamics.transformer as dt
+from paper_checks import (
+    Measurement,
+    at_least,
+    at_most,
+    claim,
+    holds,
+    measure,
+    memo,
+    paired_gap,
+    scaled,
+    sizes,
+    slope_within,
+    within,
+    wrap,
+)
 from theory import transformer as th
-
-from ._registry import Measurement, claim, memo, scaled, sizes, wrap
-from ._rules import at_least, at_most, holds, measure, paired_gap, slope_within, within
 
 PAPER = "Chen & Luo 2025 (arXiv 2510.06954)"
 TASK = dict(n=64, s=4, d=8)

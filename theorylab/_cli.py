@@ -8,8 +8,10 @@
   [--workers N | --scheduler ADDRESS]``: the properties, searched by Hypothesis.
 - ``check ID [--scale] [--seed] [--mutant NAME] [--out DIR] [--threads N]``: one claim.
 
-Exit status: 0 when everything selected passes (holds), 1 when a claim fails or errors, a mutant
-survives, or a property has a counterexample; 2 for bad command-line input (one line on stderr);
+Exit status: 0 when every claim's verdict matches the outcome it records (``reproduced`` where
+none is recorded), every figure is written, every mutant is caught and every property holds; 1
+when a verdict changed, a claim or figure errored, a mutant survived or a property has a
+counterexample; 2 for bad command-line input (one line on stderr);
 130 when interrupted (Ctrl-C), after writing the rows it has to a report marked partial.
 JAX's persistent compilation cache lives in ``$XDG_CACHE_HOME/theorylab/jax`` (else
 ``~/.cache/theorylab/jax``); ``--no-compile-cache`` or ``THEORYLAB_NO_COMPILE_CACHE=1`` turn it off.
@@ -210,7 +212,7 @@ def _check(args, registry) -> int:
     for text in (row["rule"], row["detail"]):
         if text:
             print(text)
-    return 0 if row["status"] == "pass" else 1
+    return 0 if row["matches"] else 1
 
 
 def _split(done: list) -> tuple[list[dict], list]:
@@ -252,7 +254,7 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
             print(f"figure {fid}: {status}")
     print(f"report: {out / 'report.md'}")
     failed = (
-        any(r["status"] != "pass" for r in rows)
+        any(not r["matches"] for r in rows)
         or any(s != "written" for _, s, _ in figs)
         or any(r["killed"] is not None and r["killed"] < r["mutants"] for r in rows)
     )

@@ -9,20 +9,34 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["claims_table", "write_report", "verify_table", "write_verify_report"]
+__all__ = [
+    "claims_table",
+    "verdict_line",
+    "write_report",
+    "verify_table",
+    "write_verify_report",
+]
+
+_STATUSES = ("reproduced", "not reproduced", "inconclusive", "error")
 
 REPORT_KEYS = (
     "id",
     "paper",
     "statement",
+    "where",
     "status",
+    "recorded",
+    "reason",
+    "matches",
     "measured",
     "expected",
     "tolerance",
     "rule",
+    "resolve",
     "mutants",
     "killed",
     "mutant_runs",
+    "mutant_caught",
     "mutant_measured",
     "detail",
     "seconds",
@@ -66,19 +80,26 @@ def _mutant_cell(r) -> str:
 def claims_table(rows) -> str:
     """The fixed-width claims table printed by ``reproduce`` and ``check``."""
     head = (
-        f"{'id':<36} {'status':<6} {'measured':<28} {'expected':<28} {'tolerance':<20} "
+        f"{'id':<36} {'status':<14} {'recorded':<14} {'measured':<28} {'expected':<28} "
         f"{'mutants':>7} {'s':>7}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
-            f"{r['id']:<36} {r['status']:<6} {fmt(r['measured']):<28} "
-            f"{fmt(r['expected']):<28} {fmt(r['tolerance'], 20):<20} "
-            f"{_mutant_cell(r):>7} {r['seconds']:>7.1f}"
+            f"{r['id']:<36} {r['status']:<14} "
+            f"{'=' if r['matches'] else r['recorded']:<14} {fmt(r['measured']):<28} "
+            f"{fmt(r['expected']):<28} {_mutant_cell(r):>7} {r['seconds']:>7.1f}"
         )
-    n_pass = sum(r["status"] == "pass" for r in rows)
-    lines.append(f"{n_pass} of {len(rows)} claims passed")
+    lines.append(verdict_line(rows))
     return "\n".join(lines)
+
+
+def verdict_line(rows) -> str:
+    """The counts of each verdict and of changes against the recorded outcomes."""
+    counts = {s: sum(r["status"] == s for r in rows) for s in _STATUSES}
+    changed = sum(not r["matches"] for r in rows)
+    text = ", ".join(f"{n} {s}" for s, n in counts.items())
+    return f"{len(rows)} claims: {text}; {len(rows) - changed} as recorded, {changed} changed"
 
 
 def _md_row(cells) -> str:

@@ -3,7 +3,7 @@ in this process, or as independent tasks on a Dask cluster (``--workers N`` star
 ``--scheduler ADDRESS`` joins an existing one). No scheduler of our own: Dask's distributed
 scheduler places the tasks; each task is seeded by its id, so the results do not depend on the
 order or the worker. A claim that declares its Monte Carlo replicates
-(:class:`paper_checks._registry.Replicates`) becomes, on a cluster, chunks of replicates (one
+(:class:`paper_checks.Replicates`) becomes, on a cluster, chunks of replicates (one
 task each, under the run's mutant) and one task that combines them into the report row; a
 figure module that declares the replicates it draws (``replicates(scale, seed)``) reads the same
 chunks, so a figure does not recompute the claims' simulations.
@@ -124,7 +124,14 @@ def _error_text(err: BaseException) -> str:
 def _error_row(detail: str) -> dict:
     """The row of a claim that raised (or whose replicate chunk raised): ``detail`` says why."""
     return dict(
-        status="error", measured=None, expected=None, tolerance=None, rule="", detail=detail
+        status="error",
+        measured=None,
+        expected=None,
+        tolerance=None,
+        rule="",
+        resolve="",
+        detail=detail,
+        measurement=None,
     )
 
 
@@ -148,12 +155,14 @@ def _measure(c, scale: str, seed: int, mutant: str | None, chunks=None, threads:
     try:
         m = run_claim(c, scale, seed, mutant, results, threads=threads)
         return dict(
-            status="pass" if m.passed else "fail",
+            status=m.status,
             measured=m.measured,
             expected=m.expected,
             tolerance=m.tolerance,
             rule=m.rule,
+            resolve=m.resolve,
             detail=m.detail,
+            measurement=m,
         )
     except Exception as err:  # a claim that raises is an error row, the run goes on
         return _error_row(_error_text(err))
@@ -170,9 +179,13 @@ def claim_row(
     chunks: dict | None = None,
     threads: int = 1,
 ) -> dict:
-    """One claim's report row (under ``mutant`` if named); with ``mutants`` also every declared
-    mutant's status in ``mutant_runs`` (its measured values and rule text in ``mutant_measured``)
-    and the number killed (a mutant is killed when it fails).
+    """One claim's report row (under ``mutant`` if named): its status, the outcome it records at
+    ``scale`` (``recorded``, ``reason``) and whether they match; with ``mutants`` also every
+    declared mutant's status in ``mutant_runs`` (its measured values and rule text in
+    ``mutant_measured``), which it caught (``mutant_caught``) and how many (``killed``): a mutant
+    is caught when it turns a reproduced claim into ``not reproduced`` (or an error), and, for a
+    claim that does not reproduce, when it moves a measured value by more than 3 SE
+    (:func:`paper_checks.moved`).
     ``compile_cache`` set: first set JAX up (a task on a worker). ``chunks``: per run (``mutant``
     and, with ``mutants``, each mutant's name) the claim's replicates as computed by
     :func:`replicate_chunk` tasks; ``seconds`` then adds the chunks' time to this task's.
@@ -188,6 +201,8 @@ def claim_row(
         else {}
     )
     runs = {k: o["status"] for k, o in under.items()} if mutants else None
+    caught = {k: _caught(row, o) for k, o in under.items()} if mutants else None
+    recorded = c.recorded.at(scale)
     chunk_seconds = sum(
         ch["seconds"] for per in (chunks or {}).values() for _, outs in per for ch in outs
     )
@@ -197,13 +212,30 @@ def claim_row(
         statement=c.statement,
         where=c.where,
         mutants=len(c.mutants),
-        killed=None if runs is None else sum(s == "fail" for s in runs.values()),
+        recorded=recorded,
+        reason=c.recorded.reason if recorded != "reproduced" else "",
+        matches=row["status"] == recorded,
+        killed=None if caught is None else sum(caught.values()),
         mutant_runs=runs,
+        mutant_caught=caught,
         mutant_measured={k: {f: o[f] for f in ("measured", "rule")} for k, o in under.items()}
         or None,
         seconds=round(time.perf_counter() - t0 + chunk_seconds, 3),
-        **row,
+        **{k: v for k, v in row.items() if k != "measurement"},
     )
+
+
+def _caught(clean: dict, under: dict) -> bool:
+    """Whether a mutant run (``under``) is told apart from the clean one (``clean``)."""
+    from paper_checks import moved
+
+    if under["status"] == "error":
+        return True
+    if clean["status"] == "reproduced":
+        return under["status"] == "not reproduced"
+    if clean["measurement"] is None:  # the clean run errored: nothing to compare with
+        return False
+    return moved(clean["measurement"], under["measurement"])
 
 
 def replicate_chunk(
@@ -214,7 +246,7 @@ def replicate_chunk(
     replicate_chunk output)`` of each of ``reps.needs`` (one that failed is computed here).
     Returns ``results`` (in index order), ``seconds`` and ``error`` (the text of what it raised,
     else None)."""
-    from paper_checks._registry import giving
+    from paper_checks._units import giving
 
     _on_worker(compile_cache)
     t0 = time.perf_counter()
@@ -325,7 +357,7 @@ def figure_row(
     _on_worker(compile_cache)
     from _core.runtime import float64
     from figures import save
-    from paper_checks._registry import providing
+    from paper_checks._units import providing
 
     results, error = _gathered(chunks)
     if error is not None:

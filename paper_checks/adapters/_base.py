@@ -11,7 +11,7 @@ import numpy as np
 import optax
 
 import nn
-from paper_checks._registry import memo
+from paper_checks import memo
 
 
 def train_loop(loss, opt):

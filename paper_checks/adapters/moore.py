@@ -79,8 +79,7 @@ import optax
 
 import nn
 import nn.adapters as ad
-from paper_checks._registry import Measurement, claim, memo, patch, sizes, wrap
-from paper_checks._rules import measure, paired_gap
+from paper_checks import Measurement, claim, measure, memo, paired_gap, patch, sizes, wrap
 from paper_checks._stats import mean_se
 from paper_checks.adapters._base import D_IN, WIDTH, np_mlp, pretrained, stack_trees
 

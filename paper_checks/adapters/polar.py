@@ -18,8 +18,7 @@ import optax
 import nn
 import nn.adapters as ad
 from nn import riemannian as rm
-from paper_checks._registry import Measurement, claim, memo, patch, sizes, wrap
-from paper_checks._rules import at_most, measure, paired_gap
+from paper_checks import Measurement, at_most, claim, measure, memo, paired_gap, patch, sizes, wrap
 from paper_checks.adapters._base import stack_trees, xent
 
 POLAR = "Lion, Zhang, Li & He 2025 (PoLAR, arXiv 2506.03133)"

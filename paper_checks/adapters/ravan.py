@@ -32,8 +32,7 @@ import numpy as np
 
 import nn
 import nn.adapters as ad
-from paper_checks._registry import Measurement, claim, memo, sizes, wrap
-from paper_checks._rules import measure, paired_gap
+from paper_checks import Measurement, claim, measure, memo, paired_gap, sizes, wrap
 from paper_checks.adapters._base import D_IN, D_OUT, WIDTH, np_mlp, pretrained, stack_trees, xent
 
 RAVAN = "Raje, Askin, Jhunjhunwala & Joshi 2025 (Ravan, arXiv 2506.05568)"

@@ -24,8 +24,7 @@ import optax
 
 import nn
 import nn.adapters as ad
-from paper_checks._registry import Measurement, claim, memo, sizes, wrap
-from paper_checks._rules import measure, paired_gap
+from paper_checks import Measurement, claim, measure, memo, paired_gap, sizes, wrap
 from paper_checks.adapters._base import (
     D_IN,
     WIDTH,

@@ -10,9 +10,9 @@ import numpy as np
 
 import nn
 import nn.adapters as ad
+from paper_checks import scaled, wrap
 
 from .._properties import prop
-from .._registry import scaled, wrap
 
 PAPER = "Hu et al. 2022 (LoRA, Eq. 3) and the adapter papers of the set"
 # one shape per method (a compiled program each): the statement is algebraic in the values,

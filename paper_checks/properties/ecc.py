@@ -5,11 +5,11 @@ import math
 import numpy as np
 from scipy.linalg import eigvalsh_tridiagonal
 
+from paper_checks import scaled, wrap
 from theory import ecc
 from theory import marchenko_pastur as mp
 
 from .._properties import prop
-from .._registry import scaled, wrap
 
 PAPER = "McGrath, Mukherjee, Mukherjee & Wang 2025 (arXiv 2509.25536)"
 

@@ -11,9 +11,9 @@ from scipy.stats import binomtest
 
 import theory.fp4 as T
 from nn import quant
+from paper_checks import scaled, wrap
 
 from .._properties import prop
-from .._registry import scaled, wrap
 
 PAPER = "Chmiel, Fishman, Banner & Soudry 2025 (arXiv 2505.19115)"
 E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])  # OCP MX spec, E2M1 magnitudes

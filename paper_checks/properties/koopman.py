@@ -5,9 +5,9 @@ import numpy as np
 
 from dynamics import koopman
 from dynamics.koopman import FiniteChain
+from paper_checks import wrap
 
 from .._properties import prop
-from .._registry import wrap
 
 PAPER = "Jeong, Ryu, Yun & Wornell 2025 (arXiv 2507.07222)"
 

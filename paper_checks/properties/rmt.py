@@ -1,9 +1,9 @@
 """The semicircle law's Stieltjes transform (the spiked Wigner / BBP foundation)."""
 
+from paper_checks import wrap
 from theory import semicircle
 
 from .._properties import prop
-from .._registry import wrap
 
 PAPER = "Wigner 1958; Anderson, Guionnet & Zeitouni 2010, Sec. 2.4"
 

@@ -4,9 +4,9 @@ import numpy as np
 
 import theory.sgd as ts
 from dynamics import sgd
+from paper_checks import scaled, wrap
 
 from .._properties import prop
-from .._registry import scaled, wrap
 
 PAPER = "Attia et al. 2025 (arXiv 2507.11274)"
 HORIZONS = np.unique(np.geomspace(1, 1e6, 30).astype(int))

@@ -3,11 +3,11 @@
 import numpy as np
 
 import spectral
+from paper_checks import scaled, wrap
 from spectral import sigmas
 from theory.nonlinear_laplacian import null_law, theta
 
 from .._properties import prop
-from .._registry import scaled, wrap
 
 PAPER = "Ma & Kunisky 2025 (arXiv 2505.12528)"
 PRIORS = ("planted_submatrix", "sparse_nnpca")

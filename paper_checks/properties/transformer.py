@@ -4,10 +4,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from paper_checks import scaled, wrap
 from theory import transformer as th
 
 from .._properties import prop
-from .._registry import scaled, wrap
 
 PAPER = "Chen & Luo 2025 (arXiv 2510.06954)"
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from paper_checks import SCALES
+from paper_checks import SCALES, STATUSES
 
 
 def _numbers(x):
@@ -26,6 +26,7 @@ def _smoke_checked(c, m):
     assert set(c.sizes) == set(SCALES)
     assert c.mutants, f"{c.id} declares no mutant"
     assert m.rule, f"{c.id} returned no rule text: its verdict is not from a typed rule"
+    assert m.status in STATUSES[:3], m.status
     values = list(_numbers(m.measured))
     assert values and all(math.isfinite(v) for v in values), m.measured
 

@@ -23,7 +23,7 @@ from paper_checks import (
     run_claim,
     within,
 )
-from paper_checks._registry import Replicates, _call, computed, run_replicates, shared, unit
+from paper_checks._units import Replicates, _call, computed, run_replicates, shared, unit
 
 CHUNKED = [c.id for c in REGISTRY if c.replicates is not None]
 
@@ -68,8 +68,8 @@ def test_declared_replicates_are_what_the_check_reads_and_give_the_serial_number
         return  # each given result is the very call the serial check would make
     clear_caches(compiled=False)
     serial = run_claim(c, "smoke", 0)
-    assert (chunked.passed, chunked.rule, chunked.detail) == (
-        serial.passed,
+    assert (chunked.status, chunked.rule, chunked.detail) == (
+        serial.status,
         serial.rule,
         serial.detail,
     )

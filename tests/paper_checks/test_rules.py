@@ -156,7 +156,7 @@ def test_slope_within_fails_non_finite_points_and_keeps_extreme_scales():
 def test_declarations_refuse_bad_input_at_declaration(call, exc, match):
     """A mutant, size table or memo declared wrongly fails where it is written, naming the
     argument, not later when a claim runs under it."""
-    from paper_checks import _registry
+    import paper_checks
 
     with pytest.raises(exc, match=match):
-        call(_registry)
+        call(paper_checks)

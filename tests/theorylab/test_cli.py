@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from paper_checks import Registry, claim, measure, memo, patch, prop, sizes, within
+from paper_checks import Registry, claim, measure, memo, patch, prop, record, sizes, within
 from theorylab._cli import main
 
 OFFSET = 0.0  # the "library constant" the demo claims exercise; their mutant changes it
@@ -69,14 +69,49 @@ def test_false_claim_fails_run_and_is_reported(registry, tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert (report["scale"], report["seed"], report["partial"]) == ("quick", 0, False)
     rows = {r["id"]: r for r in report["claims"]}
-    assert rows["demo.true"]["status"] == "pass"
-    assert rows["demo.false"]["status"] == "fail" and rows["demo.false"]["measured"] == 2.0
+    assert rows["demo.true"]["status"] == "reproduced" and rows["demo.true"]["matches"]
+    assert (
+        rows["demo.false"]["status"] == "not reproduced" and rows["demo.false"]["measured"] == 2.0
+    )
+    assert rows["demo.false"]["recorded"] == "reproduced" and not rows["demo.false"]["matches"]
     assert rows["demo.false"]["rule"].startswith("|sum - expected| <= tol")
     assert rows["other.raises"]["status"] == "error" and "boom" in rows["other.raises"]["detail"]
     assert rows["demo.true"]["mutants"] == 1 and rows["demo.true"]["killed"] is None
     assert rows["demo.true"]["mutant_measured"] is None
     md = (tmp_path / "report.md").read_text()
-    assert "demo.false | **fail**" in md
+    assert "demo.false | **not reproduced**" in md
+
+
+def test_a_run_matching_its_recorded_outcomes_exits_0_and_a_change_exits_1(tmp_path):
+    """Recorded outcomes as pytest's expected failures: a recorded 'not reproduced' that stays so
+    is no failure of the run; the same claim reproducing is a change, and exits 1."""
+    reg = Registry()
+
+    @claim(
+        "demo.recorded",
+        paper="Demo",
+        statement="1 + 1 = 3",
+        where="Eq. (2)",
+        recorded=record(quick="not reproduced", reason="arithmetic"),
+        registry=reg,
+    )
+    def _recorded(size, seed):
+        return measure(within(1.0 + 1.0 + OFFSET, 3.0, 0.1, name="sum"))
+
+    assert main(["reproduce", "--out", str(tmp_path)], registry=reg, figures_package=None) == 0
+    row = json.loads((tmp_path / "report.json").read_text())["claims"][0]
+    assert (row["status"], row["recorded"], row["matches"]) == (
+        "not reproduced",
+        "not reproduced",
+        True,
+    )
+    assert row["reason"] == "arithmetic"
+    global OFFSET
+    OFFSET = 1.0
+    try:
+        assert main(["check", "demo.recorded"], registry=reg) == 1  # it now reproduces
+    finally:
+        OFFSET = 0.0
 
 
 def test_only_glob_and_passing_run(registry, tmp_path):
@@ -98,7 +133,11 @@ def test_mutants_are_run_and_counted(registry, tmp_path, capsys):
     )
     assert code == 0
     row = json.loads((tmp_path / "report.json").read_text())["claims"][0]
-    assert (row["killed"], row["mutants"], row["mutant_runs"]) == (1, 1, {"offset": "fail"})
+    assert (row["killed"], row["mutants"], row["mutant_runs"]) == (
+        1,
+        1,
+        {"offset": "not reproduced"},
+    )
     under = row["mutant_measured"]["offset"]  # what the mutant changed: 2.0 -> 2.5
     assert (row["measured"], under["measured"]) == (2.0, 2.5) and "= 5)" in under["rule"]
     assert OFFSET == 0.0  # the patch is undone
@@ -355,14 +394,14 @@ def _never(x):
 
 
 def test_a_figure_reads_its_provided_replicates(tmp_path, monkeypatch):
-    from paper_checks._registry import unit
+    from paper_checks import unit
     from theorylab._tasks import figure_row
 
     pkg = tmp_path / "given_figures"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "given.py").write_text(
-        "import matplotlib.pyplot as plt\nfrom paper_checks._registry import computed\n"
+        "import matplotlib.pyplot as plt\nfrom paper_checks import computed\n"
         f"from {__name__} import _never\nID = 'demo.given'\nTITLE = 't'\n"
         "def make(scale, seed=0):\n    fig, ax = plt.subplots()\n"
         "    ax.plot([0, computed(_never, 1)])\n    return fig\n"
@@ -390,13 +429,13 @@ def _source(x):
 
 
 def _adapted(x):
-    from paper_checks._registry import shared
+    from paper_checks import shared
 
     return shared(_source, x) + 1.0
 
 
 def test_a_unit_reads_the_need_handed_to_it_and_computes_one_that_failed():
-    from paper_checks._registry import unit
+    from paper_checks import unit
     from theorylab._tasks import replicate_chunk
 
     need = unit(_source, 2)
