@@ -92,25 +92,27 @@ def ecc(
     form the larger of a leave-out variance that stays valid when the noise moments vary with
     the row, :meth:`estimators._ols.OLSFit.var_loo_hc`, and the homoskedastic one, both in
     ``moments``); see
-    :mod:`estimators._ols` (derived in the package's research note on unknown covariance, §2).
+    :mod:`estimators._ols` (derived here, ``docs/papers/ecc_unknown_covariance.md#route-0``).
 
     ``estimator="hoif"`` with ``X_unlabeled`` (independent covariate rows without ``y, a``):
     the second-order influence-function U-statistic with the inverse covariance of the
     unlabeled rows, exactly unbiased for Gaussian rows and any covariance, also when ``p > n``
-    (:mod:`estimators._hoif`; research note §5, route c1).
+    (:mod:`estimators._hoif`; ``docs/papers/ecc_unknown_covariance.md#route-c1``).
 
     ``estimator`` in ``{"dr", "nr", "int"}`` with ``X_unlabeled`` (route c2): the ridge
     estimators below on X whitened by the covariance of the unlabeled rows, with constants
     recomputed for the population spectrum that whitening leaves (inverse Marchenko–Pastur with
     ratio ``p/N``), so no known ``cov`` is needed; SE: the plug-in below plus a delete-a-group
-    jackknife over the unlabeled rows (:mod:`estimators._whitened`; note §5).
+    jackknife over the unlabeled rows (:mod:`estimators._whitened`;
+    ``docs/papers/ecc_unknown_covariance.md#route-c2``).
 
     ``assume="generic"`` (route b, explicit opt-in, ``estimator="dr"``): in-sample ridge fits on
     all rows with constants from their own spectrum, valid for any covariance and row law when
     the coefficients are generic relative to the covariance's eigenvectors (random effects);
     biased when they are aligned with them (e.g. all-positive coefficients with AR(1)
     covariance). An over-identification check across penalties (``result.alignment``) warns
-    when the estimates at ``lam/4, lam, 4 lam`` disagree (:mod:`estimators._generic`; note §4).
+    when the estimates at ``lam/4, lam, 4 lam`` disagree (:mod:`estimators._generic`;
+    ``docs/papers/ecc_unknown_covariance.md#route-b``).
 
     ``estimator`` in ``{"dr", "nr", "int"}``: fits ridge
     regressions of ``a`` and ``y`` on ``X`` on training folds, evaluates the INT, NR or
@@ -207,7 +209,8 @@ def ecc(
         if estimator != "dr":
             raise ValueError(
                 f"`estimator` must be 'dr' with assume='generic' (the in-sample DR residual "
-                f"product with alpha_hat^T beta_hat, note §4); got {estimator!r}."
+                f"product with alpha_hat^T beta_hat, route b of "
+                f"docs/papers/ecc_unknown_covariance.md); got {estimator!r}."
             )
         for arg, val in (
             ("split", split),
@@ -497,8 +500,8 @@ def ecc_path(
     Returns ``{"lams", "naive": {est: array}, "debiased": {est: array}, "se": {est: array}}``;
     ``NumericalError`` (naming the penalties) where a plug-in variance is not finite and positive.
     One eigendecomposition per training fold serves the whole grid (used by the paper checks).
-    The estimators and their debiasing are those of :func:`ecc` (McGrath et al. 2025, §3; note
-    ``ecc_ridge.md`` §3.4), at ``lam_a = lam_y``.
+    The estimators and their debiasing are those of :func:`ecc` (McGrath et al. 2025, §3;
+    ``docs/papers/ecc_ridge.md#bias-and-debiasing``), at ``lam_a = lam_y``.
 
     >>> rng = np.random.default_rng(0)
     >>> n, p = 1000, 100
@@ -650,7 +653,8 @@ def _curve(prep, estimator, lam_a, lam_y=None):
 def paper_lambda_grid() -> np.ndarray:
     """The authors' 100-point grid ``c(seq(0.05, 2, length=50)[-50], seq(2, 10, length=51))``.
 
-    McGrath et al. 2025, the penalty grid of their simulations (``run_all.R``; note §5).
+    McGrath et al. 2025, the penalty grid of their simulations (``run_all.R``;
+    ``docs/papers/ecc_ridge.md#the-estimator``).
 
     >>> g = paper_lambda_grid()
     >>> len(g), float(g[0]), float(g[-1])

@@ -1,6 +1,7 @@
 r"""Route (b) of the ECC with unknown covariance: generic alignment, constants from the sample.
 
-Research note ``ecc_unknown_covariance.md`` §4 (derived there; re-derived and checked here). On all
+``docs/papers/ecc_unknown_covariance.md#route-b`` (derived for this package and checked here). On
+all
 ``n`` rows (centred: ``m = n - 1``, else ``m = n``), with ``Sigma_hat = X^T X/m`` of eigenvalues
 ``d_k`` (zeros included), ``Q_j = (Sigma_hat + lam_j)^{-1}``, ridge residuals ``r_A, r_Y`` and
 coefficients ``alpha_hat, beta_hat``:
@@ -27,7 +28,8 @@ left singular basis of X; ``tr W = 1`` and ``tr(X^T W X) = 0`` by construction. 
 the last term being the spread of the conditional bias ``alpha^T X^T W X beta`` over the prior
 (for fixed generic coefficients: the size of their conditional bias). The same formula with
 ``omega_j omega_k`` gives the covariance of the estimates at two penalty pairs, from which the
-over-identification check (note §4, after Li & Sur's alignment test, arXiv 2309.07810) builds a
+over-identification check (``docs/papers/ecc_unknown_covariance.md#route-b``, after Li & Sur's
+alignment test, arXiv 2309.07810) builds a
 chi-square statistic from the differences of the estimates at ``lam/4, lam, 4 lam``. Moments are
 plugged in from the same system applied to ``(A, A)``, ``(Y, Y)`` and ``(A, Y)``.
 """

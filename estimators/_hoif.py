@@ -1,6 +1,6 @@
 r"""Route (c1) of the ECC with unknown covariance: unlabeled covariate rows, valid also for p > n.
 
-Second-order influence-function U-statistic (research note ``ecc_unknown_covariance.md`` §5, in
+Second-order influence-function U-statistic (``docs/papers/ecc_unknown_covariance.md#route-c1``, in
 the form of Robins, Li, Mukherjee, Tchetgen Tchetgen & van der Vaart 2017), with the covariance
 estimated from ``N`` independent unlabeled rows ``X_U``::
 
@@ -10,13 +10,14 @@ estimated from ``N`` independent unlabeled rows ``X_U``::
 ``E[A_i X_i] = Sigma alpha`` and ``E[Y_j X_j] = Sigma beta`` for any row law and rows ``i != j``
 are independent, so ``E psi_U = psi + alpha^T Sigma (E Omega - Sigma^{-1}) Sigma beta``; for
 Gaussian unlabeled rows ``E Sigma_U^{-1} = N Sigma^{-1}/(N - p - 1)`` (inverse-Wishart mean), so
-the estimator is exactly unbiased for every Sigma, alpha, beta (derived in the note; checked by
-Monte Carlo in ``tests/estimators/test_hoif.py``). Needs ``N >= p + 2``; the note recommends
-``N >= 2p``. Elliptical unlabeled rows break the ``(N - p - 1)/N`` scaling (note §5).
+the estimator is exactly unbiased for every Sigma, alpha, beta (derived here; checked by
+Monte Carlo in ``tests/estimators/test_hoif.py``). Needs ``N >= p + 2``; ``N >= 2p`` is
+recommended. Elliptical unlabeled rows break the ``(N - p - 1)/N`` scaling (same page).
 
 Standard error (derived here): a delete-one jackknife over the labeled rows (``O(n p)`` after one
 whitening, from the sums of the U-statistic) plus a delete-a-group jackknife over ``G`` groups of
-unlabeled rows; the note measured the labeled part alone as conservative (SE/SD 1.2-1.4).
+unlabeled rows; the labeled part alone measured conservative in simulation (SE/SD 1.2-1.4, same
+page).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@ r"""Route 0 of the ECC with unknown covariance: exact residual estimators when p
 
 Model: ``A = X alpha + delta``, ``Y = X beta + eps`` with ``(eps_i, delta_i)`` independent across
 rows, ``E[(eps, delta) | X] = 0`` and ``Cov(eps, delta | X) = psi``; nothing is assumed about the
-covariance or the law of the rows of ``X`` (derived in the package's research note
-``ecc_unknown_covariance.md`` §2; the residual form is the classical partial-covariance estimator).
+covariance or the law of the rows of ``X`` (derived here,
+``docs/papers/ecc_unknown_covariance.md#route-0``; the residual form is the classical
+partial-covariance estimator).
 With ``M = I - H`` the OLS residual maker of ``X`` (an intercept column added when centring),
 ``k = n - rank X`` and ``d_i = M_ii``:
 
@@ -22,7 +23,7 @@ conditional variance is (derived here; checked by sympy and Monte Carlo in
                                   + s_e s_d |W|_F^2 + psi^2 tr(W W).
 
 For ``W = M``: ``c = 0`` and ``Var(psi_0 | X) = [k (s_e s_d + psi^2) + kappa sum_i d_i^2] / k^2``
-(the note's formula). For ``psi_L``, ``ecc`` reports :meth:`OLSFit.var_loo_hc`, which stays valid
+(derived here). For ``psi_L``, ``ecc`` reports :meth:`OLSFit.var_loo_hc`, which stays valid
 when ``s_e, s_d, psi`` vary by row (``var_loo`` is the homoskedastic formula above). Everything
 is computed from a thin QR factorisation, never an ``n x n`` matrix (``var_loo_hc`` takes
 ``O(n^2 p)`` time, in row blocks of ``H``).

@@ -179,7 +179,8 @@ def _check_isotropic(ev, m, whitened, n, p_fit):
 
 
 def _guidance(n, p_fit):
-    """Which route applies to data whose covariance is unknown (research note §0)."""
+    """Which route applies to data whose covariance is unknown
+    (``docs/papers/ecc_unknown_covariance.md#what-is-claimed``)."""
     if p_fit < n:
         return (
             f"With p < n (here {p_fit} fitted columns, {n} rows) use estimator='ols': the "
@@ -193,8 +194,8 @@ def _guidance(n, p_fit):
         f"information: the known population covariance of the rows (`cov=`); independent "
         f"unlabeled rows of X (N >= p + 3, N >= 2p recommended) to estimate it "
         f"(estimator='hoif', X_unlabeled=...); or the assumption that the regression "
-        f"coefficients are generic relative to the covariance's eigenvectors (route b of "
-        f"the package's research note; not implemented)."
+        f"coefficients are generic relative to the covariance's eigenvectors (route b, "
+        f"docs/papers/ecc_unknown_covariance.md#route-b; not implemented)."
     )
 
 

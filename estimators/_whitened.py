@@ -1,7 +1,7 @@
 r"""Route (c2) of the ECC with unknown covariance: the paper's ridge estimators whitened by the
 covariance of unlabeled rows, with constants for the resulting population spectrum.
 
-Research note ``ecc_unknown_covariance.md`` §5 (c2), worked out here. Whitening by
+``docs/papers/ecc_unknown_covariance.md#route-c2``, worked out here. Whitening by
 ``Sigma_U^{-1/2}`` (``Sigma_U`` from ``N`` unlabeled rows) and choosing the square root
 ``L = Sigma^{1/2} G^{1/2}`` (ridge predictions do not depend on it), with ``G`` the white Wishart
 of the unlabeled sample, the whitened rows have population covariance ``G^{-1}`` and coefficients
@@ -30,7 +30,7 @@ Marchenko–Pastur constants in ``tests/estimators/test_whitened.py``). With ``s
 
 and the estimate solves the 2x2 system. With ``N -> inf`` (``t = 1``) these are the package's
 Marchenko–Pastur constants; with identity constants instead the error is of order ``p/N``
-(note §5). The plug-in SE is the package's identity-covariance formula on the whitened data plus
+(same page). The plug-in SE is the package's identity-covariance formula on the whitened data plus
 a delete-a-group jackknife over the unlabeled rows (their fluctuation adds ``O(1/N)``).
 """
 

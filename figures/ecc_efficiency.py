@@ -1,5 +1,6 @@
 """Efficiency of the exact OLS route (route 0) against the paper's best ridge estimators over
-p/n: ``n Var`` of route 0, ``(1 + psi^2)/(1 - p/n)`` (research note on unknown covariance, §2),
+p/n: ``n Var`` of route 0, ``(1 + psi^2)/(1 - p/n)``
+(``docs/papers/ecc_unknown_covariance.md#route-0``),
 with Monte Carlo points on AR(1) 0.9 covariance and t5 rows; the derived variance of the
 two- and three-split debiased DR at its variance-optimal common penalty (identity covariance,
 aligned coefficients, theta = 0.75; :func:`theory.ecc.asymptotic_variance`); and the efficiency

@@ -398,7 +398,7 @@ def optimize_threshold(
                 best_p[:] = [np.array(p, dtype=float), val]
             return val, grad
 
-        # β* has a kink where the edge switches regime (H'(s₊) = 0, Sec. 3.2 of the note): a
+        # β* has a kink where the edge switches regime (H'(s₊) = 0, the irregular edge, Sec. 3.1): a
         # minimiser there is a smooth minimum of β* restricted to that boundary, found by SLSQP
         # with the constraint E[gap^-2] = 1 (only families without an atom at s₊ have one).
         g1, _ = _grad_fns(fam_, eta)
