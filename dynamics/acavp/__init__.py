@@ -1,4 +1,5 @@
-"""ACAVP's small-scale experiment (Enomoto, NeurIPS 2025, arXiv 2510.07823; ``acavp.md`` Sec. 5):
+"""ACAVP's small-scale experiment (Enomoto, NeurIPS 2025, arXiv 2510.07823;
+``docs/papers/acavp.md#small-scale-experiment``):
 digits on a 32x32 canvas (:mod:`.data`), TrivialAugment in its standard space (:mod:`.augment`),
 and the pre-training / adaptation pipeline (:mod:`.pipeline`) around the prompts of
 :mod:`nn.acavp`."""

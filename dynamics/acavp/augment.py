@@ -1,7 +1,7 @@
 """TrivialAugment (Mueller & Hutter, ICCV 2021, arXiv 2103.10158) in its "standard" space, as
 ACAVP uses it (``s-enmt/ACAVP/augmentations/strategy_augment.py``, the authors' PIL code with
-``fixed_standard``; ``acavp.md`` Sec. 2): one of 14 operations per image, a strength level drawn
-uniformly from 0..30, geometric ops with a random sign and black fill.
+``fixed_standard``; ``docs/papers/acavp.md#small-scale-experiment``): one of 14 operations per
+image, a strength level drawn uniformly from 0..30, geometric ops with a random sign and black fill.
 
 Why written here: the maintained implementations are torchvision's ``TrivialAugmentWide`` (the
 *wide* space, a different and much stronger augmentation, and a torch dependency) and the

@@ -1,5 +1,5 @@
-"""Digits rendered on a 32x32 RGB canvas: the source task and the target suite of ``acavp.md``
-Sec. 5.1.
+"""Digits rendered on a 32x32 RGB canvas: the source task and the target suite of
+``docs/papers/acavp.md#small-scale-experiment``.
 
 scikit-learn's ``load_digits`` (1,797 grey 8x8 images) is split once per seed into a source half
 (pre-training the frozen CNN) and a disjoint target half (train / validation / test of every

@@ -1,11 +1,13 @@
 """Pre-train the frozen source CNN, then adapt it to a target task by visual prompting or by a
 linear probe, every method with the same optimiser, step budget and learning-rate grid.
 
-Mechanism and protocol from ``acavp.md`` Sec. 5.2: only the method's own parameters train
+Mechanism and protocol from ``docs/papers/acavp.md#small-scale-experiment``: only the method's own
+parameters train
 (:class:`nn.acavp.Prompted` / :class:`nn.acavp.LinearProbe` carry the trainable mask), the label
 map is first-k (target class i = source logit i, the official code's default for non-CLIP
-models), Adam (the note's allowed alternative to EVP's normalised-gradient SGD, ``acavp.md``
-Sec. 6 pitfall 4) with one learning rate per method and task chosen on a validation split from
+models), Adam (in place of the official code's normalised, clipped, loss-scaled SGD,
+``docs/papers/acavp.md#departures-and-why``) with one learning rate per method and task chosen on a
+validation split from
 the same grid for every method. Replicates (seeds x learning rates) train as one vmapped step,
 compiled once per method and run from a Python loop (:func:`_fit` says why not in ``lax.scan``).
 """

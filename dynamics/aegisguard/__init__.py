@@ -1,6 +1,6 @@
 """AegisGuard (Wang et al., NeurIPS 2025, OpenReview i99ZhFw6GN): which LoRA adapters of an
 on-device model to keep in a TEE so that a model-stealing attacker gains little, reconstructed
-from digests of the paper in ``../shared/papers/aegisguard.md`` (no code is public; every choice
+from digests of the paper (``docs/papers/aegisguard.md``; no code is public; every choice
 the digests leave open is an explicit option).
 
 Submodules: :mod:`.victim` (public backbone, planted private task, LoRA victim on

@@ -1,5 +1,6 @@
-"""The model-stealing attack as the anchor protocol runs it (``aegisguard.md`` Sec. 4, from the
-TEESlice artifact ``ziqi-zhang/TEESlice-artifact``, ``model-stealing/knockoff``), on LoRA.
+"""The model-stealing attack as the anchor protocol runs it
+(``docs/papers/aegisguard.md#as-implemented-here``, from
+the TEESlice artifact ``ziqi-zhang/TEESlice-artifact``, ``model-stealing/knockoff``), on LoRA.
 
 The threat model (Sec. 2): the host sees the public backbone and every *offloaded* adapter; the
 *shielded* adapters live in the enclave. :func:`expose` is the only place that reads the victim's
@@ -9,10 +10,11 @@ view, the query inputs and the victim's top-1 labels (``--argmaxed``: label-only
 never the victim itself; ``tests/dynamics/aegisguard/test_attack.py`` proves the surrogate does
 not depend on a shielded array.
 
-Surrogate (Sec. 4 step 2, LoRA analogue derived in the note): exposed adapters copied, shielded
-ones re-initialised (``B = 0``, ``A`` drawn as LoRA draws it), then fine-tuned with the
-KnockoffNets cross-entropy on the transfer set: Adam (the note's Sec. 8.2 allows SGD-momentum or
-Adam), learning rate ``lr_shielded`` (TEESlice ``update_lr`` 1e-2) on re-initialised adapters and
+Surrogate (TEESlice's protocol, step 2; its LoRA analogue derived here): exposed adapters copied,
+shielded ones re-initialised (``B = 0``, ``A`` drawn as LoRA draws it), then fine-tuned with the
+KnockoffNets cross-entropy on the transfer set: Adam (TEESlice uses SGD-momentum;
+``docs/papers/aegisguard.md#departures-and-why``), learning rate ``lr_shielded`` (TEESlice
+``update_lr`` 1e-2) on re-initialised adapters and
 ``lr_exposed`` (``remain_lr`` 1e-3) on copied ones, ``epochs`` passes in minibatches of
 ``batch``. The backbone stays frozen (it is public and is not the attacker's target; a choice).
 
@@ -187,8 +189,8 @@ def subset_index(mask) -> int:
 
 
 def leakage(acc, acc_black_box, acc_white_box):
-    """Normalised leakage ``(acc - acc_bb) / (acc_wb - acc_bb)`` (``aegisguard.md`` Sec. 8.2):
-    0 at black-box level, 1 at white-box level.
+    """Normalised leakage ``(acc - acc_bb) / (acc_wb - acc_bb)`` (``docs/papers/aegisguard.md``,
+    Q3): 0 at black-box level, 1 at white-box level.
 
     Examples
     --------
@@ -214,7 +216,8 @@ def recover_adapter(X, Y):
     If the host sees the inputs ``X (n, d_in)`` sent into the enclave and the adapter outputs
     ``Y = X dW^T (n, d_out)`` sent back, ``dW = (X^+ Y)^T`` (``numpy.linalg.lstsq``, float64):
     exact once ``X`` has rank ``d_in`` (``n >= d_in`` generic queries), the minimum-norm guess
-    otherwise. The feature-leakage caveat of ``aegisguard.md`` Sec. 9 G1 (out of the paper's scope).
+    otherwise. The feature-leakage caveat G1 of ``docs/papers/aegisguard.md`` (out of the paper's
+    scope).
 
     Examples
     --------

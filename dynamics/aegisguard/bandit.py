@@ -1,4 +1,4 @@
-"""RSM, RL-based Sensitivity Measurement (``aegisguard.md`` Sec. 3.1; equations from a digest of
+"""RSM, RL-based Sensitivity Measurement (``docs/papers/aegisguard.md``; equations from a digest of
 the paper, [3rd, unverified]): a multi-armed bandit over the adapters whose policy parameters are
 one score ``s_l`` per layer.
 
@@ -12,12 +12,12 @@ selected layers. The deployment shields the top-``k`` layers by ``s``.
 Choices the digests leave open, each an explicit option:
 
 * ``reward``: ``"literal"`` ``r_i = sgn(dL_i)(e^{dL_i} - mean_{j in S_t} e^{dL_j})`` as the digest
-  writes it, or ``"intent"`` without the sign (the note's G3: the literal form can reward a layer
-  whose perturbation lowered the loss); the mean is over the probed set ``S_t``.
+  writes it, or ``"intent"`` without the sign (G3 of ``docs/papers/aegisguard.md``: the literal form
+  can reward a layer whose perturbation lowered the loss); the mean is over the probed set ``S_t``.
 * ``sampler``: ``"mixture"`` -- without replacement with ``p_i ~ (1 - eps)/L + eps sigma(s_i)``
   (Gumbel top-k, exactly sampling without replacement) -- or ``"pool"`` -- a uniform candidate
-  pool of ``2 n_select`` layers, keep the ``n_select`` highest scores (the note's readings (b),
-  (a)).
+  pool of ``2 n_select`` layers, keep the ``n_select`` highest scores (the two readings of the
+  digests).
 * noise scale (G5): ``sigma_i = rho * RMS(A_i)`` (relative to the layer's own A; ``rho`` given).
 * initial scores 0 (``sigma = 1/2``); ``mu = 0.5``, ``n_select = 3``, ``period = 20`` steps
   (Sec. 8.1).
@@ -190,7 +190,7 @@ def rsm_train(
     lr: float = 1e-2,
     key,
 ):
-    """RSM-guided LoRA fine-tuning (victim (b) of ``aegisguard.md`` Sec. 8.1).
+    """RSM-guided LoRA fine-tuning (victim (b) of ``docs/papers/aegisguard.md``).
 
     ``steps // period`` rounds of: sample ``n_select`` layers, ``period`` Adam steps on their
     adapters only, probe them on a fresh minibatch, reward, score update. Returns
@@ -269,7 +269,8 @@ def rsm_posthoc(
     batch: int = 128,
     key,
 ):
-    """The bandit alone on a trained victim (no training between rounds; the note's G4 control
+    """The bandit alone on a trained victim (no training between rounds; the G4 control of
+    ``docs/papers/aegisguard.md``
     that separates measurement from the self-fulfilling selection). Returns the scores."""
     As, Bs = check_victim(model, As, Bs)
     X, y = check_data(model, X, y)

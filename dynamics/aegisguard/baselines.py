@@ -1,5 +1,6 @@
 """Layer rankings compared with RSM at an equal shielded budget of ``k`` adapters
-(``aegisguard.md`` Sec. 8.3; the TSDP baselines of Sec. 4 step 5 as TEESlice implements them).
+(``docs/papers/aegisguard.md#as-implemented-here``; the TSDP baselines as TEESlice implements
+them).
 
 Scores are "shield the highest first" (:func:`top_k`):
 
@@ -47,7 +48,7 @@ __all__ = [
 
 def magnitude_scores(model, As, Bs):
     """``||scale B_l A_l||_F`` per layer (``scale`` the LoRA ``alpha / r``): the "Large magnitude"
-    baseline of ``aegisguard.md`` Sec. 8.
+    baseline of ``docs/papers/aegisguard.md``.
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""SAC, Shielded-Adapter Compression (``aegisguard.md`` Sec. 3.2; [3rd, unverified]): progressive
+"""SAC, Shielded-Adapter Compression (``docs/papers/aegisguard.md``; [3rd, unverified]): progressive
 structured pruning of the *shielded* adapters' output groups during fine-tuning.
 
 * Element importance (first-order Taylor): ``I = |theta * dL/dtheta|`` (absolute value, no
@@ -31,7 +31,7 @@ __all__ = ["group_importance", "sac_quota", "sac_prune"]
 
 def group_importance(model, As, Bs, X, y, group: int = 4):
     """Per layer, ``sum |B * dL/dB|`` over each output group of ``group`` rows (a list): the
-    first-order Taylor importance of ``aegisguard.md`` Sec. 3.
+    first-order Taylor importance of ``docs/papers/aegisguard.md#as-implemented-here``.
 
     Examples
     --------

@@ -1,5 +1,5 @@
 """The victim of AegisGuard's threat model: a public backbone, a planted private task, LoRA on
-every linear map, trained on the private labels (``aegisguard.md`` Sec. 2 and 8.1, variant V2).
+every linear map, trained on the private labels (``docs/papers/aegisguard.md``, variant V2).
 
 * :class:`ResMLP` -- the public backbone ``h = GELU(W_0 x)``, ``h += GELU(W_b h)`` per block, then
   ``W_head h``; its ``blocks + 2`` linear maps are the adaptable layers, indexed by depth (input
@@ -7,7 +7,7 @@ every linear map, trained on the private labels (``aegisguard.md`` Sec. 2 and 8.
 * :func:`planted_task` -- the private task with a known sensitive set (V2): the teacher is the
   backbone plus rank-``planted_rank`` updates ``dW*_l`` of graded Frobenius norms
   ``grades[j] * ||W_l||_F`` on a random set ``S*`` of ``len(grades)`` layers; labels are the
-  teacher's argmax on Gaussian inputs. (The digits variant V1 of the note is not built.)
+  teacher's argmax on Gaussian inputs. (The digits variant V1 is not built.)
 * :func:`train_victim` -- LoRA (``nn.adapters.inject(..., "lora")``, rank ``r`` on every linear
   map) trained with Adam on the private labels; ``vmap``-able over replicates (one compilation).
 
@@ -104,13 +104,13 @@ def planted_task(
     planted_rank: int = 2,
     dtype=jnp.float32,
 ) -> Task:
-    """Variant V2 of ``aegisguard.md`` Sec. 8.1: a teacher ``backbone + dW*`` on a random set
+    """Variant V2 of ``docs/papers/aegisguard.md``: a teacher ``backbone + dW*`` on a random set
     ``S*`` of ``len(grades)`` layers, labels its argmax on ``N(0, I)`` inputs.
 
     ``dW*_l = g ||W_l||_F U V^T / ||U V^T||_F`` with Gaussian ``U (out, planted_rank)`` and
     ``V (in, planted_rank)``. The public backbone is random, its head bias shifted so that its
     mean logit over the inputs is zero; the teacher's logits are centred the same way before the
-    argmax (both keep the classes balanced; a choice made here, not in the note).
+    argmax (both keep the classes balanced; a choice made here, not in the paper).
 
     ``dtype`` is that of the backbone and the inputs, hence of the adapters trained on them:
     float32 by default, as the paper's models run, whatever JAX's default (float64 doubled a
@@ -343,7 +343,7 @@ def train_victim(
     lr: float = 1e-2,
     key,
 ):
-    """Plain LoRA fine-tuning (victim (a) of ``aegisguard.md`` Sec. 8.1): Adam on the
+    """Plain LoRA fine-tuning (victim (a) of ``docs/papers/aegisguard.md``): Adam on the
     cross-entropy of every adapter's factors, minibatches drawn with replacement.
 
     Returns ``(As, Bs)``. Traceable: ``vmap`` over replicates compiles once.
