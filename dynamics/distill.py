@@ -171,7 +171,7 @@ _lm_ce_compiled = eqx.filter_jit(_lm_ce)
 
 def kl_to_teacher(teacher, student, tokens):
     """Mean per-token ``KL(p_teacher || p_student)`` (nats) on ``tokens (B, T)``: the KD objective
-    at T = 1 (Zebra-Llama's SFT-KD stage, ``x_ecomla.md`` Sec. 1.6)."""
+    at T = 1 (Zebra-Llama's SFT-KD stage, Sec. 3.3; ``docs/papers/hybrid.md``)."""
     tokens = _check_tokens(tokens, _check_lm(teacher, "teacher"))
     _check_lm(student, "student")
     return _kl_by_layer(teacher, student, tokens)
@@ -287,7 +287,7 @@ def ild(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3
 
 def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3, key):
     """End-to-end KD: Adam on ``KL(p_teacher || p_student)``, all student parameters (Zebra-Llama's
-    stage 2, ``x_ecomla.md`` Sec. 1.6)."""
+    stage 2, Sec. 3.3; ``docs/papers/hybrid.md``)."""
     steps, batch, length, lr, key = _check_run(
         corpus, steps, batch, length, lr, key, teacher=teacher, student=student
     )
@@ -298,7 +298,8 @@ def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=
 def layer_sensitivity(teacher, mla_model, mamba2_model, tokens):
     """Per layer i: ``KL(all Mamba2) - KL(Mamba2 with layer i MLA)`` to ``teacher`` on ``tokens
     (B, T)`` (nats/token), the models composed by :func:`nn.hybrid.compose_hybrid`. Zebra-Llama's
-    sensitivity score (Sec. 3.4, as the research note records it): the KL reduction that making
+    sensitivity score (Sec. 3.4, as a digest of the paper gives it,
+    ``docs/papers/hybrid.md#open-readings-as-options``): the KL reduction that making
     layer i MLA buys; larger is more useful as MLA."""
     tokens = _check_tokens(tokens, _check_lm(teacher, "teacher"))
     _check_lm(mla_model, "mla_model")

@@ -1,4 +1,5 @@
-"""Drag-and-Drop LLMs at small scale (Liang et al. 2025, arXiv 2506.16406; ``dnd.md``).
+"""Drag-and-Drop LLMs at small scale (Liang et al. 2025, arXiv 2506.16406;
+``docs/papers/dnd.md``).
 
 * :mod:`._tasks`: :class:`TaskFamily`, :func:`task_family` (tasks whose unlabeled inputs identify
   them, or a negative control whose inputs do not), :func:`sample_inputs`, :func:`task_targets`;

@@ -1,5 +1,6 @@
 """LoRA checkpoints collected along short training runs, one run per task, as DnD's official
-pipeline collects them (``prepare/training_scripts/**``; ``dnd.md`` Sec. 2.2).
+pipeline collects them (``prepare/training_scripts/**``;
+``docs/papers/dnd.md#mechanism-of-the-official-code``).
 
 Every task's LoRA starts from the same initialisation (:data:`LORA_SEED` = 42, LLaMA-Factory's
 default seed, for every dataset), runs a "pretrain" phase of ``steps`` Adam steps on a cosine

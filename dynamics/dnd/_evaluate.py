@@ -1,6 +1,6 @@
-"""Held-out evaluation of DnD against its baselines and controls (``dnd.md`` Sec. 5.3), and the
+"""Held-out evaluation of DnD against its baselines and controls (``docs/papers/dnd.md``), and the
 official timing protocol (``exploration/test_overhead/*``: warm-up calls, then the mean of the
-next ones; ``dnd.md`` Sec. 2.8).
+next ones; ``docs/papers/dnd.md#mechanism-of-the-official-code``).
 
 Every adapter is scored by merging it into the base through ``nn.adapters.merge`` and taking the
 test MSE on fresh labelled inputs of the task. On each held-out task: the base network; the

@@ -1,4 +1,5 @@
-"""Training DnD's prompt -> LoRA generator and generating adapters (``dnd.md`` Sec. 2.1, 2.6-2.8).
+"""Training DnD's prompt -> LoRA generator and generating adapters
+(``docs/papers/dnd.md#mechanism-of-the-official-code``).
 
 A training sample is ``(checkpoint q, fresh prompt batch of q's task)``: ``q`` uniform over the
 ``D J`` checkpoints, its task ``q // J`` (the official ``Text2Qwen25LoRA_FullCondDataset``
@@ -69,8 +70,9 @@ def _optimizer(lr: float, steps: int, weight_decay: float):
 @dataclasses.dataclass(frozen=True)
 class GeneratorFit:
     """A trained :class:`nn.dnd.DnDGenerator` with its per-tile ``weight``, the ``centroid`` of
-    the training tokens (the MSE-optimal output when prompts carry no information, ``dnd.md``
-    D2; 0 at padding positions, which decoding ignores), per-step ``losses``, the ``chunk`` and
+    the training tokens (the MSE-optimal output when prompts carry no information,
+    ``docs/papers/dnd.md`` D2; 0 at padding positions, which decoding ignores), per-step ``losses``,
+    the ``chunk`` and
     layer ``shapes`` its tokens decode to, and the training ``seconds``."""
 
     generator: Any

@@ -1,9 +1,10 @@
-"""The toy task family of ``dnd.md`` Sec. 5.1: tasks whose unlabeled inputs identify them.
+"""The toy task family of ``docs/papers/dnd.md#small-scale-experiment``: tasks whose unlabeled
+inputs identify them.
 
 Task ``tau`` has a latent ``theta in R^k``; its inputs are ``x ~ N(M theta, I_d)`` (the
 identifiable family) or ``x ~ N(0, I_d)`` (the negative control: prompts carry no task
 information) and its targets are ``y = f0(x) + sum_j theta_j tanh(u_j . x)``, with ``f0`` the
-frozen base network. Derived here (``dnd.md`` Sec. 5.1), standing in for DnD's datasets, whose
+frozen base network. Derived here, standing in for DnD's datasets, whose
 unlabeled prompts reveal the dataset through their distribution.
 """
 
@@ -129,8 +130,8 @@ def sample_inputs(family: TaskFamily, theta, n: int, *, key) -> jax.Array:
 
 
 def task_targets(family: TaskFamily, theta, X) -> jax.Array:
-    """The toy task family of ``dnd.md`` Sec. 5 (derived here): ``y = f0(x) + sum_j theta_j
-    tanh(u_j . x)`` for inputs ``X (..., n, dim)`` of tasks
+    """The toy task family of ``docs/papers/dnd.md#small-scale-experiment`` (derived here): ``y =
+    f0(x) + sum_j theta_j tanh(u_j . x)`` for inputs ``X (..., n, dim)`` of tasks
     ``theta (..., k)``: ``(..., n)``."""
     _check_family(family)
     theta = _theta(family, theta)

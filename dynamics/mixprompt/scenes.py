@@ -1,5 +1,5 @@
-"""Synthetic RGB-D scenes where depth carries what RGB lacks (``papers/mixprompt.md`` section 5.1,
-designed here).
+"""Synthetic RGB-D scenes where depth carries what RGB lacks (designed here,
+``docs/papers/mixprompt.md#as-implemented-here``).
 
 Target scenes (:func:`rgbd_scenes`), classes :data:`CLASSES`: a smooth colour-gradient background
 on a tilted depth plane (0.8-1.0); ``objects`` objects, each a **near box** (depth 0.25) or a

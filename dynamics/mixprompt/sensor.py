@@ -1,4 +1,5 @@
-"""Depth sensor model and the auxiliary-image encoding (``papers/mixprompt.md`` section 5.1).
+"""Depth sensor model and the auxiliary-image encoding
+(``docs/papers/mixprompt.md#as-implemented-here``).
 
 :func:`depth_sensor`: Kinect-like measurement of a true depth map: additive Gaussian noise of
 standard deviation ``noise`` and a fraction ``holes`` of pixels dropped to 0 (missing returns).
@@ -18,7 +19,8 @@ DEPTH_MEAN, DEPTH_STD = 0.449, 0.226
 
 
 def depth_sensor(depth, *, noise=0.02, holes=0.05, rng=None) -> np.ndarray:
-    """Measured depth ``depth + N(0, noise^2)`` (the Kinect-like sensor of ``mixprompt.md`` Sec. 5),
+    """Measured depth ``depth + N(0, noise^2)`` (the Kinect-like sensor of
+    ``docs/papers/mixprompt.md#as-implemented-here``),
     with each pixel independently a hole (0) with
     probability ``holes``; ``depth (..., H, W)`` non-negative.
 

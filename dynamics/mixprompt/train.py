@@ -1,5 +1,5 @@
-"""Pretraining, adaptation and evaluation of the MixPrompt study (``papers/mixprompt.md`` section
-5.2-5.3) on the scenes of :mod:`.scenes`.
+"""Pretraining, adaptation and evaluation of the MixPrompt study
+(``docs/papers/mixprompt.md#as-implemented-here``) on the scenes of :mod:`.scenes`.
 
 :func:`pretrain_backbone` trains :class:`nn.mixprompt.Backbone` with a head on the RGB-only source
 task and returns the backbone (then frozen). :func:`adapt` trains one method on the target task for

@@ -1,6 +1,6 @@
 """Image-quality metrics for MRI reconstructions on magnitude images ``(..., H, W)`` (one value per
 image), on a fixed intensity scale, beside the per-image normalised PSNR that D2SA's official code
-reports (``uceclz0/D2SA-MRI-Recon: metrics.py``; ``../shared/papers/d2sa.md`` Sec. 2.5, 6.5).
+reports (``uceclz0/D2SA-MRI-Recon: metrics.py``; ``docs/papers/d2sa.md#departures-and-why``).
 
 * :func:`psnr` -- ``10 log10(peak^2 / MSE)`` with ``peak`` the reference's maximum (or a given
   ``data_range``): a gain or offset error in the reconstruction costs PSNR;

@@ -51,7 +51,7 @@ __all__ = [
 # Schabel's ``phantom3d``): rho, a, b, c, x0, y0, z0, phi (degrees); the small out-of-plane tilts
 # of that table (theta = 0, psi = 10 deg on two ellipsoids) are dropped so slices stay exact
 # ellipses. Its in-plane columns (rho, a, b, x0, y0, phi) are the 2-D modified Shepp-Logan table
-# of ``../shared/papers/d2sa.md`` Sec. 5.1.
+# (Toft 1996, as scikit-image's ``shepp_logan_phantom``).
 SHEPP_LOGAN_3D = np.array(
     [
         [1.0, 0.69, 0.92, 0.81, 0.0, 0.0, 0.0, 0.0],
@@ -138,8 +138,8 @@ def random_patient(key, *, family="brain", jitter=1.0):
     """A random patient of ``family`` ("brain": the 3-D Shepp-Logan with centres moved by up to
     5 %, semi-axes scaled by up to 10 %, in-plane tilts of up to 10 deg (the outer shell, the
     first two ellipsoids, perturbed as one so the object stays non-negative), as in
-    ``../shared/papers/d2sa.md`` Sec. 5.1; "knee": elongated bone/cartilage ellipsoids, the anatomy
-    shift) with every perturbation scaled by ``jitter`` in [0, 1].
+    ``docs/papers/d2sa.md#small-scale-experiment``; "knee": elongated bone/cartilage ellipsoids, the
+    anatomy shift) with every perturbation scaled by ``jitter`` in [0, 1].
 
     Examples
     --------
@@ -344,8 +344,8 @@ def _ellipse_kspace(el, shape):
 
 
 def polynomial_field(coeffs, shape, *, oversample=1):
-    """The smooth bias field ``c0 + c1 x + c2 y + c3 x^2 + c4 x y + c5 y^2`` (``d2sa.md`` Sec. 5: a
-    2nd-order polynomial) on the (``oversample``
+    """The smooth bias field ``c0 + c1 x + c2 y + c3 x^2 + c4 x y + c5 y^2``
+    (``docs/papers/d2sa.md#small-scale-experiment``: a 2nd-order polynomial) on the (``oversample``
     times finer) grid ``(H, W)`` of [-1, 1)^2.
 
     Examples
@@ -368,7 +368,7 @@ def random_bias(key, *, strength=0.3, gain=(0.6, 1.6)):
     """Scanner shift: coefficients of a multiplicative field ``g (1 + p(x, y))``, ``g`` uniform on
     ``gain`` and the five non-constant coefficients of ``p`` uniform on ``+-strength/5``, so
     ``|p| <= strength`` on the field of view and the field stays positive for ``strength < 1``
-    (a second-order polynomial bias, ``../shared/papers/d2sa.md`` Sec. 5.1; derived here).
+    (a second-order polynomial bias, ``docs/papers/d2sa.md#small-scale-experiment``; derived here).
 
     Examples
     --------
@@ -389,7 +389,8 @@ def random_bias(key, *, strength=0.3, gain=(0.6, 1.6)):
 
 def random_phase(key, *, max_phase=0.5):
     """Coefficients of a smooth image phase (radians) with ``|phase| <= max_phase`` (five
-    non-constant coefficients uniform on ``+-max_phase/5``; ``d2sa.md`` Sec. 5.1).
+    non-constant coefficients uniform on ``+-max_phase/5``;
+    ``docs/papers/d2sa.md#small-scale-experiment``).
 
     Examples
     --------
@@ -497,7 +498,8 @@ def _fine_kspace(el, bias, phase, maps, shape, oversample):
 def shift_setting(shift):
     """The acquisition setting of a shift: :data:`SOURCE` with one entry changed — anatomy: knee
     family; scanner: bias field on (gain and polynomial, :func:`random_bias`); contrast: "T2";
-    acceleration: R = 8 with cf = 0.04; mask: equispaced columns (``d2sa.md`` Sec. 5.1).
+    acceleration: R = 8 with cf = 0.04; mask: equispaced columns
+    (``docs/papers/d2sa.md#small-scale-experiment``).
 
     Examples
     --------

@@ -1,7 +1,7 @@
 """Test-time adaptation of an MRI reconstruction network under distribution shift: the baselines
 (no adaptation; single-shot test-time training per slice, Darestani, Liu & Heckel, ICML 2022,
 arXiv 2204.07204) and D2SA (Zhang et al., NeurIPS 2025, arXiv 2503.20815), as released in the
-official code ``uceclz0/D2SA-MRI-Recon`` (read through ``../shared/papers/d2sa.md``).
+official code ``uceclz0/D2SA-MRI-Recon`` (``docs/papers/d2sa.md``).
 
 Pipeline (single coil; k-space ``y`` on the scale of :func:`physics.fft2c`):
 
@@ -21,7 +21,8 @@ Pipeline (single coil; k-space ``y`` on the scale of :func:`physics.fft2c`):
   :func:`d2sa` (stage 1: :class:`FilmINR` fitted per patient, FiLM on the last decoder block;
   stage 2: :class:`DiffusionBlock` adapters around frozen conv blocks, per slice).
 
-Departures from the code, each an option (``d2sa.md`` Sec. 6): ``gamma="residual"`` gives
+Departures from the code, each an option (``docs/papers/d2sa.md#departures-and-why``):
+``gamma="residual"`` gives
 ``gamma = 1 + head(...)`` with a zero-initialised head (identity at initialisation) where the code
 has ``gamma = head(...)`` from a default-initialised head (``gamma="raw"``); ``de_init="zero"``
 zero-initialises the diffusion block's output conv (the code: default init, ``"default"``);
@@ -259,7 +260,8 @@ class Masks(NamedTuple):
 
 def ssl_masks(mask, n_slices, ssl, key, *, holdout=0.05, rho=0.4):
     """The :class:`Masks` of the self-supervised framework ``ssl`` for ``n_slices`` slices
-    acquired with ``mask (H, W)`` (D2SA ``data/masking.py``, ``d2sa.md`` Sec. 2.2): a held-out
+    acquired with ``mask (H, W)`` (D2SA ``data/masking.py``,
+    ``docs/papers/d2sa.md#mechanism-of-the-official-code``): a held-out
     set of ``holdout`` of the acquired points per slice (uniform, without replacement; none when
     ``holdout = 0``, as in stage 1); of the
     rest ``A``: ``"dc"`` input = loss = ``A``; ``"ssdu"`` input ``Theta`` and loss ``Lambda`` a
@@ -698,7 +700,8 @@ def d2sa(
 ):
     """D2SA on one patient's slices ``y (S, H, W)`` acquired with ``mask (H, W)``.
 
-    Stage 1 (``d2sa.md`` Sec. 2.2): a :class:`D2SAModel` (FiLM INR with one latent per slice)
+    Stage 1 (``docs/papers/d2sa.md#mechanism-of-the-official-code``): a :class:`D2SAModel` (FiLM INR
+    with one latent per slice)
     fitted on all slices for ``epochs`` shuffled passes of mini-batches of ``batch`` slices
     (Adam, ``lr_latent`` / ``lr_model``); the U-Net trains too when ``train_unet_stage1`` (the
     code). Stage 2 (Sec. 2.3, when ``stage2``): per slice, :class:`DiffusionBlock` adapters on

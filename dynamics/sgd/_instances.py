@@ -7,10 +7,10 @@ minimiser ``w_star`` (the one closest to the start ``w0``, where one exists), ``
 :math:`= E\|\nabla f(w_\star; z)\|^2`, ``dist2`` :math:`= \|w_0 - w_\star\|^2` and its population
 risk ``risk(w)`` (``excess_risk(w) = risk(w) - f_star``).
 
-The families are those of ``sgd_last_iterate.md`` Sec. 5 (least squares, Kaczmarz, continual
-learning) and Sec. 6 (the exactly solvable scalar and commuting instances, derived there and
-checked numerically; the smooth convex families probing the exponent); each class and
-constructor below states its loss.
+The families are those of ``docs/papers/sgd_last_iterate.md#instance-families`` (least squares,
+Kaczmarz, continual learning) and ``#solvable-instances`` there (the exactly solvable scalar and
+commuting instances, derived for the package and checked numerically; the smooth convex families
+probing the exponent); each class and constructor below states its loss.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _probs(probs, n, name="probs"):
 @dataclass(frozen=True, eq=False)
 class QuadraticSum:
     r"""Quadratic finite sum :math:`f_i(w) = \tfrac12\|B_i w - c_i - \varepsilon\|^2`, i ~ p
-    (``sgd_last_iterate.md`` Sec. 5).
+    (``docs/papers/sgd_last_iterate.md#instance-families``).
 
     ``B`` has shape ``(n, k, d)`` (``k`` rows per sample; rank-one least squares has ``k = 1``;
     unused rows are zero), ``c`` shape ``(n, k)``; :math:`\varepsilon \sim N(0, s^2 I_k)` is fresh
@@ -182,7 +182,7 @@ def least_squares(
     A, b=None, *, w_star=None, probs=None, noise_var=0.0, w0=None, name="least_squares"
 ) -> QuadraticSum:
     r"""Data set :math:`\{(a_i, b_i)\}`, per-sample loss :math:`\tfrac12(a_i^\top w - b_i)^2`
-    (``sgd_last_iterate.md`` Sec. 5.1).
+    (``docs/papers/sgd_last_iterate.md#instance-families``).
 
     Give ``b`` (fixed labels, possibly inconsistent: then :math:`\sigma_\star > 0`) or ``w_star``
     (realizable labels :math:`b = A w_\star`). ``noise_var`` adds fresh Gaussian label noise at
@@ -246,8 +246,8 @@ def kaczmarz(A, b, *, sampling="norm", w0=None) -> QuadraticSum:
     Per-sample loss :math:`(a_i^\top x - b_i)^2 / (2\|a_i\|^2)`; SGD with stepsize
     :math:`\lambda` is relaxed Kaczmarz (``lambda = 1``: the classical projection). ``sampling``
     ``"norm"`` picks row i with probability :math:`\|a_i\|^2/\|A\|_F^2` (then
-    :math:`F(x) = \|Ax-b\|^2/(2\|A\|_F^2)`), ``"uniform"`` uniformly. Source: the reduction in
-    the paper note (Sec. 5.2) of Attia et al. 2025.
+    :math:`F(x) = \|Ax-b\|^2/(2\|A\|_F^2)`), ``"uniform"`` uniformly. Source: the Kaczmarz
+    application of Attia et al. 2025 (``docs/papers/sgd_last_iterate.md#instance-families``).
 
     Examples
     --------
@@ -269,7 +269,8 @@ def kaczmarz(A, b, *, sampling="norm", w0=None) -> QuadraticSum:
 def rare_curvature(beta, p, w0=1.0) -> QuadraticSum:
     r"""Scalar instance :math:`f(w; z) = z\tfrac\beta2 w^2`, :math:`z\sim\mathrm{Bernoulli}(p)`.
 
-    Exact risk: :func:`theory.sgd.rare_curvature_risk` (``sgd_last_iterate.md`` Sec. 6.2).
+    Exact risk: :func:`theory.sgd.rare_curvature_risk`
+    (``docs/papers/sgd_last_iterate.md#solvable-instances``).
 
     Examples
     --------
@@ -294,7 +295,7 @@ def ar1(beta, s2, w0=1.0) -> QuadraticSum:
     r"""Scalar instance :math:`f(w; z) = \tfrac\beta2(w - z)^2`, :math:`z \sim N(0, s^2)`.
 
     :math:`\sigma_\star^2 = \beta^2 s^2`; exact risk: :func:`theory.sgd.ar1_risk`
-    (``sgd_last_iterate.md`` Sec. 6.2).
+    (``docs/papers/sgd_last_iterate.md#solvable-instances``).
 
     Examples
     --------
@@ -316,7 +317,8 @@ def ar1(beta, s2, w0=1.0) -> QuadraticSum:
 def commuting(beta, p, w0) -> QuadraticSum:
     r"""Commuting mixture: sample :math:`k \sim p`, loss :math:`\tfrac\beta2 (e_k^\top w)^2`.
 
-    Exact risk: :func:`theory.sgd.commuting_risk` (``sgd_last_iterate.md`` Sec. 6.2).
+    Exact risk: :func:`theory.sgd.commuting_risk`
+    (``docs/papers/sgd_last_iterate.md#solvable-instances``).
 
     Examples
     --------
@@ -474,7 +476,7 @@ def random_continual_tasks(n_tasks, dim, rank, *, rng=None) -> ContinualTasks:
 @dataclass(frozen=True, eq=False)
 class FiniteSum:
     r"""Finite sum :math:`F(w) = \sum_i p_i\,\ell(w; x_i, y_i)` of smooth convex per-sample losses
-    (``sgd_last_iterate.md`` Sec. 6.3).
+    (``docs/papers/sgd_last_iterate.md#instance-families``).
 
     ``loss(w, x, y)`` must be JAX-traceable (the Monte Carlo simulator differentiates it with
     ``jax.grad``); ``beta`` is the largest per-sample smoothness; ``w_star`` a minimiser (``None``
@@ -583,7 +585,8 @@ def _squared_hinge(w, x, y):
 
 def logistic_separable(X, y, *, probs=None, w0=None) -> FiniteSum:
     r"""Logistic loss :math:`\log(1 + e^{-y_i x_i^\top w})` on linearly separable data
-    (separable classification as in Evron et al. 2025, ``sgd_last_iterate.md`` Sec. 4).
+    (separable classification as in Evron et al. 2025,
+    ``docs/papers/sgd_last_iterate.md#instance-families``).
 
     Smoothness :math:`\|x_i\|^2/4`; the infimum 0 is not attained (``w_star = None``,
     ``dist2 = inf``), so the last-iterate bound with a minimiser is vacuous and only comparator
@@ -609,7 +612,7 @@ def logistic_separable(X, y, *, probs=None, w0=None) -> FiniteSum:
 
 def squared_hinge(X, y, *, probs=None, w0=None) -> FiniteSum:
     r"""Squared hinge :math:`\tfrac12\max(0, 1 - y_i x_i^\top w)^2`, smoothness :math:`\|x_i\|^2`
-    (``sgd_last_iterate.md`` Sec. 6.3).
+    (``docs/papers/sgd_last_iterate.md#instance-families``).
 
     On separable data the minimisers are :math:`\{w: y_i x_i^\top w \ge 1\ \forall i\}` (a common
     minimiser of every sample: :math:`\sigma_\star = 0`, ``f_star = 0``); ``w_star`` is the one

@@ -146,7 +146,8 @@ def _check_model(model):
 
 
 def gaussian_task(n: int, s: int, d: int, *, labels: str = "random", rng=None):
-    """Synthetic binary task: tokens ``X_ij ~ N(0, I_d)`` and labels in {±1} (the note's setting B).
+    """Synthetic binary task: tokens ``X_ij ~ N(0, I_d)`` and labels in {±1}, the
+    theorems' setting (``docs/papers/linearized_transformer.md#departures-and-why``).
 
     ``labels="random"``: i.i.d. Rademacher. ``labels="bilinear"``: ``y_i = sign(X_is B Xbar_i^T)``
     for a random Gaussian ``B``, a rule only the attention logits can express.
