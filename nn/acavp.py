@@ -1,7 +1,7 @@
 """Visual prompts for a frozen image classifier: ACAVP and the additive baselines.
 
 ACAVP (Enomoto, NeurIPS 2025, arXiv 2510.07823; mechanism from the official code
-``s-enmt/ACAVP/models/prompters.py`` read through ``../shared/papers/acavp.md`` Sec. 2) transforms
+``s-enmt/ACAVP/models/prompters.py``, ``docs/papers/acavp.md#mechanism``) transforms
 the input image in three stages, all prompt parameters shared across the batch:
 
 1. a bounded affine warp ``x_a = warp(x; A)`` (bilinear, zero padding, pixel centres at integer
@@ -9,7 +9,7 @@ the input image in three stages, all prompt parameters shared across the batch:
 2. a per-pixel, per-channel colour gain ``x_c = x_a * G`` with ``G = gain_max * sigmoid(M)``;
 3. an additive prompt ``x_p = x_c + mask * P`` only where the warped image is empty; the mask is
    the warp of a ones-image below ``1e-6`` (batch-independent, unlike the code's exact zeros of
-   the batch, ``acavp.md`` Sec. 6 pitfall 2).
+   the batch, ``docs/papers/acavp.md#departures-and-why``).
 
 Baselines: :class:`PaddingPrompt` (Bahng et al. 2022, ``hjbahng/visual_prompting``: additive frame
 of width ``p`` on the full image, ``randn`` init) and :class:`EVPPrompt` (Wu et al., arXiv
@@ -193,8 +193,8 @@ def acavp_transform(x, theta, scale, shear, translate, gain, additive, *, center
     ``gain`` and ``additive`` broadcastable to ``x``'s ``(C, H, W)``. ``center`` is ``"image"``
     (default: rotate and scale about the image centre, the natural reading of "creating prompt
     regions") or ``"corner"`` (about pixel (0, 0): what the official code computes, its
-    ``affine_center`` flag being unused, ``acavp.md`` Sec. 6 pitfall 1). With ``theta = 0,
-    scale = 1, shear = 0, translate = 0, gain = 1, additive = 0`` it returns ``x`` exactly.
+    ``affine_center`` flag being unused, ``docs/papers/acavp.md#departures-and-why``). With ``theta
+    = 0, scale = 1, shear = 0, translate = 0, gain = 1, additive = 0`` it returns ``x`` exactly.
 
     Examples
     --------
@@ -225,7 +225,8 @@ def _logit(p):
 
 
 class ACAVPPrompt(eqx.Module):
-    """ACAVP's trainable prompt (``acavp.md`` Sec. 2, ranges from ``configs/ACAVP.yaml``).
+    """ACAVP's trainable prompt (``docs/papers/acavp.md#mechanism``, ranges from
+    ``configs/ACAVP.yaml``).
 
     Raw parameters and their bounded maps: ``theta = theta_range * tanh(a_theta)``, ``s =
     sigmoid(a_s)`` (init ``scale_init``), ``h = shear_range * tanh(a_h)``, ``t = t_range * W *
@@ -374,7 +375,7 @@ class EVPPrompt(eqx.Module):
 
 def first_k_label_map(n_target: int, n_source: int):
     """Target class ``i`` read from source logit ``i`` (the official code's default for non-CLIP
-    classifiers, ``acavp.md`` Sec. 2).
+    classifiers, ``docs/papers/acavp.md#mechanism``).
 
     Examples
     --------
@@ -421,9 +422,10 @@ def frequency_label_map(source_pred, target, n_target: int, n_source: int):
 
 class SmallCNN(eqx.Module):
     """3x3 conv + ReLU layers (stride 2 but the last), global average pooling and a linear head:
-    the small source CNN of ``acavp.md`` Sec. 5.1, with strided convolutions in place of its 2x2
-    max pooling and a fourth layer so the receptive field (31 px) covers a digit (derived here:
-    the note's three layers see 15 px, and max-pool backprop costs seven times more on CPU).
+    the small source CNN of ``docs/papers/acavp.md#small-scale-experiment``, with strided
+    convolutions in place of 2x2 max pooling and a fourth layer so the receptive field (31 px)
+    covers a digit (derived here: three such layers see 15 px, and max-pool backprop costs seven
+    times more on CPU).
     Default 8-16-32-32 channels: 15,642 parameters at 10 classes."""
 
     convs: tuple

@@ -1,6 +1,6 @@
 """Drag-and-Drop LLMs: prompt batch -> LoRA weights in one forward pass (Liang et al. 2025,
-arXiv 2506.16406; mechanism from the official code ``jerryliang24/Drag-and-Drop-LLMs``, read
-through ``../shared/papers/dnd.md``).
+arXiv 2506.16406; mechanism from the official code ``jerryliang24/Drag-and-Drop-LLMs``,
+``docs/papers/dnd.md#mechanism-of-the-official-code``).
 
 * the parameter tokenizer (``workspace/dnd/tokenizer/tokenizer.py::LoraTokenizer2D_Qwen``,
   ``Tokenizer2D.with_scales_wrapper``): :func:`tokenize` cuts every ``A (r, d_in)`` and
@@ -11,7 +11,7 @@ through ``../shared/papers/dnd.md``).
 * the per-tile loss weight :func:`criterion_weight` (``datasets/criterion_weight_for_0.5B.py``)
   and the masked weighted MSE :func:`dnd_loss` (``model/decoderonly.py::criterion``);
 * the frozen condition encoder :class:`ConditionEncoder` (a random-feature stand-in for the
-  token-level Sentence-BERT states, ``dnd.md`` Sec. 3) and the hyper-convolutional decoder
+  token-level Sentence-BERT states, ``docs/papers/dnd.md``) and the hyper-convolutional decoder
   :class:`HyperConvLayer` / :class:`HyperConvDecoder` (``module/hyperconv.py``), joined in
   :class:`DnDGenerator`.
 """
@@ -166,8 +166,8 @@ def tokenize(factors: Sequence, chunk: int) -> jax.Array:
     module order. Each ``A`` is cut along ``d_in`` and each ``B^T`` along ``d_out`` into ``(r, c)``
     chunks; chunk ``x`` becomes ``(x - mu)/sigma`` (``sigma`` the sample std over its valid
     entries) with ``m' = 8 mu`` and ``s' = log(0.9 sigma + 0.1) + 1.6`` written into the last two
-    columns of every row and alternately along the last two rows (``dnd.md`` Sec. 2.4, from the
-    official ``LoraTokenizer2D_Qwen`` / ``with_scales_wrapper``). jit- and vmap-safe; keeps the
+    columns of every row and alternately along the last two rows (``docs/papers/dnd.md``, from
+    the official ``LoraTokenizer2D_Qwen`` / ``with_scales_wrapper``). jit- and vmap-safe; keeps the
     factors' dtype.
 
     Examples
@@ -188,7 +188,7 @@ def tokenize(factors: Sequence, chunk: int) -> jax.Array:
 def detokenize(tokens, shapes, chunk: int) -> list[tuple[jax.Array, jax.Array]]:
     """The inverse of :func:`tokenize`: ``(T, r + 2, chunk + 2)`` tokens -> ``[(A, B), ...]`` for
     layers of ``(d_out, d_in)`` ``shapes``. Each tile is un-standardised with the average of its
-    redundant code copies (``dnd.md`` Sec. 2.4); padding positions are ignored, so generated
+    redundant code copies (``docs/papers/dnd.md``); padding positions are ignored, so generated
     tokens (no NaN) decode the same way. ``detokenize(tokenize(f, c), shapes, c)`` returns ``f``
     to float rounding (tests/nn/test_dnd.py).
 
@@ -244,7 +244,7 @@ def criterion_weight(tokens) -> jax.Array:
     Per dataset, the element-wise std over its J checkpoints ``s_e``; tile ``t`` weighs
     ``mean_{e in t} s_e / mean_e s_e`` (valid entries only); the weight is the mean over the D
     datasets (official ``criterion_weight_for_0.5B.py`` / ``calculate_mean_criterion_weight``,
-    ``dnd.md`` Sec. 2.4). Shape ``(T,)``.
+    ``docs/papers/dnd.md``). Shape ``(T,)``.
 
     Examples
     --------
@@ -265,7 +265,7 @@ def criterion_weight(tokens) -> jax.Array:
 def dnd_loss(pred, target, weight) -> jax.Array:
     """Masked, per-tile weighted MSE: target NaN -> 0 and mask ``M = ~isnan(target)``; masked-out
     entries are zeroed in both tensors, then ``mean_e w_t(e) (M (pred - target))^2`` over all
-    entries (``decoderonly.py::forward/criterion``, ``dnd.md`` Sec. 2.6). ``pred``/``target``
+    entries (``decoderonly.py::forward/criterion``, ``docs/papers/dnd.md``). ``pred``/``target``
     ``(..., T, h, w)``, ``weight (T,)``.
 
     Examples
@@ -290,8 +290,8 @@ def dnd_loss(pred, target, weight) -> jax.Array:
 
 class ConditionEncoder(eqx.Module):
     """Frozen random-feature encoder ``e(x) = tanh(R x + b)``, reshaped to ``(H, W)`` per prompt:
-    the stand-in for the official frozen Sentence-BERT token states (``dnd.md`` Sec. 2.3 and the
-    toy column of Sec. 3). ``R ~ N(0, 1/d)``, ``b ~ N(0, 1)``; ``(N, d) -> (N, H, W)``."""
+    the stand-in for the official frozen Sentence-BERT token states (``docs/papers/dnd.md``). ``R ~
+    N(0, 1/d)``, ``b ~ N(0, 1)``; ``(N, d) -> (N, H, W)``."""
 
     R: jax.Array
     b: jax.Array
@@ -325,7 +325,7 @@ def _conv(cin, cout, k, bias, key, dtype):
 
 class HyperConvLayer(eqx.Module):
     """One step ``(N, H, W) -> (N', H', W')`` of the hyper-convolutional decoder
-    (official ``module/hyperconv.py``; ``dnd.md`` Sec. 2.5).
+    (official ``module/hyperconv.py``; ``docs/papers/dnd.md``).
 
     LayerNorm over ``(H, W)`` with an elementwise affine; branch 1 convolves W -> W' (W as
     channels, over the (H, N) plane) then H -> H' (over (N, W')), linear; branch 2 convolves
@@ -386,7 +386,7 @@ def _check_nhw(s, name):
 
 class HyperConvDecoder(eqx.Module):
     """A cascade of :class:`HyperConvLayer` over ``features = [(N0, H0, W0), ..., (T, h, w)]``,
-    one layer per consecutive pair (the official ``features`` schedule, ``dnd.md`` Sec. 2.5)."""
+    one layer per consecutive pair (the official ``features`` schedule, ``docs/papers/dnd.md``)."""
 
     layers: tuple
 
@@ -409,7 +409,7 @@ class HyperConvDecoder(eqx.Module):
 
 class DnDGenerator(eqx.Module):
     """Prompt batch ``(N, d)`` -> parameter tokens ``(T, r + 2, c + 2)`` (DnD, arXiv 2506.16406;
-    ``dnd.md`` Sec. 2): the frozen
+    ``docs/papers/dnd.md``): the frozen
     :class:`ConditionEncoder` then the :class:`HyperConvDecoder` from ``(N, H, W)`` through
     ``hidden`` to ``(T, r + 2, c + 2)``. Freeze the encoder when training
     (``nn.trainable_mask(gen, frozen=lambda g: g.encoder)``)."""

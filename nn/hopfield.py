@@ -271,7 +271,7 @@ class HopfieldAttention(eqx.Module):
 
 
 class HopfieldBlock(eqx.Module):
-    """Pre-norm block with MHA (Masumura & Taki 2025, arXiv 2511.20698; ``mha.md`` Sec. 1): ``x <-
+    """Pre-norm block with MHA (Masumura & Taki 2025, arXiv 2511.20698, Sec. 3): ``x <-
     alpha x + (1 - alpha) Attn(norm x)`` (``alpha=None``: ``x + Attn(norm x)``), then ``x <- x +
     MLP(norm x)`` (``mlp_residual=False``: ``MLP(norm x)``).
 

@@ -9,7 +9,8 @@ each attention by MLA (SVD init, :func:`nn.mla.mla_from_gqa`) or Mamba2 (attenti
 mixers of the same shapes (``init="random"``, the ablation baseline).
 :func:`compose_hybrid` assembles a student from an all-MLA and an all-Mamba2 model layer by layer
 (the paper's Stage 2 after the two ILD runs); :func:`select_mla_layers` is the layer-selection rule
-(SMART, Sec. 3.4 as summarised in the research note: sensitivity scores, first layer kept,
+(SMART, Sec. 3.4 as a digest of the paper summarises it, ``docs/papers/hybrid.md``: sensitivity
+scores, first layer kept,
 near-uniform spacing, maximal total score).
 """
 
@@ -67,8 +68,8 @@ class SwiGLU(eqx.Module):
 
 
 class HybridLayer(eqx.Module):
-    """Pre-norm decoder layer with any token mixer (Zebra-Llama, arXiv 2505.17272; ``x_ecomla.md``
-    Sec. 1.1); ``parts(x) -> (mixer output, layer output)``."""
+    """Pre-norm decoder layer with any token mixer (Zebra-Llama, arXiv 2505.17272, Sec. 3;
+    ``docs/papers/hybrid.md``); ``parts(x) -> (mixer output, layer output)``."""
 
     norm1: RMSNorm
     mixer: eqx.Module
@@ -194,7 +195,8 @@ class HybridLM(eqx.Module):
 def hybrid_from_teacher(
     teacher: HybridLM, kinds, *, kv_rank=None, rope_dim=0, init="structured", chunk=16, key
 ):
-    """A hybrid student from an all-GQA ``teacher`` (Zebra-Llama; ``x_ecomla.md`` Sec. 1.3-1.4):
+    """A hybrid student from an all-GQA ``teacher`` (Zebra-Llama, Sec. 3.1, Alg. 1;
+    ``docs/papers/hybrid.md``):
     embedding, norms, MLPs and head copied; layer i's attention replaced by ``kinds[i]`` ("gqa"
     copies it). ``init="structured"``: SVD (MLA) / kqvo (Mamba2) from the teacher's weights;
     ``"random"``: default init of that mixer."""
@@ -279,8 +281,9 @@ def select_mla_layers(scores, num_mla, *, keep_first=True, slack=1):
     largest total sensitivity ``sum scores[i]`` among placements whose consecutive MLA layers are
     at least ``max(1, floor(L / num_mla) - slack)`` apart, layer 0 included when ``keep_first``.
 
-    Zebra-Llama's SMART rule (Sec. 3.4, Alg. 2) as the research note records it from a digest of
-    the paper (unverified): terminal preservation, near-uniform spread, maximal total score. The
+    Zebra-Llama's SMART rule (Sec. 3.4, Alg. 2) as a digest of the paper gives it
+    (unverified; ``docs/papers/hybrid.md#open-readings-as-options``): terminal preservation,
+    near-uniform spread, maximal total score. The
     authors' configs keep layer 0 but never the last layer, so only the first is kept here; the
     spacing tolerance ``slack`` is this library's reading of "near-uniform" (every shipped config,
     e.g. 1B 4MLA [0, 5, 10, 14] and 8B 8MLA [0, 4, ..., 25, 30], satisfies it with ``slack=1``).

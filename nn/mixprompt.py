@@ -1,14 +1,14 @@
 """MixPrompt: mixed prompting of a frozen RGB segmentation backbone with an auxiliary modality
 (Hao et al., NeurIPS 2025, OpenReview jt9iMeQQvM; mechanism from the official code
-``xiaoshideta/MixPrompt``, ``semseg/models/Mixprompt.py``, as read in
-``papers/mixprompt.md`` section 2), at CPU scale.
+``xiaoshideta/MixPrompt``, ``semseg/models/Mixprompt.py``, described in
+``docs/papers/mixprompt.md#as-implemented-here``), at CPU scale.
 
 Every module acts on channels-last images ``(..., H, W, C)`` with arbitrary leading batch axes.
 
 * :class:`PatchEmbed` -- overlapping patch embedding: ``3 x 3`` convolution, stride 2, then a
   channel LayerNorm (SegFormer's ``OverlapPatchEmbed`` at ``3 x 3 / 2``);
 * :class:`Block` -- a small ConvNeXt-style block ``x + W_2 GELU(W_1 LN(dwconv_3x3(x)))`` standing
-  in for MiT's transformer blocks (the CPU-scale choice of the note, section 5.2);
+  in for MiT's transformer blocks (a CPU-scale choice);
 * :class:`Backbone` -- hierarchical RGB encoder: per stage a :class:`PatchEmbed`, ``blocks``
   blocks and a LayerNorm; resolutions ``1/2, 1/4, ...``;
 * :class:`SegHead` -- SegFormer's all-MLP head: per-stage linear to ``embed``, bilinear upsampling

@@ -3,7 +3,7 @@
 ``phi_{beta,c}(x) = c sigmoid(beta x / (1 - beta)) x + (1 - c)(1 - beta) softplus(x / (1 - beta))``
 (official code ``utils/curvature_tuning.py``, with ``1 - beta`` floored at ``eps = 1e-6`` there).
 ``beta = 1`` is special-cased here as the exact ReLU, so a CT network at ``beta = 1`` *is* the
-ReLU network bit for bit. Facts (derived in the note; tested):
+ReLU network bit for bit. Facts (derived here; tested):
 ``sup_x |phi - ReLU| <= (1 - beta)[c / (beta e) + (1 - c) ln 2]``, ``phi(0) = (1 - c)(1 - beta)
 ln 2`` and ``phi'(0) = 1/2`` for every ``beta < 1``.
 
@@ -63,7 +63,7 @@ def ctu(x, beta, c=0.5):
 
 def ct_gap_bound(beta: float, c: float) -> float:
     """``(1 - beta)[c / (beta e) + (1 - c) ln 2]``, a bound on ``sup |phi_{beta,c} - ReLU|``
-    (derived in ``adapters.md`` Sec. 8.1; tested).
+    (derived here, ``docs/papers/adapters_curvature.md#as-implemented-here``; tested).
 
     >>> round(ct_gap_bound(0.5, 0.0), 6)  # (1 - 0.5) ln 2
     0.346574
@@ -77,7 +77,7 @@ def ct_gap_bound(beta: float, c: float) -> float:
 
 class CTActivation(eqx.Module):
     """A fixed ``phi_{beta,c}`` (static, hashable): the activation of steering CT (arXiv
-    2502.07783; ``adapters.md`` Sec. 8.2)."""
+    2502.07783, Sec. 4; ``docs/papers/adapters_curvature.md``)."""
 
     beta: float = eqx.field(static=True)
     c: float = eqx.field(static=True)
@@ -88,7 +88,7 @@ class CTActivation(eqx.Module):
 
 class CTLinear(eqx.Module):
     """``phi_{beta,c}(base(x))`` with trainable per-channel ``raw_beta``, ``raw_c`` (T-CT,
-    ``adapters.md`` Sec. 8.3)."""
+    ``docs/papers/adapters_curvature.md``)."""
 
     base: _nn.Linear
     raw_beta: jax.Array
@@ -146,7 +146,7 @@ def _replace_calls(node, match, new, found):
 
 def ct_steer(model, beta: float, c: float = 0.5, *, activation=jax.nn.relu):
     """Replace every stored ``activation`` (default ReLU) of any model by ``phi_{beta,c}``
-    (steering CT, ``adapters.md`` Sec. 8.2).
+    (steering CT, ``docs/papers/adapters_curvature.md``).
 
     Works on any equinox model whose activation is a stored callable: a field of a module
     (``eqx.nn.MLP.activation``, :class:`nn.MLP`'s static ``activation``) or an
@@ -177,7 +177,7 @@ def _is_mlp(n):
 
 
 class CTTrainable(eqx.Module):
-    """A trainable ``phi_{beta,c}`` activation (T-CT, ``adapters.md`` Sec. 8.3):
+    """A trainable ``phi_{beta,c}`` activation (T-CT, ``docs/papers/adapters_curvature.md``):
     ``beta = sigmoid(raw_beta)``, ``c = sigmoid(raw_c)``, broadcast against the input (scalars:
     one pair for the whole site)."""
 
@@ -242,7 +242,7 @@ def _ct_sites(node, rb, rc, dt, found):
 
 def ct_trainable(model, *, beta0: float = 0.8, c0: float = 0.5, train=()):
     """Trainable CT on any equinox model: every stored ReLU gets trainable ``(beta, c)``
-    (``adapters.md`` Sec. 8.3).
+    (``docs/papers/adapters_curvature.md``).
 
     * :class:`nn.MLP`: each hidden ``Linear`` is wrapped in :class:`CTLinear` (per-channel pairs;
       the MLP's static activation set to the identity, the same function);

@@ -12,7 +12,7 @@ With the thin SVD ``W0 = U diag(sigma) V^T`` (``k = min(m, n)``), the layer comp
 
 The effective weight ``W_eff = sum_j g_j u_j (R^T v_j)^T`` keeps ``col(W_eff) subset col(W0)`` and
 has singular values exactly ``g`` (the experts ``u_j (R^T v_j)^T`` are Frobenius-orthonormal);
-derived in the note, tested in ``tests/nn/adapters/test_moore.py``. It replaces the base map (no
+derived here, tested in ``tests/nn/adapters/test_moore.py``. It replaces the base map (no
 residual ``W0 x``) and depends on the input, so it is not mergeable.
 Count per layer ``r n + E n + k E + k d_t + T d_t``.
 """
@@ -33,7 +33,7 @@ __all__ = ["MoORELinear", "householder_apply", "householder_matrix"]
 
 def householder_apply(u, x):
     """``R x`` for ``R = H_r ... H_1`` (``H_1`` first); rows ``u (r, n)``, ``x (..., n)``
-    (Householder reflections, ``adapters.md`` Sec. 6.1).
+    (Householder reflections, ``docs/papers/adapters_moore.md``).
 
     >>> householder_apply(jnp.array([[1.0, 0.0]]), jnp.array([3.0, 4.0])).tolist()  # reflect e_1
     [-3.0, 4.0]
@@ -58,7 +58,7 @@ def householder_apply(u, x):
 
 
 def householder_matrix(u):
-    """The ``n x n`` orthogonal matrix ``R = H_r ... H_1`` (``adapters.md`` Sec. 6.1).
+    """The ``n x n`` orthogonal matrix ``R = H_r ... H_1`` (``docs/papers/adapters_moore.md``).
 
     >>> householder_matrix(jnp.array([[1.0, 0.0]])).tolist()  # I - 2 e_1 e_1^T
     [[-1.0, 0.0], [0.0, 1.0]]
@@ -69,8 +69,8 @@ def householder_matrix(u):
 
 @register_method("moore")
 class MoORELinear(AdapterLayer):
-    """MoORE layer (arXiv 2506.14436; ``adapters.md`` Sec. 6.1): frozen ``U, sigma, V`` and base
-    ``bias``; trainable Householder rows, router,
+    """MoORE layer (arXiv 2506.14436; ``docs/papers/adapters_moore.md``): frozen ``U, sigma, V`` and
+    base ``bias``; trainable Householder rows, router,
     task embedding. It computes the whole layer output (``replaces_base``)."""
 
     U: jax.Array

@@ -34,7 +34,7 @@ __all__ = ["PoLARLinear", "stiefel_mask", "polar_optimizer"]
 
 @register_method("polar")
 class PoLARLinear(AdapterLayer):
-    """PoLAR on one layer (arXiv 2506.03133; ``adapters.md`` Sec. 3.1): ``X (out, r)``,
+    """PoLAR on one layer (arXiv 2506.03133; ``docs/papers/adapters_polar.md``): ``X (out, r)``,
     ``Theta (r, r)``, ``Y (fan_in, r)`` trainable."""
 
     X: jax.Array
@@ -108,7 +108,7 @@ def polar_optimizer(
     lam: float = 1.0,
 ) -> optax.GradientTransformation:
     """The PoLAR optimiser for a whole trainable tree, around the optax transform ``inner``
-    (``adapters.md`` Sec. 3.3).
+    (``docs/papers/adapters_polar.md#as-implemented-here``).
 
     Stiefel leaves (X, Y) get ``chain(landing(lam), inner)`` (``stiefel="landing"``; the official
     code replaces the gradient of X and Y by the landing field before AdamW, weight decay 0, i.e.

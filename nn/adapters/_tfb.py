@@ -8,7 +8,7 @@ Given a trained LoRA ``(B, A)`` with scaling ``s`` (official code ``modelwrapper
 
 Then ``Delta W = s B'(A' + E) = s BA + s U (diag(d) E)`` and ``vec(Delta W) ~ N(vec(s BA),
 s^2 sigma^2 (I_n (x) U U^T))``: an isotropic Gaussian of variance ``s^2 sigma^2`` on
-``col(B) (x) R^n`` and zero outside (derived in the note; tested by Monte Carlo). The law depends
+``col(B) (x) R^n`` and zero outside (derived here; tested by Monte Carlo). The law depends
 only on ``BA`` and ``col(B)``: it is invariant to the gauge ``(B, A) -> (BG, G^{-1} A)``.
 
 The single ``sigma`` is chosen by :func:`tfb_search_sigma`: the largest ``sigma`` in
@@ -51,7 +51,7 @@ __all__ = [
 
 def tfb_refactor(b, a):
     """``(B', A', d)``: ``B' = U diag(d)``, ``A' = V^T A``, thin SVD ``B = U diag(d) V^T`` (TFB
-    step 1, ``adapters.md`` Sec. 7.1).
+    step 1, ``docs/papers/adapters_tfb.md``).
 
     >>> b, a = jnp.array([[0.0, 1.0], [2.0, 0.0]]), jnp.array([[1.0, 2.0], [3.0, 4.0]])
     >>> b2, a2, d = tfb_refactor(b, a)
@@ -70,8 +70,8 @@ def tfb_refactor(b, a):
 
 @register_method("tfb")
 class TFBLoRALinear(AdapterLayer):
-    """LoRA layer with the TFB posterior on ``A'`` (arXiv 2412.05723; ``adapters.md`` Sec. 7.1):
-    each call with ``key`` draws one ``E``.
+    """LoRA layer with the TFB posterior on ``A'`` (arXiv 2412.05723;
+    ``docs/papers/adapters_tfb.md``): each call with ``key`` draws one ``E``.
 
     Without ``key`` the layer returns the posterior mean (the trained LoRA). Everything in it is
     frozen (TFB trains nothing) and stored in adapter files; ``sigma`` is a scalar array, so it
@@ -128,7 +128,7 @@ class TFBLoRALinear(AdapterLayer):
 
 def tfb_bayesianize(adapted: Adapted, sigma: float, *, name: str | None = None) -> Adapted:
     """Turn the LoRA adapter ``name`` (default: the active one) of a trained ``adapted`` into TFB
-    layers with std ``sigma`` (TFB, ``adapters.md`` Sec. 7.1).
+    layers with std ``sigma`` (TFB, ``docs/papers/adapters_tfb.md``).
 
     The TFB adapter trains nothing; call the model with ``key=`` to sample (one draw of the noise
     per call and layer; a layer called without a key draws from ``fold_in(key, i)``).

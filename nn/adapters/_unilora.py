@@ -8,7 +8,7 @@ segment sum:
 
 * **Uni-LoRA** (Sec. 3.2; official code ``generate_index``): a balanced random partition of the
   D coordinates into d groups of sizes ``n_j in {floor(D/d), floor(D/d)+1}``, value
-  ``1/sqrt(n_j)``. Then ``P^T P = I_d`` exactly (isometric; derived in the note, tested in
+  ``1/sqrt(n_j)``. Then ``P^T P = I_d`` exactly (isometric; derived here, tested in
   ``tests/nn/adapters/test_unilora.py``). No ``alpha/r`` scaling; ``theta ~ U(-0.02, 0.02)``.
 * **VeRA** (Kopiczko et al. 2024, arXiv 2310.11454, eq. (1)): ``Delta W = diag(lambda_b) B
   diag(lambda_d) A`` with frozen random ``A, B`` shared by all layers (sliced ``A[:, :n]``,
@@ -149,7 +149,8 @@ def _pair(x, name):
 
 def vera_projection(shapes, a, b):
     """VeRA (and Tied-LoRA with frozen ``A, B``) as a one-nonzero projection (Uni-LoRA, Sec. 3.1;
-    derived in ``adapters.md`` Sec. 4.1 and tested in ``tests/nn/adapters/test_unilora.py``).
+    derived here, ``docs/papers/adapters_unilora.md``, and tested in
+    ``tests/nn/adapters/test_unilora.py``).
 
     Returns a list, per layer of shape ``(m, n)``, of ``(index_A, value_A, index_B, value_B)``
     with ``theta_l = [lambda_b (m); lambda_d (r)]`` stored at consecutive offsets, so that
