@@ -6,8 +6,8 @@ quick design (24 x 24 phantoms, 4 patients x 4 slices, DC loss, window 10, at mo
 iterations; ``paper_checks.d2sa.run_shift``, the same function and sizes the claims run). The
 table gives, over seeds (mean and SE of the per-seed slice means): PSNR gains on the
 reference's intensity scale, D2SA - B1, the step ratio of the ``d2sa.efficiency`` rule, the
-median iterations to 95 % of the final gain (the note's R6) and the wall-time ratio D2SA / B1,
-both methods timed in the same run. ``--quick``: 3 seeds with one patient per shift;
+median iterations to 95 % of the final gain (R6 of docs/papers/d2sa.md) and the wall-time ratio D2SA
+/ B1, both methods timed in the same run. ``--quick``: 3 seeds with one patient per shift;
 ``--full``: 5 seeds with the claims' 4 patients. Run: ``python benchmarks/d2sa.py [--quick |
 --full] [--json PATH]``.
 """

@@ -1,8 +1,9 @@
 """ACAVP claims: affine, colour and additive visual prompting of a frozen classifier (Enomoto,
-NeurIPS 2025, arXiv 2510.07823; mechanism from the official code ``s-enmt/ACAVP``, read through
-``../shared/papers/acavp.md``).
+NeurIPS 2025, arXiv 2510.07823; mechanism from the official code ``s-enmt/ACAVP``,
+``docs/papers/acavp.md``).
 
-Setting (``acavp.md`` Sec. 5): a small CNN pre-trained on scikit-learn digits rendered on a
+Setting (``docs/papers/acavp.md#small-scale-experiment``): a small CNN pre-trained on scikit-learn
+digits rendered on a
 32x32 canvas and frozen; a suite of target tasks (:data:`dynamics.acavp.TASKS`): shifts inside
 ACAVP's reachable set (geometry, tint), outside it (a smaller digit, a coloured background) and a
 label permutation that a linear probe solves for free. Every method (padding prompt, EVP, ACAVP,
@@ -161,7 +162,7 @@ def _frozen(*results):
     statement="Among visual-prompting methods, ACAVP (affine + colour + additive) has the highest "
     "average accuracy over the task suite: above the padding prompt (Bahng et al.) and EVP, "
     "paired over seeds.",
-    where="abstract ('state-of-the-art among VP methods'); acavp.md Sec. 4 A5, criterion P3",
+    where="abstract ('state-of-the-art among VP methods'); docs/papers/acavp.md A5, criterion P3",
     sizes=SIZES,
     replicates=plan(suite_specs(VP)),
     mutants=[
@@ -197,7 +198,8 @@ def _beats_additive_vp(size, seed) -> Measurement:
     paper=PAPER,
     statement="ACAVP surpasses linear probing in average accuracy over the task suite (which "
     "includes a label permutation where the probe relabels for free).",
-    where="abstract ('surpasses linear probing in average accuracy'); acavp.md A6, criterion P4",
+    where="abstract ('surpasses linear probing in average accuracy'); docs/papers/acavp.md A6, "
+    "criterion P4",
     sizes=SIZES,
     replicates=plan(suite_specs(("lp", "acavp"))),
     mutants=[
@@ -234,7 +236,7 @@ def _vs_linear_probe(size, seed) -> Measurement:
     statement="In the low-data regime TrivialAugment (standard space) raises the average "
     "accuracy of every visual-prompting method (padding prompt, EVP, ACAVP); the largest "
     "per-task gain is reported beside the paper's 'up to 12 points'.",
-    where="abstract ('TrivialAugment ... up to 12 percentage points'); acavp.md A4, P6",
+    where="abstract ('TrivialAugment ... up to 12 percentage points'); docs/papers/acavp.md A4, P6",
     sizes=SIZES,
     replicates=plan(_ta_specs),
     mutants=[
@@ -276,7 +278,8 @@ def _augmentation_helps(size, seed) -> Measurement:
     statement="Additive prompts overfit more as they grow: in the low-data regime the padding "
     "prompt's train-test accuracy gap grows with the frame width (least-squares slope over the "
     "widths, positive by 2 SE over independent source models and task draws).",
-    where="abstract ('overfitting when prompt parameters increase'); acavp.md A1/A2, P5",
+    where="abstract ('overfitting when prompt parameters increase'); docs/papers/acavp.md A1/A2, "
+    "P5",
     sizes=SIZES,
     replicates=plan(_width_specs),
     mutants=[
@@ -334,7 +337,8 @@ def _drop(res):
     statement="ACAVP is at least as robust to shifted test sets (pixel noise, darkening, extra "
     "translation; never trained on) as linear probing: its relative accuracy drop is not "
     "larger than the probe's by more than one SE over independent source models and task draws.",
-    where="abstract ('superior robustness to distribution shifts'); acavp.md A7, criterion P7",
+    where="abstract ('superior robustness to distribution shifts'); docs/papers/acavp.md A7, "
+    "criterion P7",
     sizes=SIZES,
     replicates=plan(_robust_specs),
     mutants=[
@@ -371,7 +375,7 @@ def _robustness(size, seed) -> Measurement:
         },
         detail=f"tasks {', '.join(size.tasks)}, shifts {', '.join(A.SHIFTS)}; {size.sources} "
         f"source CNNs and task draws x {size.source_seeds} prompt seeds, SE over the sources; "
-        f"rule allows 1 SE (note P7); seed {seed}",
+        f"rule allows 1 SE (P7); seed {seed}",
     )
 
 
@@ -424,7 +428,7 @@ def overhead(pretrain, batch, seed):
     paper=PAPER,
     statement="ACAVP adds little inference cost: the prompt's FLOPs are under 5 % and its wall "
     "time under 10 % of the frozen model's at batch 256 on CPU.",
-    where="abstract ('minimal inference overhead'); acavp.md A8, criterion P8",
+    where="abstract ('minimal inference overhead'); docs/papers/acavp.md A8, criterion P8",
     sizes=SIZES,
     mutants=[
         wrap(

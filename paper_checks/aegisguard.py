@@ -1,9 +1,10 @@
 """AegisGuard claims: which LoRA adapters to shield in a TEE against model stealing (Wang et al.,
 NeurIPS 2025, OpenReview i99ZhFw6GN; no code is public: the mechanism is reconstructed from
-digests of the paper in ``../shared/papers/aegisguard.md``, every open choice an option of
+digests of the paper, ``docs/papers/aegisguard.md``, every open choice an option of
 :mod:`dynamics.aegisguard`).
 
-Setting (note Sec. 8, variant V2): a public random residual MLP (``n_blocks + 2`` linear maps, one
+Setting (variant V2 of ``docs/papers/aegisguard.md``): a public random residual MLP
+(``n_blocks + 2`` linear maps, one
 LoRA adapter each), a private task planted on 3 layers, two victims per replicate -- (a) plain
 LoRA and (b) RSM-trained (AegisGuard) -- and the TEESlice label-only attack (Sec. 4) run on every
 one of the ``2^L`` shielded sets with common random numbers, so every ranking at every budget is a
@@ -213,8 +214,8 @@ def _se(x):
     "leaves the label-only model-stealing surrogate at black-box level: normalised leakage "
     "(acc - acc_bb)/(acc_wb - acc_bb) <= 0.1 (at 2 SE), while the white-box surrogate beats the "
     "black-box one by more than 5 SE.",
-    where="abstract ('black-box level MS resilience', ~39% vs 38.9%); aegisguard.md Sec. 7 A1, "
-    "Sec. 8.4 Q1/Q3",
+    where="abstract ('black-box level MS resilience', ~39% vs 38.9%); "
+    "docs/papers/aegisguard.md A1, Q1/Q3",
     sizes=SIZES,
     replicates=plan,
     mutants=[
@@ -264,7 +265,7 @@ def _black_box_level(size, seed) -> Measurement:
     "leaves the attacker a lower surrogate accuracy than random selection (paired over "
     "replicates at 2 SE), and on the planted task it finds the planted layers (precision at "
     "|S*| >= 0.8; random 3/8). Magnitude and the one-shot probe are reported beside it.",
-    where="aegisguard.md Sec. 7 A5 (random control worse than RSM), Sec. 8.4 Q2 (pass criteria "
+    where="docs/papers/aegisguard.md A5 (random control worse than RSM), Q2 (pass criteria "
     "fixed before running: both rules; magnitude and probe recorded, not required)",
     sizes=SIZES,
     replicates=plan,
@@ -317,7 +318,7 @@ def _ranking(size, seed) -> Measurement:
         *rules,
         extra=extra,
         detail=f"victim (b) RSM-trained; random = exact mean over all C(L, k) subsets; "
-        f"{size.reps} replicates; the note derives E[probe] ~ ||X||^2 ||B||^2: magnitude-like",
+        f"{size.reps} replicates; E[probe] ~ ||X||^2 ||B||^2 (derived here, G2): magnitude-like",
     )
 
 
@@ -345,7 +346,7 @@ def sac_costs(r):
     "end-to-end latency by 2-3x (Amdahl with the TEE transfers 60% of full-shield latency), "
     "without losing more than 1 point of victim accuracy.",
     where="abstract ('cutting TEE memory usage by 4x', 'reducing latency by 2-3x', 'no accuracy "
-    "loss'); aegisguard.md Sec. 5, Sec. 7 A2-A4, Sec. 8.4 Q5",
+    "loss'); docs/papers/aegisguard.md A2-A4, Q5",
     sizes=SIZES,
     replicates=plan,
     mutants=[
@@ -387,7 +388,7 @@ def _cost(size, seed) -> Measurement:
     statement="Caveat (out of the paper's scope): a shielded adapter whose inputs and outputs "
     "cross to the host is recovered exactly by least squares from d_in generic queries "
     "(relative error < 1e-8), and not from d_in - 1.",
-    where="aegisguard.md Sec. 2 (feature leakage out of scope), Sec. 9 G1, Sec. 8.4 Q7",
+    where="docs/papers/aegisguard.md (feature leakage out of the paper's scope), G1, Q7",
     sizes=SIZES,
     mutants=[
         wrap(

@@ -1,15 +1,16 @@
 """D2SA claims: test-time adaptation of an MRI reconstruction U-Net under five distribution shifts
-(Zhang et al., NeurIPS 2025, arXiv 2503.20815; mechanism from the official code, read through
-``../shared/papers/d2sa.md``).
+(Zhang et al., NeurIPS 2025, arXiv 2503.20815; mechanism from the official code,
+``docs/papers/d2sa.md``).
 
-Setting (``d2sa.md`` Sec. 5): single-coil ellipsoid patients (:func:`dynamics.mri.cohort`), a
+Setting (``docs/papers/d2sa.md#small-scale-experiment``): single-coil ellipsoid patients
+(:func:`dynamics.mri.cohort`), a
 U-Net pre-trained on the source (brain family, T1 contrast, no bias field, R = 4 random columns)
 and frozen, then per target patient: B0 (no adaptation), B1 (single-shot test-time training per
 slice, Darestani et al. 2022) and D2SA (stage 1 per patient + stage 2 per slice), all with the
 relative-l1 self-supervised loss and the same self-validation early stopping. Reconstructions
 are scored by PSNR on the reference's intensity scale (and by HFEN for over-smoothing).
 The paper's body could not be read: no number from its tables is a target here; the rules are
-the note's pass criteria (Sec. 5.4).
+the pass criteria of ``docs/papers/d2sa.md#pass-criteria``.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def _scores(rec, ref):
 
 def iterations_to_gain(b1, d2sa, charge, frac=0.95):
     """Per-slice optimiser iterations until the training-input PSNR curve first reaches ``frac``
-    of its final gain (the note's R6 measure, ``d2sa.md`` Sec. 5.3; reported, not judged): B1
+    of its final gain (R6 of ``docs/papers/d2sa.md#pass-criteria``; reported, not judged): B1
     from its own start; D2SA from the frozen network's PSNR (B1's first point, the same slice)
     plus ``charge`` (stage 1's slice passes per slice), since its curve starts after stage 1.
     A curve that ends without gain counts its whole length. ``b1``, ``d2sa`` ``(S, T)`` with
@@ -225,7 +226,7 @@ def plan(size, seed):
     paper=PAPER,
     statement="On every one of the five shifts (anatomy, scanner, contrast, acceleration, mask), "
     "test-time adaptation (single-shot TTT and D2SA) raises PSNR over the frozen source network.",
-    where="abstract; d2sa.md Sec. 4 D5, pass criterion R1",
+    where="abstract; docs/papers/d2sa.md D5, pass criterion R1",
     sizes=SIZES,
     replicates=plan,
     mutants=[
@@ -264,7 +265,7 @@ def _adaptation_helps(size, seed) -> Measurement:
     statement="D2SA reaches single-shot TTT's PSNR (within 0.3 dB) with at most half of its "
     "optimiser steps (stage-1 steps plus per-slice stage-2 iterations, both early-stopped by the "
     "same self-validation rule).",
-    where="abstract ('accelerates convergence'); d2sa.md Sec. 4 D1/D5, criterion R2",
+    where="abstract ('accelerates convergence'); docs/papers/d2sa.md D1/D5, criterion R2",
     sizes=SIZES,
     replicates=plan,
     mutants=[
@@ -309,7 +310,7 @@ def _efficiency(size, seed) -> Measurement:
     statement="D2SA works with each self-supervised framework (data fidelity, SSDU, N2N "
     "resubsampling): it beats no adaptation and is not worse than single-shot TTT with the same "
     "loss by more than 0.3 dB.",
-    where="abstract; d2sa.md Sec. 4 D4, criterion R3",
+    where="abstract; docs/papers/d2sa.md D4, criterion R3",
     sizes=SIZES,
     replicates=lambda size, seed: [
         unit(run_shift, *_ssl_spec(size, seed, ssl), needs=[_source(size, seed)]) for ssl in T.SSL
@@ -345,7 +346,7 @@ def _ssl_agnostic(size, seed) -> Measurement:
     statement="The stage-2 diffusion block with the Perona-Malik flux keeps more high-frequency "
     "detail (lower HFEN) than the same block with an identity non-linearity, and D2SA is not "
     "smoother than single-shot TTT.",
-    where="abstract ('prevents over-smoothing'); d2sa.md Sec. 4 D3, criterion R4",
+    where="abstract ('prevents over-smoothing'); docs/papers/d2sa.md D3, criterion R4",
     sizes=SIZES,
     replicates=lambda size, seed: [
         unit(run_shift, *spec, needs=[_source(size, s)])
@@ -389,7 +390,8 @@ def _no_oversmoothing(size, seed) -> Measurement:
     paper=PAPER,
     statement="Stage 1's FiLM scale captures the injected per-patient scanner gain: the "
     "patient's mean gamma rank-correlates with the gain (Spearman rho > 0.5).",
-    where="abstract ('patient-specific mean and variance adjustment'); d2sa.md D2, criterion R5",
+    where="abstract ('patient-specific mean and variance adjustment'); docs/papers/d2sa.md D2, "
+    "criterion R5",
     sizes=SIZES,
     mutants=[
         wrap(

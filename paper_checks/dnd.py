@@ -1,15 +1,16 @@
 """Drag-and-Drop LLMs claims: LoRA weights generated from unlabeled prompts in one forward pass
-(Liang et al. 2025, arXiv 2506.16406; mechanism from the official code, read through
-``../shared/papers/dnd.md``).
+(Liang et al. 2025, arXiv 2506.16406; mechanism from the official code,
+``docs/papers/dnd.md``).
 
-Setting (``dnd.md`` Sec. 5): a frozen tanh MLP ``8 -> 20 -> 20 -> 1``; tasks ``x ~ N(M theta,
+Setting (``docs/papers/dnd.md#small-scale-experiment``): a frozen tanh MLP ``8 -> 20 -> 20 -> 1``;
+tasks ``x ~ N(M theta,
 I)``, ``y = f0(x) + sum_j theta_j tanh(u_j . x)`` (:mod:`dynamics.dnd`); per training task a
 rank-2 LoRA on both hidden maps, resumed after ``steps`` steps and saved after each of ``keep``
 consecutive steps (the official collection); the parameter tokenizer, hyper-convolutional decoder
 and masked weighted loss of :mod:`nn.dnd`; each held-out task gets ``gens`` generated LoRAs from
 fresh prompt batches, merged into the base through ``nn.adapters``. The paper's body could not be
-read; its table numbers (``dnd.md`` Sec. 4, all third-party) are not targets here: the rules are
-the note's pass criteria (Sec. 5.4), paired over held-out tasks.
+read; its table numbers (all third-party) are not targets here: the rules are the pass criteria of
+``docs/papers/dnd.md#pass-criteria``, paired over held-out tasks.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from paper_checks import (
 PAPER = "Liang et al. 2025 (Drag-and-Drop LLMs, NeurIPS 2025, arXiv 2506.16406)"
 #: "no gain" margin of the negative control: 5 % of the centroid adapter's test MSE
 CONTROL_MARGIN = 0.05
-#: the note's overhead criterion (P5): one generation at most 1/20 of the tuning it replaces
+#: the overhead criterion (P5 of docs/papers/dnd.md): one generation at most 1/20 of the tuning it
+#: replaces
 MIN_SPEEDUP = 20.0
 
 SIZES = sizes(
@@ -105,7 +107,7 @@ def _means(h):
     "in one forward pass beats the average of the training LoRAs applied to the task, and the "
     "mean adapter (the mean update of all training checkpoints).",
     where="abstract ('average gains up to 30% ... over the strongest training LoRAs'), Table 1; "
-    "dnd.md Sec. 4 C2, pass criterion P1",
+    "docs/papers/dnd.md C2, pass criterion P1",
     sizes=SIZES,
     mutants=[
         wrap(
@@ -140,7 +142,7 @@ def _beats_training_loras(size, seed) -> Measurement:
     statement="The generated adapter depends on the prompts: another task's prompt batch gives a "
     "worse adapter for the task than its own prompts, which beat the centroid of the training "
     "tokens (the best prompt-independent output under the MSE loss).",
-    where="dnd.md Sec. 5.3 (h), pass criterion P2 and pitfall D1 (collapse to the mean)",
+    where="docs/papers/dnd.md, pass criterion P2 and reading D1 (collapse to the mean)",
     sizes=SIZES,
     mutants=[
         wrap(
@@ -173,7 +175,8 @@ def _prompts_matter(size, seed) -> Measurement:
     statement="Negative control: when the tasks' inputs share one law (prompts carry no task "
     "information), the generator collapses to the centroid of the training tokens and its own "
     "prompts do no better than another task's.",
-    where="dnd.md pitfalls D1-D2 (collapse to the mean; Bayes-optimal centroid), criterion P3",
+    where="docs/papers/dnd.md readings D1-D2 (collapse to the mean; Bayes-optimal centroid), "
+    "criterion P3",
     sizes=SIZES,
     mutants=[
         wrap(
@@ -233,8 +236,8 @@ def overhead(seed, *args):
     "one generator forward pass (encoder + decoder, the paper's timed quantity) takes at most "
     "1/20 of the wall-clock of full-shot LoRA tuning on the task (the paper reports up to "
     "12,000x on an A100).",
-    where="abstract ('up to 12,000x lower overhead than full fine-tuning'), Fig. 4b; dnd.md "
-    "Sec. 4 C1 and D5, criterion P5",
+    where="abstract ('up to 12,000x lower overhead than full fine-tuning'), Fig. 4b; "
+    "docs/papers/dnd.md C1 and D5, criterion P5",
     sizes=SIZES,
     mutants=[
         wrap(

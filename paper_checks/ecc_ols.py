@@ -1,8 +1,8 @@
 """ECC claims with an unknown, correlated covariance and non-Gaussian rows (route 0 and refusal).
 
-Source: the package's research note ``ecc_unknown_covariance.md`` (§2 route 0, §9 claims C0 and
-the refusal claim), which extends McGrath, D. Mukherjee, R. Mukherjee & Wang (NeurIPS 2025,
-arXiv 2509.25536) to data whose covariance nobody knows. Designs (note §9): covariance AR(1)
+Source: the package's own extension, ``docs/papers/ecc_unknown_covariance.md`` (route 0, claim
+C0 and the refusal claim), which extends McGrath, D. Mukherjee, R. Mukherjee & Wang (NeurIPS 2025,
+arXiv 2509.25536) to data whose covariance nobody knows. Designs (same page): covariance AR(1)
 rho in {0.5, 0.9}, spiked ``I + 20 v v^T`` with ``v ∝ 1``, power law ``k^-1`` with random
 eigenvectors; rows Gaussian, Rademacher (``X = Z Sigma^{1/2}``) or multivariate t5 scaled to
 covariance Sigma; "aligned" coefficients (Uniform(0,1)^p, as in the paper) normalised to
@@ -33,7 +33,7 @@ from paper_checks import (
 )
 
 NOTE = (
-    "research note ecc_unknown_covariance.md (route 0, §2; claims §9), extending McGrath, "
+    "docs/papers/ecc_unknown_covariance.md (the package's route 0 and refusal), extending McGrath, "
     "Mukherjee, Mukherjee & Wang 2025 (arXiv 2509.25536)"
 )
 PSI = 0.5
@@ -46,7 +46,7 @@ SIZES = sizes(smoke=dict(n=80, reps=4), quick=dict(n=200, reps=300), full=dict(n
 
 # ----------------------------------------------------------------------------- designs
 def covariance(kind: str, p: int, rng) -> np.ndarray:
-    """Population covariance of one family of note §9 (``rng`` draws random eigenvectors)."""
+    """Population covariance of one family of the designs (``rng`` draws random eigenvectors)."""
     idx = np.arange(p)
     if kind.startswith("ar"):
         return float(kind[2:]) ** np.abs(idx[:, None] - idx[None, :])
@@ -144,7 +144,7 @@ def simulate_route0(n: int, reps: int, seed: int = 0) -> dict:
     "psi for any covariance and row law, its plug-in SE (fourth-moment term "
     "estimated) gives 95 % coverage, and with Gaussian noise n Var = (s_e s_d + "
     "psi^2)/(1 - p/n).",
-    where="note §2 (exactness, variance) and §9 claim C0",
+    where="docs/papers/ecc_unknown_covariance.md route 0 (exactness, variance), claim C0",
     sizes=SIZES,
     mutants=[
         patch(
@@ -254,7 +254,7 @@ def simulate_heteroskedastic(n: int, reps: int, seed: int = 0) -> dict:
     statement="With a row-dependent Cov(eps_i, delta_i) and varying leverages (elliptical "
     "rows), the leave-one-out OLS form is unbiased for the average psi_i, while "
     "the residual form, which weights psi_i by 1 - h_ii, is not.",
-    where="note §2, heteroskedastic psi(X)",
+    where="docs/papers/ecc_unknown_covariance.md route 0, heteroskedastic psi(X)",
     sizes=LOO_SIZES,
     mutants=[
         patch(
@@ -342,7 +342,8 @@ def simulate_loo_se(n: int, reps: int, seed: int = 0) -> dict:
     "10 % in SE), and the reported Wald interval (larger of the leave-out and the "
     "homoskedastic variance) "
     "covers mean psi_i up to the deficit from the noise of the variance estimate.",
-    where="note §2 heteroskedastic psi(X) (variance left open there; derived in "
+    where="docs/papers/ecc_unknown_covariance.md route 0, heteroskedastic psi(X) "
+    "(variance derived in "
     "estimators._ols.OLSFit.var_loo_hc after Kline, Saggio & Sølvsten 2020)",
     sizes=LOO_SE_SIZES,
     mutants=[
@@ -447,7 +448,7 @@ def simulate_refusal(n: int, reps: int, seed: int = 0) -> dict:
     statement="With p >= n and an unknown, non-identity covariance the ridge corrections are "
     "O(1) biased (AR(1) 0.5), so ecc refuses such data, saying which extra "
     "information identifies the ECC; it does not refuse isotropic rows.",
-    where="note §1 (obstruction) and §9 refusal claim",
+    where="docs/papers/ecc_unknown_covariance.md, the obstruction and the refusal claim",
     sizes=REFUSAL_SIZES,
     mutants=[
         patch(
@@ -530,7 +531,7 @@ HOIF_CELLS = (("ar0.9", "gaussian"), ("spiked", "gaussian"), ("ar0.9", "rademach
 @memo
 def simulate_hoif(n: int, reps: int, seed: int = 0) -> dict:
     """``ecc(estimator="hoif")`` with p = 2n labeled columns and N = 2p unlabeled rows per cell
-    of ``HOIF_CELLS`` and for spiked t5 rows (elliptical; note §5 predicts a bias there)."""
+    of ``HOIF_CELLS`` and for spiked t5 rows (elliptical; route c1 predicts a bias there)."""
     p, N = 2 * n, 4 * n
     cells = HOIF_CELLS + (("spiked", "t5"),)
     est = np.empty((len(cells), reps))
@@ -573,7 +574,7 @@ def _unscaled_inverse(whitener):
     "rescaled inverse unlabeled covariance is unbiased for psi with p = 2n for "
     "Gaussian and Rademacher rows and any covariance, and its jackknife SE is not "
     "anti-conservative.",
-    where="note §5 (route c1) and §9 claim Cc1",
+    where="docs/papers/ecc_unknown_covariance.md route c1, claim Cc1",
     sizes=HOIF_SIZES,
     mutants=[
         wrap(

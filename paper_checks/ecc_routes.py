@@ -1,12 +1,12 @@
 """ECC claims for the routes that need extra information when p is large: generic alignment (b)
 and ridge estimators whitened by unlabeled rows (c2).
 
-Source: the package's research note ``ecc_unknown_covariance.md`` (§4 route b, §5 route c2, §9
-claims Cb and the c2 analogue of Cc1), extending McGrath, D. Mukherjee, R. Mukherjee & Wang
+Source: the package's own extension, ``docs/papers/ecc_unknown_covariance.md`` (route b, route
+c2; claims Cb and the c2 analogue of Cc1), extending McGrath, D. Mukherjee, R. Mukherjee & Wang
 (NeurIPS 2025, arXiv 2509.25536). Designs, coefficients and noise as in
 :mod:`paper_checks.ecc_ols`; "generic" coefficients are redrawn per replicate from a
 rotation-invariant Gaussian prior (``alpha = g_1/sqrt(tr Sigma)``, ``beta = (0.8 g_1 +
-0.6 g_2)/sqrt(tr Sigma)``, so ``E alpha^T Sigma alpha = 1``), the note's random-effects model.
+0.6 g_2)/sqrt(tr Sigma)``, so ``E alpha^T Sigma alpha = 1``), route b's random-effects model.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from .ecc_ols import (
 )
 
 NOTE = (
-    "research note ecc_unknown_covariance.md (routes b and c2, §4-§5; claims §9), extending "
+    "docs/papers/ecc_unknown_covariance.md (the package's routes b and c2), extending "
     "McGrath, Mukherjee, Mukherjee & Wang 2025 (arXiv 2509.25536)"
 )
 
@@ -109,7 +109,7 @@ def simulate_generic(n: int, reps: int, seed: int = 0) -> dict:
     "Rademacher and t5 rows; its derived SE covers at 95 %; with the paper's aligned "
     "coefficients on AR(1) 0.5 it is biased by more than 10 MCSE and the "
     "over-identification check flags it.",
-    where="note §4 (route b) and §9 claim Cb with its negative control",
+    where="docs/papers/ecc_unknown_covariance.md route b, claim Cb with its negative control",
     sizes=GENERIC_SIZES,
     mutants=[
         patch(
@@ -232,7 +232,7 @@ def simulate_whitened(n: int, reps: int, seed: int = 0) -> dict:
     "spectrum that whitening leaves removes the O(p/N) bias of the identity constants, "
     "for DR, NR and INT (two splits), AR(1) and spiked covariances, Gaussian and Rademacher "
     "rows.",
-    where="note §5 (route c2)",
+    where="docs/papers/ecc_unknown_covariance.md route c2",
     sizes=WHITENED_SIZES,
     mutants=[
         wrap(

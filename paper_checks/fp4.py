@@ -436,7 +436,7 @@ def _train_seeds(make_model, loss_fn, batch_fn, eval_fn, matmul, steps, seeds, l
 
 
 # ------------------------------------------------------------------------------------------------
-# design sweep on a teacher-student MLP (paper Figs. 1-3 analogues, note Sec. 7E)
+# design sweep on a teacher-student MLP (paper Figs. 1-3 analogues, docs/papers/fp4.md)
 
 
 def _recipe(fmt, fwd="nearest", weights="nearest", grads="stochastic", upd_x="stochastic"):

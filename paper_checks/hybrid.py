@@ -553,7 +553,7 @@ def _distill(size, seed) -> Measurement:
         detail=f"teacher as hybrid.structured_init ({size.teacher_steps} steps); student MLA at "
         f"layers 0, 2 (r_kv 16, d_rope 4), Mamba2 at 1, 3; ILD {size.ild_steps} steps "
         f"(Adam 1e-3), KD {size.kd_steps} steps; 256 held-out sequences (seed {seed}); "
-        "margin 5 % as the note's K3",
+        "margin 5 %",
     )
 
 
@@ -642,7 +642,7 @@ SELECT_MARGIN = 0.05
     "constraint (terminal preservation, every shipped config's layer 0), whose cost is "
     "reported beside it.",
     where="Sec. 3.4, Alg. 2 (SMART layer selection) and its ablation against other placements "
-    "(per the research note's digest; the rule's details unverified, see "
+    "(per a digest of the paper; the rule's details unverified, see docs/papers/hybrid.md and "
     "nn.hybrid.select_mla_layers)",
     sizes=PLACE_SIZES,
     mutants=[

@@ -13,15 +13,16 @@ attention logits carried across layers as a Hopfield hidden state (:mod:`nn.hopf
   seed of three at depth 4 (0.44). The claim is therefore registered at depths (2, 4) with
   alpha' = 0.8, the most favourable setting found; whatever it measures is reported as is.
 
-- ``mha.token_uniformity``: with skips, 12-layer LMs on order-2 Markov languages (the note's
-  Sec. 4.4) trained to near their entropy floor: MHA's final-layer tokens are less uniform than
+- ``mha.token_uniformity``: with skips, 12-layer LMs on order-2 Markov languages (Fig. 1's
+  analogue, ``docs/papers/mha.md#departures-and-why``) trained to near their entropy floor: MHA's
+  final-layer tokens are less uniform than
   vanilla's at no worse validation NLL. Both use standard residuals: with the convex skip
-  alpha = 0.5 of the note's design the stream is damped by alpha per layer, and at 12 layers the
+  alpha = 0.5 of the first design the stream is damped by alpha per layer, and at 12 layers the
   tokens collapse to one vector (mean cosine 1.0000, NLL at chance after 2000 steps, seed 0, lr
   3e-3: measured here). Each model takes the better learning rate of one grid (``quick``: 1e-3
   alone, the rate both models chose at seeds 0-2 on 32 symbols). Two choices, both measured
-  (README): (1) 8 symbols, not the note's 32: the paper compares trained models (GPT-2, Fig. 1),
-  and on 32 symbols the quick budget stops both far above the floor (NLL 2.9 against 1.75) while
+  (README): (1) 8 symbols, not the 32 first planned: the paper compares trained models (GPT-2, Fig.
+  1), and on 32 symbols the quick budget stops both far above the floor (NLL 2.9 against 1.75) while
   the cosine still falls tenfold, so the gap measured training progress (MHA the more uniform
   after 500 steps, the less after 2000: 0.0146 +- 0.0056 over 30 seeds, per-seed SD 0.03; at
   equal validation NLL -0.0015 +- 0.0057) and six seeds passed or failed with the seed. On 8
@@ -31,8 +32,8 @@ attention logits carried across layers as a Hopfield hidden state (:mod:`nn.hopf
   seeds each), so the SE is over languages, as ACAVP's is over source models. The report adds
   the gap at equal validation NLL (:func:`cosine_at_loss`), reported, not judged.
 
-Not registered (the note's warning): an accuracy gain at shallow depth with skips; a public
-4-layer replication found none, and the paper's own ViT-Tiny row gets worse.
+Not registered (``docs/papers/mha.md#departures-and-why``): an accuracy gain at shallow depth with
+skips; a public 4-layer replication found none, and the paper's own ViT-Tiny row gets worse.
 """
 
 from __future__ import annotations
@@ -396,7 +397,7 @@ TU_SIZES = sizes(
     smoke=dict(layers=2, steps=4, evals=2, seeds=2, lrs=(3e-3,), length=8, batch=4),
     quick=dict(layers=12, steps=2000, evals=20, seeds=6, lrs=(1e-3,), length=16, batch=16),
     full=dict(layers=12, steps=2000, evals=20, seeds=12, lrs=(1e-3, 3e-3), length=32, batch=32),
-)  # quick: the note's 12-layer design on 4x fewer tokens per step (the cost is compute-bound),
+)  # quick: the 12-layer design on 4x fewer tokens per step (the cost is compute-bound),
 # one rate: 3e-3 lost on validation NLL to 1e-3 for both models at every seed measured (on 32
 # symbols, before the claim moved to 8)
 TU = dict(vocab=8, d_model=32, num_heads=4, alpha_mha=0.5, val=256)  # vocab: module docstring
@@ -507,7 +508,7 @@ def _tu_specs(size, seed):
     statement="With skip connections, MHA's hidden state makes the final-layer tokens of a deep "
     "language model less uniform (lower mean pairwise cosine similarity) than vanilla attention, "
     "without a worse validation loss.",
-    where="abstract; Fig. 1 (GPT-2 token cosine similarity, layers 12 and 24); mha.md Sec. 4.4",
+    where="abstract; Fig. 1 (GPT-2 token cosine similarity, layers 12 and 24); docs/papers/mha.md",
     sizes=TU_SIZES,
     replicates=lambda size, seed: [unit(train_lm_seeds, *a) for a in _tu_specs(size, seed)],
     mutants=[NO_STATE],

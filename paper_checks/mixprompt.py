@@ -1,5 +1,5 @@
 """Claims of Hao et al., *MixPrompt: Efficient Mixed Prompting for Multimodal Semantic
-Segmentation* (NeurIPS 2025, OpenReview jt9iMeQQvM), at CPU scale (``papers/mixprompt.md``).
+Segmentation* (NeurIPS 2025, OpenReview jt9iMeQQvM), at CPU scale (``docs/papers/mixprompt.md``).
 
 A small hierarchical RGB backbone (:class:`nn.mixprompt.Backbone`, channels (16, 32, 64), depths
 (1, 1, 4)) is pretrained on an RGB-only source task and frozen; every method then trains on the
@@ -140,7 +140,7 @@ def _setting(size, seed):
     statement="Prompting the frozen RGB backbone with depth uses the depth: MixPrompt's mIoU is "
     "well above RGB-only (frozen and fine-tuned; by > 10 points) and closes >= 70 % of the gap "
     "between frozen RGB-only and two-branch fusion (depth is where the task's information is).",
-    where="Abstract (multimodal prompting of a frozen RGB model); note Q1",
+    where="Abstract (multimodal prompting of a frozen RGB model); docs/papers/mixprompt.md Q1",
     sizes=SIZES,
     replicates=plan("rgb_frozen", "rgb_finetune", "two_branch", "mixprompt"),
     mutants=[
@@ -179,7 +179,7 @@ def _uses_depth(size, seed) -> Measurement:
     "+0.4 to +4.3 mIoU) with about half its parameters (total <= 0.6x, trainable <= 0.25x); only "
     "the prompting module and the head train (the backbone is bit-identical after adaptation).",
     where="Abstract (+4.3/+1.1/+0.4/+1.1 mIoU with ~half the parameters); Table 1 (87.2M vs "
-    "CMX-B5 181.1M); note Q2, Q5",
+    "CMX-B5 181.1M); docs/papers/mixprompt.md Q2, Q5",
     sizes=SIZES,
     replicates=plan("mixprompt", "two_branch"),
     mutants=[
@@ -214,7 +214,7 @@ def _vs_two_branch(size, seed) -> Measurement:
                 "mixprompt": float(mp.test_at_lr.mean()),
                 "two_branch": float(tb.test_at_lr.mean()),
             },
-            "note Q2 (not judged): mean + 2 SE >= 0": float(d.mean() + 2 * se),
+            "Q2 (not judged): mean + 2 SE >= 0": float(d.mean() + 2 * se),
             "params": {
                 "mixprompt": [mp.trainable, mp.total],
                 "two_branch": [tb.trainable, tb.total],
@@ -243,7 +243,7 @@ def _gain(other: str, size, seed, name: str, paper_gain: float) -> Measurement:
     paper=PAPER,
     statement="Mixing across the low-rank sub-spaces helps: MixPrompt beats the same module "
     "without the mixing matrix (paired over seeds, > 0 at 2 SE; paper +0.8 mIoU).",
-    where="Table 3c, mixing placement on MFNet: none 59.3, RGB 60.1; note Q4",
+    where="Table 3c, mixing placement on MFNet: none 59.3, RGB 60.1; docs/papers/mixprompt.md Q4",
     sizes=SIZES,
     replicates=plan("mixprompt", "mixprompt_nomix"),
     mutants=[
@@ -265,7 +265,8 @@ def _mixing_gain(size, seed) -> Measurement:
     statement="Initialising the auxiliary extractor from the pretrained backbone's early layers "
     "helps: MixPrompt beats the same module with a random extractor (paired over seeds, > 0 at "
     "2 SE; paper: w/o extractor 58.8 vs 60.1).",
-    where="Table 3a ablation on MFNet (w/o prompt extractor 58.8 vs 60.1); abstract; note Q4",
+    where="Table 3a ablation on MFNet (w/o prompt extractor 58.8 vs 60.1); abstract; "
+    "docs/papers/mixprompt.md Q4",
     sizes=SIZES,
     replicates=plan("mixprompt", "mixprompt_random"),
     mutants=[
@@ -287,7 +288,8 @@ def _extractor_gain(size, seed) -> Measurement:
     statement="MixPrompt beats the DPLNet-style prompt (fresh depth stem, one sub-space, no "
     "mixing, no prompt LayerNorm) at a similar parameter count (paired over seeds, > 0 at 2 SE; "
     "paper NYU 61.2 vs 59.3).",
-    where="Table 1 (NYU: DPLNet 59.3, 88.58M; MixPrompt 61.2, 87.2M); abstract; note Q3",
+    where="Table 1 (NYU: DPLNet 59.3, 88.58M; MixPrompt 61.2, 87.2M); abstract; "
+    "docs/papers/mixprompt.md Q3",
     sizes=SIZES,
     replicates=plan("mixprompt", "dplnet"),
     mutants=[
@@ -330,7 +332,8 @@ def identity_errors(seed: int) -> dict:
     statement="The sub-spaces are contiguous chunks: split then merge is the identity, mixing "
     "gives chunk k = sum_j Omega_kj chunk j, and with Omega = I the adapter is DPLNet's "
     "down-add-up followed by the prompt LayerNorm.",
-    where="official code Mixprompt.py (ADA: chunk/stack/transpose/reshape); note Q6, pitfall 9",
+    where="official code Mixprompt.py (ADA: chunk/stack/transpose/reshape); "
+    "docs/papers/mixprompt.md Q6",
     mutants=[
         patch(
             "nn.mixprompt.merge_subspaces",
@@ -373,7 +376,7 @@ def _counts():
     statement="The prompting module's trainable parameters follow the closed form (ADA: 0.75 C^2 "
     "+ 1.5 C + n^2 per stage, + prompt norms, patch embeds, extractor, head); at MiT-B5 scale it "
     "gives the paper's 5.7M (full), 5.5M (w/o extractor) and 5.4M (w/o mixed prompting).",
-    where="Table 3 ablation (trainable 5.7M / 5.5M / 5.4M); note section 2, Q7, pitfall 4",
+    where="Table 3 ablation (trainable 5.7M / 5.5M / 5.4M); docs/papers/mixprompt.md Q7",
     mutants=[
         wrap(
             "theory.mixprompt.ada_params",

@@ -2,7 +2,8 @@
 
 Optimised thresholds, transfer between priors, the search modes, and simulations of the detector
 against the limits of :mod:`theory.nonlinear_laplacian`. Targets are the numbers of the official
-code's logs (``../shared/papers/nonlinear_laplacian.md`` §4); the code computes them afresh.
+code's logs (``docs/papers/nonlinear_laplacian.md#where-it-is-checked``); the code computes them
+afresh.
 """
 
 from __future__ import annotations
@@ -480,7 +481,7 @@ def _phase(size, seed) -> Measurement:
     # finite-n band: 3 SE over trials plus the finite-support bias. The limits average the degree
     # profile over the spike's k = beta sqrt(n) coordinates (the secular equation of Sec. 3.3);
     # its root has sd O(k^{-1/2}) (in the SE) and bias O(1/k) (second-order delta method), allowed
-    # as 2/k relative (note §8.3: agreement at n = 2000 within 0.3-1 % / 1-4 %)
+    # as 2/k relative (measured agreement at n = 2000: within 0.3-1 % / 1-4 %)
     lam_tol = 3 * r["lam_se"][keep] + 2 * lam_th / k
     ov_tol = 3 * r["ov_se"][keep] + 2 * ov_th / k
     return measure(

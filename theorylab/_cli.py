@@ -1,4 +1,4 @@
-"""``theorylab reproduce | verify | list | check ID`` (see DESIGN.md, "Entry points").
+"""``theorylab reproduce | verify | list | check ID`` (see README.md, "The command").
 
 - ``reproduce [--scale smoke|quick|full] [--only GLOB] [--out DIR] [--seed N] [--mutants]
   [--workers N | --scheduler ADDRESS] [--no-compile-cache] [--threads N]``: every claim and

@@ -98,7 +98,7 @@ _X = np.linspace(-30.0, 30.0, 200_001)  # includes 0, where the c = 0 gap is att
     paper=CT_PAPER,
     statement="The CT activation stays within (1 - beta)[c / (beta e) + (1 - c) ln 2] of ReLU "
     "everywhere (derived here; tight at c = 0, where the gap (1 - beta) ln 2 sits at x = 0).",
-    where="Sec. 3 (phi_{beta,c}); the bound derived in the package's note",
+    where="Sec. 3 (phi_{beta,c}); the bound derived here, docs/papers/adapters_curvature.md",
     strategy=lambda st: st.fixed_dictionaries(
         {"beta": st.floats(0.5, 0.999), "c": st.floats(0.0, 1.0)}
     ),
@@ -130,7 +130,8 @@ def _stiefel(p, r, rng):
     statement="With Stiefel factors X (m x r), Y (n x r), Delta W = X Theta Y^T has the stable "
     "rank and Frobenius norm of Theta (derived here: equal nonzero singular values), and "
     "1 <= sr <= r; the zero matrix has sr 0.",
-    where="Sec. 2 (stable rank), Sec. 3 (X Theta Y^T); identity derived in adapters.md Sec. 3.1",
+    where="Sec. 2 (stable rank), Sec. 3 (X Theta Y^T); identity derived here, "
+    "docs/papers/adapters_polar.md",
     strategy=lambda st: st.fixed_dictionaries(
         {
             "r": st.integers(1, 8),
@@ -182,7 +183,8 @@ def _polar_sr(ex) -> float:
     statement="Uni-LoRA's projection P (D x d, one nonzero 1/sqrt(n_j) per row, balanced groups) "
     "is an isometry: P^T P = I_d and ||P theta|| = ||theta||, for every 1 <= d <= D and seed "
     "(and P is a function of the seed).",
-    where="the isometric projection (abstract; official code generate_index; adapters.md Sec. 4.2)",
+    where="the isometric projection (abstract; official code generate_index; "
+    "docs/papers/adapters_unilora.md)",
     strategy=lambda st: st.fixed_dictionaries(
         {"D": st.integers(1, 400), "d": st.integers(1, 400), "seed": st.integers(0, 2**31 - 1)}
     ),
@@ -221,7 +223,7 @@ def _unilora(ex) -> float:
     statement="TFB's re-factorisation of a trained LoRA, B' = U diag(d), A' = V^T A from the thin "
     "SVD B = U diag(d) V^T, keeps the update (B'A' = BA) and makes B' column-orthogonal with "
     "B'^T B' = diag(d^2), for every shape and rank.",
-    where="Sec. 3 (re-factorisation before the posterior on A'); adapters.md Sec. 7.1",
+    where="Sec. 3 (re-factorisation before the posterior on A'); docs/papers/adapters_tfb.md",
     strategy=lambda st: st.fixed_dictionaries(
         {
             "r": st.integers(1, 8),

@@ -72,7 +72,7 @@ MP_FLUCT = 100.0
     "X^T X / m: each within a relative 100 / p of its MP value, for every estimator, split, "
     "ratio gamma = p / m, penalties and signal/noise model.",
     where="Sec. 3 (bias constants, MP law at the fold's p/m) and the variances derived in "
-    "ecc_ridge.md Sec. 4 (Haar-fluctuation lemma)",
+    "docs/papers/ecc_ridge.md#variances (Haar-fluctuation lemma)",
     strategy=lambda st: st.fixed_dictionaries(
         {
             "estimator": st.sampled_from(["dr", "nr", "int"]),

@@ -18,7 +18,7 @@ PAPER = "Jeong, Ryu, Yun & Wornell 2025 (arXiv 2507.07222)"
     statement="For tabular features on any finite chain (stationary or not) and any rank k, the "
     "population LoRA objective is L(F, G) = ||K~ - F~ G~^T||_F^2 - ||K~||_F^2 with "
     "F~ = D0^{1/2} F, G~ = D1^{1/2} G (so its minimiser is the top-k SVD of K~).",
-    where="Sec. 3.1 (L_lora, Eq. 4; identity derived here, koopman_lora.md)",
+    where="Sec. 3.1 (L_lora, Eq. 4; identity derived here, docs/papers/koopman_lora.md)",
     strategy=lambda st: st.fixed_dictionaries(
         {
             "n": st.integers(2, 9),
