@@ -321,7 +321,7 @@ def gd_worst_case(T, h):
     mutants=[
         SGD_TO_GD,
         wrap(
-            "dynamics.sgd.expected_excess_risk",
+            "dynamics.sgd._simulate.expected_excess_risk",
             _risk_times(20.0),
             "excess risk 20x too large",
             name="risk_x20",
@@ -423,7 +423,7 @@ def _prefactor(size, seed) -> Measurement:
             name="stepsize_no_sqrt",
         ),
         wrap(
-            "dynamics.sgd.expected_excess_risk",
+            "dynamics.sgd._simulate.expected_excess_risk",
             _risk_times(1.01),
             "excess risk 1 % too large",
             name="risk_1pct",
@@ -466,7 +466,7 @@ def _tuned(size, seed) -> Measurement:
             name="ar1_noise_scale",
         ),
         wrap(
-            "dynamics.sgd.expected_excess_risk",
+            "dynamics.sgd._simulate.expected_excess_risk",
             _risk_times(1.1),
             "excess risk 10 % too large",
             name="risk_10pct",
@@ -522,7 +522,7 @@ def _tradeoff(size, seed) -> Measurement:
             name="rhs_not_normalised",
         ),
         wrap(
-            "dynamics.sgd.worst_start_excess_risk",
+            "dynamics.sgd._simulate.worst_start_excess_risk",
             _scale_array(12.0),
             "worst-start risk 12x too large",
             name="worst_x12",

@@ -178,6 +178,7 @@ CASES = {
     "dynamics.sgd.logistic_separable": Case(S.logistic_separable, dict(X=XS, y=YS), allow_inf=True),
     "dynamics.sgd.squared_hinge": Case(S.squared_hinge, dict(X=XS, y=YS), allow_inf=True),
     "dynamics.sgd.separable_data": Case(S.separable_data, dict(n=8, dim=3, rng=0)),
+    "dynamics.sgd.padded_dim": Case(S.padded_dim, dict(d=50, dtype=np.float32), targets=("d",)),
     "dynamics.transformer.exp_loss": Case(
         T.exp_loss, heavy=True, kwargs=dict(model=SMALL, X=XT, y=YT)
     ),

@@ -124,7 +124,7 @@ def test_float32_floor_and_auto_precision():
     # a realizable instance run to convergence: float64 reaches ~1e-30, float32 stalls at its
     # rounding floor, below the floor estimate of expected_excess_risk but within 1e3 of it; the
     # "auto" precision sees the floor and returns the float64 run
-    from dynamics.sgd import _f32_floor
+    from dynamics.sgd._simulate import _f32_floor
 
     A = np.random.default_rng(0).standard_normal((8, 3))
     inst = S.least_squares(A, w_star=np.array([1.0, -2.0, 0.5]), w0=np.array([3.0, 0.0, -1.0]))

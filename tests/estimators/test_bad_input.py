@@ -24,6 +24,9 @@ CASES = {
     "estimators.ecc_test": Case(E.ecc_test, dict(**DATA, lam=0.5, rng=0)),
     "estimators.paper_lambda_grid": Case(E.paper_lambda_grid, {}),
     "estimators.plugin_moments": Case(E.plugin_moments, dict(DATA)),
+    "estimators.unchecked_ridge_estimate": Case(
+        E.unchecked_ridge_estimate, dict(**DATA, lam=0.5, rng=0)
+    ),
     "estimators.variance_curve": Case(
         E.variance_curve, dict(**DATA, lams=np.array([0.3, 1.0]), rng=0)
     ),

@@ -132,6 +132,7 @@ CASES = {
     "nn.quant.Operand": Case(Q.Operand, {}),
     "nn.quant.QuantMatmul": Case(Q.QuantMatmul, {}),
     "nn.quant.sr_variance": Case(Q.sr_variance, dict(x=XQ)),
+    "nn.quant.rounding_uniform": Case(Q.rounding_uniform, dict(shape=(4,), key=KEY)),
     "nn.riemannian.sym": Case(R.sym, dict(a=S2)),
     "nn.riemannian.skew": Case(R.skew, dict(a=S2)),
     "nn.riemannian.project_tangent": Case(R.project_tangent, dict(x=Q64, v=V62)),

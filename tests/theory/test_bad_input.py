@@ -66,6 +66,7 @@ CASES = {
     "theory.ecc.prediction_optimal_lambda": Case(
         ecc.prediction_optimal_lambda, dict(gamma=0.5, signal2=1.0, noise_var=1.0)
     ),
+    "theory.ecc.check_model": Case(ecc.check_model, dict(VC)),
     "theory.fp4.gradient_noise_ratio": Case(
         fp4.gradient_noise_ratio, dict(grad_norm=1.0, noise_norm=0.5)
     ),
@@ -197,6 +198,7 @@ CASES = {
         tr.key_query_closed_form, dict(F=F3, W_Q0=Q32, W_K0=Q32, t=0.5)
     ),
     "theory.transformer.key_query_limit": Case(tr.key_query_limit, dict(F=F3, W_Q0=Q32, W_K0=Q32)),
+    "theory.transformer.check_key_query": Case(tr.check_key_query, dict(F=F3, W_Q0=Q32, W_K0=Q32)),
     "theory.transformer.top_multiplicity": Case(tr.top_multiplicity, dict(F=F3)),
     "theory.transformer.stable_rank": Case(tr.stable_rank, dict(W=M2)),
     "theory.transformer.effective_rank": Case(tr.effective_rank, dict(W=M2)),
