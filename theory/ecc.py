@@ -70,7 +70,7 @@ def _check_constants(c):
 
 def check_model(a2, b2, theta, var_eps, var_delta, cov_eps_delta):
     """The linear-Gaussian model's moments, validated, with the Cauchy–Schwarz constraints the
-    note's variance formulas assume (``theta^2 <= a2 b2``, ``cov^2 <= var_eps var_delta``).
+    derived variance formulas assume (``theta^2 <= a2 b2``, ``cov^2 <= var_eps var_delta``).
 
     Returns ``(a2, b2, theta, var_eps, var_delta, cov_eps_delta)`` as floats; raises
     ``ValueError`` naming the first argument that breaks a constraint.

@@ -45,8 +45,8 @@ NOT_ENTRY_POINTS = {
     test_bad_input_exhaustive,
 ) = make_tests("estimators", CASES, NOT_ENTRY_POINTS, max_examples=250)
 
-# ecc's routes for unknown covariance (note ecc_unknown_covariance.md): each new argument in a
-# valid call of its own route, every bad value of every argument (the shared harness keys cases
+# ecc's routes for unknown covariance (docs/papers/ecc_unknown_covariance.md): each new argument in
+# a valid call of its own route, every bad value of every argument (the shared harness keys cases
 # by import path, so these variants of one callable are run here)
 XU = _g.standard_normal((2 * P + 4, P))
 ROUTES = {

@@ -156,7 +156,8 @@ def test_ridge_risk_lemma_f1_finite_sample():
 
 @pytest.mark.parametrize("gamma", [0.75, 1.0, 1.5, 2.0, 3.0])
 def test_two_split_int_singular_at_gamma_minus_half(gamma):
-    # The note's numerical finding (derived): Gamma - zeta changes sign at lam = gamma - 1/2.
+    # Derived here (docs/papers/ecc_ridge.md#open-readings-as-options): Gamma - zeta changes sign at
+    # lam = gamma - 1/2.
     def f(t):
         return float(
             np.subtract(

@@ -18,7 +18,8 @@ def _noise(n, rng):
 
 
 def _dense(y, a, X, la, ly):
-    """The note's §4 system from n x n hat matrices and eigvalsh (an independent route)."""
+    """Route b's system (docs/papers/ecc_unknown_covariance.md#route-b) from n x n hat matrices and
+    eigvalsh (an independent route)."""
     m, p = X.shape
     S = X.T @ X / m
     Qa, Qy = np.linalg.inv(S + la * np.eye(p)), np.linalg.inv(S + ly * np.eye(p))

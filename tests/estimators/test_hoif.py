@@ -43,7 +43,8 @@ def test_u_statistic_and_jackknife_match_their_definitions():
 
 def test_unbiased_when_p_exceeds_n():
     # p = 2n, N = 4p, AR(1) 0.9 rows, aligned coefficients: bias within 3.5 MC SE. The plug-in
-    # SE is conservative (note §8: SE/SD 1.2-1.4); it must not be below the MC SD by 3 SE.
+    # SE is conservative (docs/papers/ecc_unknown_covariance.md#route-c1: SE/SD 1.2-1.4); it must
+    # not be below the MC SD by 3 SE.
     n, p, N, reps = 20, 40, 160, 200
     est, se = np.empty(reps), np.empty(reps)
     for r in range(reps):

@@ -1,5 +1,6 @@
 """nn.dnd: the parameter tokenizer and its inverse, the criterion weight, the masked loss and the
-hyper-convolutional decoder (Drag-and-Drop LLMs, arXiv 2506.16406; ``dnd.md`` Sec. 2.4-2.6)."""
+hyper-convolutional decoder (Drag-and-Drop LLMs, arXiv 2506.16406;
+``docs/papers/dnd.md#mechanism-of-the-official-code``)."""
 
 import equinox as eqx
 import jax
@@ -125,7 +126,7 @@ def test_hyperconv_shapes_and_residual():
 
 def test_generator_mixes_prompts_and_is_order_sensitive():
     """The outer conv uses the prompt index as channels and the branch convs slide over it, so
-    the output depends on the prompts and on their order (``dnd.md`` D7)."""
+    the output depends on the prompts and on their order (``docs/papers/dnd.md`` D7)."""
     gen = D.DnDGenerator(3, 6, 4, (4, 10), hidden=((6, 10),), key=jax.random.key(1))
     x = jax.random.normal(jax.random.key(2), (6, 3))
     y = _call(gen, x)

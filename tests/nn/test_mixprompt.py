@@ -46,7 +46,8 @@ def test_adapter_without_mixing_is_down_add_up_then_norm():
 @pytest.mark.parametrize("c,n", [(16, 4), (32, 2), (64, 4)])
 def test_adapter_count_is_three_quarters_c_squared(c, n):
     ada = M.MixedPromptAdapter(c, 4, n, key=KEY)
-    # the note's Q7 form 0.75 C^2 + 1.5 C + n^2, plus the prompt LayerNorm's 2 C
+    # the Q7 form of docs/papers/mixprompt.md: 0.75 C^2 + 1.5 C + n^2, plus the prompt LayerNorm's 2
+    # C
     assert nn.count_params(ada) == 3 * c * c // 4 + 3 * c // 2 + n * n + 2 * c
     assert TM.ada_params(c, 4, n) == nn.count_params(ada)
 
@@ -63,7 +64,8 @@ def test_closed_forms_match_counted_parameters():
 
 
 def test_resnet50_stem_layer1_count_from_the_note():
-    # papers/mixprompt.md pitfall 4: "only stem+layer1 (225,344) is used"
+    # the official model uses only the ResNet-50 stem + layer1, 225,344 parameters
+    # (docs/papers/mixprompt.md#departures-and-why)
     assert TM.resnet50_stem_layer1_params() == 225_344
 
 

@@ -41,7 +41,8 @@ def test_shift_invariance(prior, base):
         assert spectral.bulk_edge(base + c) == pytest.approx(edge0 + c, abs=1e-10)
 
 
-# Targets from the official code's logs (Ma & Kunisky 2025, Sec. 4 / note §4.2): our solver must
+# Targets from the official code's logs (Ma & Kunisky 2025, Sec. 4;
+# docs/papers/nonlinear_laplacian.md): our solver must
 # reproduce these from the published optimal parameters.
 @pytest.mark.parametrize(
     "sigma,prior,target,tol",
@@ -58,7 +59,7 @@ def test_paper_optima(sigma, prior, target, tol):
 
 
 def test_transfer_and_bulk_edge_values():
-    # cross-prior transfer (note §4.2) and the tanh-optimal null edge 2.5596 (Fig. 2 theory)
+    # cross-prior transfer (Sec. 4) and the tanh-optimal null edge 2.5596 (Fig. 2 theory)
     t_nn = sigmas.tanh(2.17506053, 0.57475203)
     t_ps = sigmas.tanh(1.70974534, 0.58384117)
     got = spectral.critical_threshold(t_nn, "planted_submatrix")

@@ -1,4 +1,4 @@
-"""RSM's reward, score update and sampler against hand values (aegisguard.md Sec. 3.1, G3)."""
+"""RSM's reward, score update and sampler against hand values (docs/papers/aegisguard.md, G3)."""
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +13,8 @@ SEL = np.ones(4, bool)
 
 
 def test_literal_reward_matches_the_note_example():
-    # aegisguard.md G3: r = (+0.228, -0.070, +0.141, -0.016); the noise-helped layer is rewarded
+    # G3 of docs/papers/aegisguard.md: r = (+0.228, -0.070, +0.141, -0.016); the noise-helped layer
+    # is rewarded
     e = np.exp(DL)
     want = np.sign(DL) * (e - e.mean())
     np.testing.assert_allclose(RL.reward(DL, SEL, "literal"), want, rtol=1e-12)

@@ -42,8 +42,9 @@ def logistic_joint():
     return L, W, at_x, at_y, phi, psi
 
 
-# d_H(learned -> true) from the exact top-k singular functions (paper note sec. 6.4, recomputed
-# there with 2000-node quadrature): deterministic targets
+# d_H(learned -> true) from the exact top-k singular functions
+# (docs/papers/koopman_lora.md#ground-truths,
+# from the exact expansion by 2000-node quadrature): deterministic targets
 D_H = {3: 0.3413, 5: 0.2535, 7: 0.0588, 9: 0.0354, 15: 0.0068}
 
 

@@ -1,4 +1,5 @@
-"""Ground truths of the systems: reference values recomputed independently (paper note sec. 6)."""
+"""Ground truths of the systems: reference values recomputed independently
+(docs/papers/koopman_lora.md#ground-truths)."""
 
 import math
 

@@ -4,7 +4,8 @@ Accuracy statement: a canonical correlation s estimated from N pairs has standar
 (1 - s^2) / sqrt(N) (the asymptotic s.e. of a correlation coefficient); the read-out uses
 N = 2e5 fresh pairs, and each tolerance is 4 such standard errors plus a 1% allowance for the
 optimisation error of a short run (about 2-3% for the top two non-trivial modes) and 8% for the
-last learned mode, whose subspace is the least determined (paper note sec. 7: 3-7%).
+last learned mode, whose subspace is the least determined
+(docs/papers/koopman_lora.md#accuracy-to-expect: 3-7%).
 """
 
 import jax

@@ -17,7 +17,8 @@ def test_psnr_of_a_constant_offset():
 
 
 def test_normalised_psnr_is_blind_to_gain_and_offset():
-    """The pitfall of the official metric: ``a x + b`` scores as ``x`` (``d2sa.md`` Sec. 6.5)."""
+    """The pitfall of the official metric: ``a x + b`` scores as ``x``
+    (``docs/papers/d2sa.md#departures-and-why``)."""
     np.testing.assert_allclose(psnr_normalized(1.6 * X + 0.3, REF), psnr_normalized(X, REF))
     assert np.all(psnr(1.6 * X + 0.3, REF) < psnr(X, REF) - 3)
 

@@ -39,7 +39,7 @@ def test_d2sa_at_initialisation_is_the_frozen_network(unet):
 
 def test_code_variants_do_not_start_at_identity(unet):
     """The code's raw gamma head and default-initialised diffusion output move the output at
-    iteration 0 (``d2sa.md`` Sec. 6.1-6.2)."""
+    iteration 0 (``docs/papers/d2sa.md#departures-and-why``)."""
     raw = tta.init_d2sa(unet, 3, gamma="raw", key=jax.random.key(2))
     got, want = _both(raw, unet, _x())
     assert float(jnp.max(jnp.abs(got - want))) > 1e-2
