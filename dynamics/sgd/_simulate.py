@@ -275,9 +275,10 @@ def expected_quadratic_form(instance, eta, T, weight=None):
     r"""Exact :math:`E[(w_T - w_\star)^\top W (w_T - w_\star)]` for a quadratic instance.
 
     Derived here, not a result of Attia et al. 2025: the second-moment recursion of
-    :mod:`dynamics.sgd._exact`, the least-squares map of ``sgd_last_iterate.md`` Sec. 6.1 extended
-    to nonzero gradients at ``w_star`` and label noise. ``weight`` defaults to the identity (the
-    expected squared distance to ``w_star``); returns an array over the sorted unique ``T``.
+    :mod:`dynamics.sgd._exact`, the least-squares map of
+    ``docs/papers/sgd_last_iterate.md#exact-expected-risk`` extended to nonzero gradients at
+    ``w_star`` and label noise. ``weight`` defaults to the identity (the expected squared distance
+    to ``w_star``); returns an array over the sorted unique ``T``.
 
     >>> from dynamics.sgd import rare_curvature
     >>> q = expected_quadratic_form(rare_curvature(1.0, 0.1), 1.5, [1, 10])  # w_0 = 1, w_star = 0
