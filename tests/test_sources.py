@@ -36,6 +36,8 @@ PACKAGES = (
 TOP = frozenset((*PACKAGES, "docs"))
 #: ``.md`` files the command writes into its output folder, named in messages and docstrings
 GENERATED = frozenset({"report.md", "verify.md"})
+#: folders of the notes kept outside the repository, cited without their ``../shared/`` prefix
+NOTE_DIRS = frozenset({"papers", "shared"})
 
 PATH = re.compile(r"(?<![\w/.-])((?:[A-Za-z_][\w.-]*/)+[\w.-]+\.(?:py|md))(#[\w-]+)?")
 BARE_MD = re.compile(r"(?<![\w/.<{-])([A-Za-z_][\w-]*\.md)\b")
@@ -72,7 +74,7 @@ def problems(text: str, *, notes: bool = True, here: Path | None = None) -> list
     for m in PATH.finditer(text):
         path, anchor = m.group(1), m.group(2)
         first = path.split("/", 1)[0]
-        if (first not in TOP and not path.endswith(".md")) or path.split("/")[-1] in GENERATED:
+        if first not in TOP | NOTE_DIRS or path.split("/")[-1] in GENERATED:
             continue  # an official code's own path (``models/prompters.py``) or an output file
         target = ROOT / path
         if not target.is_file():
@@ -117,6 +119,7 @@ def test_papers_index_lists_every_page():
     [
         ("see ``docs/papers/no_such_paper.md``", "missing path docs/papers/no_such_paper.md"),
         ("in ``theory/no_such_module.py``", "missing path theory/no_such_module.py"),
+        ("read in ``papers/mixprompt.md`` section 2", "missing path papers/mixprompt.md"),
         ("see docs/papers/fp4.md#no-such-heading", "missing anchor docs/papers/fp4.md#no-such"),
         ("from ``fp4.md`` Sec. 4", "bare note fp4.md"),
         ("read through " + "../" + "shared/papers/d2sa.md", "outside the repository"),
@@ -133,7 +136,7 @@ def test_checker_flags_a_planted_bad_citation(text, expected):
     [
         "see ``docs/papers/fp4.md`` and ``theory/sgd.py``",
         "the page docs/papers/fp4.md#departures-and-why",
-        "official ``models/prompters.py`` and ``module/hyperconv.py`` of the authors' code",
+        "official ``models/prompters.py``, ``module/hyperconv.py`` and ``X-EcoMLA/README.md``",
         "writes ``report.md`` beside ``README.md``; Note that x is positive",
     ],
 )
