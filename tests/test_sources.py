@@ -106,6 +106,29 @@ def test_every_cited_source_is_in_the_repository(path):
     assert not bad, f"{path.relative_to(ROOT)}: {bad}"
 
 
+#: the sections every paper's page has (docs/papers/README.md); the package's own extensions
+#: (not papers) are organised by route instead
+SECTIONS = (
+    "what-the-paper-claims",
+    "as-implemented-here",
+    "departures-and-why",
+    "open-readings-as-options",
+    "where-it-is-checked",
+)
+EXTENSIONS = frozenset({"ecc_unknown_covariance.md"})
+
+
+@pytest.mark.parametrize(
+    "page",
+    sorted(p for p in (ROOT / "docs" / "papers").glob("*.md") if p.name != "README.md"),
+    ids=lambda p: p.name,
+)
+def test_every_paper_page_has_the_sections(page):
+    wanted = ("where-it-is-checked",) if page.name in EXTENSIONS else SECTIONS
+    missing = [a for a in wanted if a not in anchors(page)]
+    assert not missing, f"{page.name} lacks the sections {missing}"
+
+
 def test_papers_index_lists_every_page():
     index = (ROOT / "docs" / "papers" / "README.md").read_text(encoding="utf-8")
     pages = sorted(p.name for p in (ROOT / "docs" / "papers").glob("*.md") if p.name != "README.md")
