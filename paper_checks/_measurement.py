@@ -58,6 +58,28 @@ class Measurement:
     verdicts: tuple[Verdict, ...] = field(default=(), repr=False)
 
     @property
+    def distance(self) -> float:
+        """How far past its rule the claim is, in tolerance (or SE) units: the largest excess of
+        a failing rule (> 0), else of any rule (<= 0). Orders the report's changed claims."""
+        failing = [v.excess for v in self.verdicts if not v.passed]
+        return max(failing or [v.excess for v in self.verdicts] or [0.0])
+
+    @property
+    def values(self) -> dict[str, dict]:
+        """Per rule, the numbers it judged (``value``, a flat list) and the scale a change must
+        exceed to count (``scale``: the SE, else the tolerance; :func:`moved`); what the
+        comparison of two runs reads."""
+        out = {}
+        for v in self.verdicts:
+            arr = _scalars(v)
+            scale = _scale(v, arr) if arr.size else np.zeros(0)
+            out[v.name] = {
+                "value": arr.tolist(),
+                "scale": float(np.min(scale)) if scale.size else None,
+            }
+        return out
+
+    @property
     def passed(self) -> bool:
         return self.status == "reproduced"
 

@@ -68,6 +68,7 @@ class Verdict:
     se: Any = None
     paper: Any = None
     power: Power | None = None
+    excess: float = 0.0  # how far past its threshold, in tolerance (or SE) units: > 0 fails
 
     @property
     def two_valued(self) -> bool:
@@ -161,7 +162,15 @@ def within(
         _plain(expected),
         _plain(tol),
         *_extras(effect, power, se, paper),
+        excess=worst - 1.0,
     )
+
+
+def _ratio(num: float, den: float) -> float:
+    """``num / den`` with the sign of ``num`` when ``den`` is 0 (a zero SE or tolerance)."""
+    if den > 0:
+        return num / den
+    return 0.0 if num == 0 else math.copysign(math.inf, num)
 
 
 def _extras(effect, power, se, paper) -> tuple:
@@ -190,8 +199,23 @@ def _bound(measured, bound, tol, name, paper, se, replicates, side) -> Verdict:
         if effect is None
         else one_sided_power(edge, effect[1], effect[0], side=side, replicates=effect[2], name=name)
     )
+    gap = np.ravel((m - edge) if side == "most" else (edge - m))
+    unit = np.ravel(effect[1] if effect is not None else np.abs(edge) + tol)
+    gap, unit = np.broadcast_arrays(gap, unit)
+    excess = (
+        max(_ratio(float(g), float(u)) for g, u in zip(gap, unit, strict=True))
+        if _finite(m) and gap.size
+        else math.inf
+    )
     return Verdict(
-        name, ok, rule, _plain(measured), _plain(bound), tol, *_extras(effect, power, se, paper)
+        name,
+        ok,
+        rule,
+        _plain(measured),
+        _plain(bound),
+        tol,
+        *_extras(effect, power, se, paper),
+        excess=excess,
     )
 
 
@@ -267,6 +291,12 @@ def paired_gap(
         None if paper is None else se,
         paper,
         power,
+        excess=_ratio(
+            margin + n_se * se - mean if direction == "greater" else mean + n_se * se + margin,
+            se,
+        )
+        if math.isfinite(mean)
+        else math.inf,
     )
 
 
@@ -294,6 +324,7 @@ def equivalent(
         None if paper is None else se,
         paper,
         power,
+        excess=_ratio(abs(mean) + n_se * se - margin, se) if math.isfinite(mean) else math.inf,
     )
 
 
@@ -356,6 +387,7 @@ def slope_within(
         expected,
         tol,
         *_extras(effect, power, se, paper),
+        excess=_ratio(abs(s - expected) - tol, tol) if math.isfinite(s) else math.inf,
     )
 
 
@@ -368,4 +400,4 @@ def holds(condition: bool, *, name: str, rule: str, measured: Any = None) -> Ver
         condition = bool(condition)
     condition = check_bool(condition, "condition")
     m = _plain(measured) if measured is not None else condition
-    return Verdict(name, bool(condition), rule, m, True, 0.0)
+    return Verdict(name, bool(condition), rule, m, True, 0.0, excess=0.0 if condition else 1.0)

@@ -7,6 +7,10 @@
 - ``verify [--only GLOB] [--examples N] [--seed S] [--out DIR] [--mutant NAME] [--replay BLOB]
   [--workers N | --scheduler ADDRESS]``: the properties, searched by Hypothesis.
 - ``check ID [--scale] [--seed] [--mutant NAME] [--out DIR] [--threads N]``: one claim.
+- ``report OLD.json NEW.json``: the claims whose verdict or measured value (beyond 3 SE) moved;
+  ``report --markdown``: the README's claims table from the registry's recorded outcomes.
+- ``reproduce --compare OLD.json`` prints the same comparison at the end of a run; ``-q``
+  silences the progress (a bar on a terminal, else one line per finished task on stderr).
 
 Exit status: 0 when every claim's verdict matches the outcome it records (``reproduced`` where
 none is recorded), every figure is written, every mutant is caught and every property holds; 1
@@ -20,12 +24,13 @@ JAX's persistent compilation cache lives in ``$XDG_CACHE_HOME/theorylab/jax`` (e
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from . import _report
+from . import _report, _verify_report
 from ._tasks import claim_row, device_name, execute, figure_row, property_row, setup_jax
 
 __all__ = ["main"]
@@ -60,6 +65,40 @@ def _address(text: str) -> str:
             f"must be a scheduler address (tcp://host:port); got {text!r}"
         )
     return text
+
+
+def _cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _load_report(path: str) -> dict:
+    try:
+        body = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise _UsageError(f"{path!r} is not a readable report.json: {err}") from None
+    if not isinstance(body, dict) or "claims" not in body:
+        raise _UsageError(f"{path!r} is not a report.json of theorylab (no 'claims')")
+    return body
+
+
+def _report_command(args, registry) -> int:
+    if args.markdown:
+        if args.runs:
+            raise _UsageError("--markdown takes no report files")
+        from paper_checks import REGISTRY
+
+        print(_report.readme_table(REGISTRY if registry is None else registry))
+        return 0
+    if len(args.runs) != 2:
+        raise _UsageError("report needs two files, OLD.json NEW.json (or --markdown)")
+    old, new = (_load_report(p) for p in args.runs)
+    changes = _report.compare(old, new)
+    print(_report.comparison_table(changes))
+    return 1 if changes else 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -100,10 +139,10 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument(
             "--threads",
             type=_bounded_int(1, 512),
-            default=min(2, os.cpu_count() or 1),
+            default=_cores(),
             metavar="N",
-            help="threads for a claim's independent runs in this process (default: 2, or 1 on "
-            "one core; the numbers do not depend on it)",
+            help="threads for a claim's independent runs in this process (default: the cores "
+            "this process may use; the numbers do not depend on it)",
         )
 
     rep = sub.add_parser("reproduce", help="run every claim and figure, write the report")
@@ -136,7 +175,26 @@ def _parser() -> argparse.ArgumentParser:
         help="evaluate one instance printed by an earlier run (with --only ID)",
     )
     common(ver, "theorylab-out")
+    rep.add_argument(
+        "--compare",
+        default=None,
+        metavar="OLD.json",
+        help="at the end, list the claims whose verdict or measured value moved since OLD.json",
+    )
+    rep.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bar or per-task lines on stderr"
+    )
     sub.add_parser("list", help="list the registered claims and properties")
+    rpt = sub.add_parser(
+        "report",
+        help="compare two runs (OLD.json NEW.json), or print the README's claims table",
+    )
+    rpt.add_argument("runs", nargs="*", metavar="REPORT.json", help="two report.json files")
+    rpt.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the README's claims table (each claim's recorded verdict at quick)",
+    )
     chk = sub.add_parser("check", help="run one claim")
     chk.add_argument("id")
     chk.add_argument("--scale", default="quick", help="smoke, quick (default) or full")
@@ -174,6 +232,8 @@ def _validate(args, registry, properties) -> None:
             raise _UsageError(
                 f"--out must be a folder that can be written; {out!r}: {err.strerror or err}"
             ) from None
+    if getattr(args, "compare", None) is not None:
+        args.compare_body = _load_report(args.compare)
     if args.command == "check":
         if args.id not in registry:
             raise _UsageError(f"unknown claim id {args.id!r}; `theorylab list` lists them")
@@ -201,18 +261,53 @@ def _validate(args, registry, properties) -> None:
 
 def _check(args, registry) -> int:
     c = registry[args.id]
+    t0 = time.perf_counter()
     row = claim_row(c, args.scale, args.seed, mutant=args.mutant, threads=args.threads)
     if args.out:
-        _report.write_report(
-            [row], [], Path(args.out), scale=args.scale, seed=args.seed, device=device_name()
-        )
+        _report.write_report([row], [], Path(args.out), header=_header(args, t0))
     print(_report.claims_table([row]))
     if args.mutant:
         print(f"under mutant {args.mutant!r}: {c.mutant(args.mutant).description}")
-    for text in (row["rule"], row["detail"]):
+    for text in (row["rule"], row["resolve"], row["detail"]):
         if text:
             print(text)
+    if row["reason"]:
+        print(f"recorded {row['recorded']}: {row['reason']}")
     return 0 if row["matches"] else 1
+
+
+def _header(args, t0: float, partial: bool = False) -> dict:
+    """The run's header: scale, seed, device, wall time, peak memory, threads, version, commit."""
+    import importlib.metadata
+    import resource
+    import subprocess
+
+    try:
+        version = importlib.metadata.version("theorylab")
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return dict(
+        scale=args.scale,
+        seed=args.seed,
+        device=device_name(),
+        wall_seconds=round(time.perf_counter() - t0, 1),
+        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        threads=getattr(args, "threads", 1),
+        workers=getattr(args, "workers", None),
+        version=version,
+        commit=commit,
+        partial=partial,
+    )
 
 
 def _split(done: list) -> tuple[list[dict], list]:
@@ -234,25 +329,27 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
             for m in figure_modules(args.only, figures_package)
         ]
     done: list = []
+    t0 = time.perf_counter()
     try:
-        execute(jobs, desc="claims and figures", rows=done, **par)
+        execute(jobs, desc="claims and figures", rows=done, quiet=args.quiet, **par)
     except KeyboardInterrupt:
         rows, figs = _split(done)
-        _report.write_report(
-            rows, figs, out, scale=args.scale, seed=args.seed, device=device_name(), partial=True
-        )
+        _report.write_report(rows, figs, out, header=_header(args, t0, partial=True))
         print(
             f"theorylab: interrupted; partial report of {len(rows)} claims: {out / 'report.md'}",
             file=sys.stderr,
         )
         return 130
     rows, figs = _split(done)
-    _report.write_report(rows, figs, out, scale=args.scale, seed=args.seed, device=device_name())
+    body = _report.write_report(rows, figs, out, header=_header(args, t0))
     print(_report.claims_table(rows))
     for fid, status, _ in figs:
         if status != "written":
             print(f"figure {fid}: {status}")
-    print(f"report: {out / 'report.md'}")
+    if args.compare:
+        print(f"against {args.compare}:")
+        print(_report.comparison_table(_report.compare(args.compare_body, body)))
+    print(f"report: {out / 'report.md'} and {out / 'report.html'}")
     failed = (
         any(not r["matches"] for r in rows)
         or any(s != "written" for _, s, _ in figs)
@@ -287,15 +384,15 @@ def _verify(args, properties, cache: bool) -> int:
             compile_cache=cache,
         )
     except KeyboardInterrupt:
-        _report.write_verify_report(rows, out, partial=True, **meta)
+        _verify_report.write_verify_report(rows, out, partial=True, **meta)
         print(
             f"theorylab: interrupted; partial report of {len(rows)} properties: "
             f"{out / 'verify.md'}",
             file=sys.stderr,
         )
         return 130
-    _report.write_verify_report(rows, out, **meta)
-    print(_report.verify_table(rows))
+    _verify_report.write_verify_report(rows, out, **meta)
+    print(_verify_report.verify_table(rows))
     for r in rows:
         if r["status"] == "counterexample":
             print(
@@ -349,6 +446,12 @@ def main(
     )
     if args.command == "list":
         return _list(registry, properties)
+    if args.command == "report":
+        try:
+            return _report_command(args, registry)
+        except _UsageError as err:
+            print(f"theorylab: error: {err}", file=sys.stderr)
+            return 2
     setup_jax(cache)
     from paper_checks import PROPERTIES, REGISTRY
 

@@ -1,23 +1,37 @@
-"""Report files and tables of the command: ``report.md``/``report.json`` for claims and figures,
-``verify.md``/``verify.json`` for properties."""
+"""The claims report of ``theorylab reproduce`` and ``check``: ``report.json`` and, written from it,
+``report.md`` and a self-contained ``report.html``; the printed table; the comparison of two
+runs; the README's claims table.
+
+Both documents open with one verdict line (counts, recorded outcomes against changes, and the
+run's scale, seed, device, wall time, peak memory, version and commit), then a card for every
+claim that changed or errored, worst first, then one section per paper: a summary, its claims as
+rows of short cells, their full measurements in a detail block, and its figures under them.
+"""
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
+from ._format import fmt, jsonable, md_row, num
 
 __all__ = [
+    "REPORT_KEYS",
     "claims_table",
     "verdict_line",
     "write_report",
-    "verify_table",
-    "write_verify_report",
+    "render_markdown",
+    "render_html",
+    "compare",
+    "comparison_table",
+    "readme_table",
 ]
 
-_STATUSES = ("reproduced", "not reproduced", "inconclusive", "error")
+STATUSES = ("reproduced", "not reproduced", "inconclusive", "error")
 
 REPORT_KEYS = (
     "id",
@@ -33,6 +47,10 @@ REPORT_KEYS = (
     "tolerance",
     "rule",
     "resolve",
+    "distance",
+    "values",
+    "sizes",
+    "code",
     "mutants",
     "killed",
     "mutant_runs",
@@ -43,36 +61,7 @@ REPORT_KEYS = (
 )
 
 
-def jsonable(x):
-    """Floats, lists and dicts for the JSON reports; NaN/inf written as strings."""
-    if isinstance(x, np.ndarray):
-        x = x.tolist()
-    elif isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [jsonable(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if x is None or isinstance(x, bool | int | float | str):
-        return x
-    return str(x)
-
-
-def fmt(x, width: int | None = 28) -> str:
-    """Short text of a measured/expected value, cut to ``width`` characters (None: uncut)."""
-    if isinstance(x, float):
-        s = f"{x:.6g}"
-    elif isinstance(x, list | tuple):
-        s = "[" + ", ".join(fmt(v, None) for v in x) + "]"
-    elif isinstance(x, dict):
-        s = "{" + ", ".join(f"{k}: {fmt(v, None)}" for k, v in x.items()) + "}"
-    else:
-        s = str(x)
-    return s if width is None or len(s) <= width else s[: width - 1] + "…"
-
-
+# ------------------------------------------------------------------------------ the printed table
 def _mutant_cell(r) -> str:
     return f"{r['mutants']}" if r["killed"] is None else f"{r['killed']}/{r['mutants']}"
 
@@ -96,117 +85,343 @@ def claims_table(rows) -> str:
 
 def verdict_line(rows) -> str:
     """The counts of each verdict and of changes against the recorded outcomes."""
-    counts = {s: sum(r["status"] == s for r in rows) for s in _STATUSES}
+    counts = ", ".join(f"{sum(r['status'] == s for r in rows)} {s}" for s in STATUSES)
     changed = sum(not r["matches"] for r in rows)
-    text = ", ".join(f"{n} {s}" for s, n in counts.items())
-    return f"{len(rows)} claims: {text}; {len(rows) - changed} as recorded, {changed} changed"
+    return f"{len(rows)} claims: {counts}; {len(rows) - changed} as recorded, {changed} changed"
 
 
-def _md_row(cells) -> str:
-    return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+def _header_line(h: dict) -> str:
+    parts = [f"scale {h['scale']}", f"seed {h['seed']}", f"device {h['device']}"]
+    if h.get("wall_seconds") is not None:
+        parts.append(f"wall {h['wall_seconds']:.0f} s")
+    if h.get("peak_rss_mb") is not None:
+        parts.append(f"peak RSS {h['peak_rss_mb'] / 1024:.2f} GB")
+    if h.get("threads"):
+        parts.append(
+            f"{h['threads']} threads" + (f", {h['workers']} workers" if h.get("workers") else "")
+        )
+    parts.append(
+        f"theorylab {h.get('version', '?')}" + (f" ({h['commit']})" if h.get("commit") else "")
+    )
+    return "; ".join(parts)
 
 
-def write_report(
-    rows, figures, out: Path, *, scale: str, seed: int, device: str, partial: bool = False
-) -> None:
-    """``report.json`` (header fields and one object per claim) and ``report.md``."""
+# ------------------------------------------------------------------------------ the documents
+def _one_line(r) -> str:
+    """Measured against expected, in one line."""
+    if r["status"] == "error":
+        return f"error: {fmt(r['detail'], 160)}"
+    return f"measured {fmt(r['measured'], 90)} against {fmt(r['expected'], 60)}"
+
+
+def _replay(r, h) -> str:
+    return f"theorylab check {r['id']} --scale {h['scale']} --seed {h['seed']}"
+
+
+def _changed(rows) -> list[dict]:
+    bad = [r for r in rows if not r["matches"] or r["status"] == "error"]
+    key = lambda r: (r["status"] != "error", -_distance(r))  # noqa: E731
+    return sorted(bad, key=key)
+
+
+def _distance(r) -> float:
+    d = r.get("distance")
+    try:
+        d = float(d)
+    except (TypeError, ValueError):
+        return math.inf
+    return d if not math.isnan(d) else math.inf
+
+
+def _papers(rows) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        out.setdefault(r["paper"], []).append(r)
+    return out
+
+
+def _summary(rs, h) -> str:
+    n = sum(r["status"] == "reproduced" for r in rs)
+    ch = sum(not r["matches"] for r in rs)
+    sizes = [r["sizes"] for r in rs if r.get("sizes")]
+    size = ""
+    if sizes:
+        s = sizes[0]
+        size = (
+            f" Sizes at {h['scale']}: {fmt(s.get('run'), 70)}; at full: {fmt(s.get('full'), 70)}."
+        )
+    return (
+        f"{n} of {len(rs)} claims reproduced at {h['scale']}"
+        + (f", {ch} changed against the record" if ch else ", every verdict as recorded")
+        + "."
+        + size
+    )
+
+
+def _row_cells(r) -> list[str]:
+    rec = "as recorded" if r["matches"] else f"recorded: {r['recorded']}"
+    return [
+        f"`{r['id']}`",
+        f"**{r['status']}**",
+        rec,
+        fmt(r["measured"], 60),
+        fmt(r["expected"], 40),
+        fmt(r["where"], 40),
+    ]
+
+
+def _figures_of(area_ids: set[str], figures) -> list[dict]:
+    return [f for f in figures if f["id"].split(".")[0] in area_ids]
+
+
+def render_markdown(report: dict) -> str:
+    """``report.md`` from a ``report.json`` body."""
+    h, rows, figures = report["header"], report["claims"], report["figures"]
+    md = [
+        f"# theorylab report — {verdict_line(rows)}",
+        "",
+        _header_line(h) + (" — PARTIAL: the run was interrupted" if h.get("partial") else ""),
+        "",
+    ]
+    changed = _changed(rows)
+    md += ["## Changed or errored", ""]
+    if not changed:
+        md += ["Every verdict matches its record.", ""]
+    for r in changed:
+        md += [
+            f"### `{r['id']}`: {r['status']} (recorded: {r['recorded']})",
+            "",
+            f"- **Paper**: {r['statement']} ({r['paper']}, {r['where']})",
+            f"- **Measured**: {_one_line(r)}",
+            f"- **Rule**: {fmt(r['rule'], 400)}",
+        ]
+        if r.get("resolve"):
+            md.append(f"- **Would resolve it**: {r['resolve']}")
+        if r.get("reason"):
+            md.append(f"- **Recorded reason**: {r['reason']}")
+        md += [
+            f"- **Code**: `{r.get('code', '')}`; replay: `{_replay(r, h)}`",
+            "",
+        ]
+    for paper, rs in _papers(rows).items():
+        md += [f"## {paper}", "", _summary(rs, h), ""]
+        md += [
+            "| claim | verdict | record | measured | expected | where |",
+            "|---|---|---|---|---|---|",
+        ]
+        md += [md_row(_row_cells(r)) for r in rs]
+        md += ["", "<details><summary>Full measurements</summary>", ""]
+        for r in rs:
+            md += [
+                f"- `{r['id']}` — {r['statement']}",
+                f"  - rule: {r['rule']}",
+                f"  - measured: `{json.dumps(r['measured'])}`",
+            ]
+            if r.get("resolve"):
+                md.append(f"  - to resolve: {r['resolve']}")
+            if r.get("reason"):
+                md.append(f"  - recorded: {r['recorded']} ({r['reason']})")
+            if r.get("detail"):
+                md.append(f"  - detail: {r['detail']}")
+        md += ["", "</details>", ""]
+        for f in _figures_of({r["id"].split(".")[0] for r in rs}, figures):
+            png = [p for p in f["files"] if p.endswith(".png")]
+            if png:
+                md += [f"![{f['id']}]({png[0]})", ""]
+            elif f["status"] != "written":
+                md += [f"Figure `{f['id']}`: {f['status']}", ""]
+    placed = {r["id"].split(".")[0] for r in rows}
+    others = [f for f in figures if f["id"].split(".")[0] not in placed]
+    if others:
+        md += ["## Other figures", ""]
+        md += [f"- `{f['id']}`: {f['status']}" for f in others]
+    return "\n".join(md) + "\n"
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
+color:#222}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;
+font-size:13px;text-align:left;vertical-align:top}.card{border:1px solid #c66;border-radius:6px;
+padding:.5em 1em;margin:1em 0;background:#fff6f6}.reproduced{color:#160}
+.not-reproduced,.error{color:#a00}.inconclusive{color:#a60}img{max-width:100%}code{font-size:12px}
+details{margin:.5em 0}"""
+
+
+def _img(out: Path, name: str) -> str:
+    path = out / name
+    if not path.exists():
+        return ""
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
+
+
+def render_html(report: dict, out: Path) -> str:
+    """A self-contained ``report.html`` (inline style, figures embedded as data: URIs; no
+    network request) from a ``report.json`` body; ``out`` holds the figures' PNG files."""
+    e = html.escape
+    h, rows, figures = report["header"], report["claims"], report["figures"]
+
+    def cls(status):
+        return status.replace(" ", "-")
+
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>theorylab report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>theorylab report — {e(verdict_line(rows))}</h1>",
+        f"<p>{e(_header_line(h))}{' — PARTIAL' if h.get('partial') else ''}</p>",
+        "<h2>Changed or errored</h2>",
+    ]
+    changed = _changed(rows)
+    if not changed:
+        parts.append("<p>Every verdict matches its record.</p>")
+    for r in changed:
+        items = [
+            ("Paper", f"{r['statement']} ({r['paper']}, {r['where']})"),
+            ("Measured", _one_line(r)),
+            ("Rule", fmt(r["rule"], 400)),
+        ]
+        if r.get("resolve"):
+            items.append(("Would resolve it", r["resolve"]))
+        if r.get("reason"):
+            items.append(("Recorded reason", r["reason"]))
+        items.append(("Code", f"{r.get('code', '')}; replay: {_replay(r, h)}"))
+        parts.append(
+            f"<div class='card'><h3><code>{e(r['id'])}</code>: "
+            f"<span class='{cls(r['status'])}'>{e(r['status'])}</span> "
+            f"(recorded: {e(r['recorded'])})</h3><ul>"
+            + "".join(f"<li><b>{e(k)}</b>: {e(str(v))}</li>" for k, v in items)
+            + "</ul></div>"
+        )
+    for paper, rs in _papers(rows).items():
+        parts += [f"<h2>{e(paper)}</h2>", f"<p>{e(_summary(rs, h))}</p>", "<table>"]
+        parts.append(
+            "<tr>"
+            + "".join(
+                f"<th>{c}</th>"
+                for c in ("claim", "verdict", "record", "measured", "expected", "where")
+            )
+            + "</tr>"
+        )
+        for r in rs:
+            cells = _row_cells(r)
+            parts.append(
+                f"<tr><td><code>{e(r['id'])}</code></td>"
+                f"<td class='{cls(r['status'])}'>{e(r['status'])}</td>"
+                + "".join(f"<td>{e(c)}</td>" for c in cells[2:])
+                + "</tr>"
+            )
+        parts.append("</table><details><summary>Full measurements</summary><ul>")
+        for r in rs:
+            parts.append(
+                f"<li><code>{e(r['id'])}</code> — {e(r['statement'])}<br>rule: {e(r['rule'])}"
+                f"<br>measured: <code>{e(json.dumps(r['measured']))}</code>"
+                + (f"<br>to resolve: {e(r['resolve'])}" if r.get("resolve") else "")
+                + (
+                    f"<br>recorded: {e(r['recorded'])} ({e(r['reason'])})"
+                    if r.get("reason")
+                    else ""
+                )
+                + (f"<br>detail: {e(r['detail'])}" if r.get("detail") else "")
+                + "</li>"
+            )
+        parts.append("</ul></details>")
+        for f in _figures_of({r["id"].split(".")[0] for r in rs}, figures):
+            png = [p for p in f["files"] if p.endswith(".png")]
+            if png:
+                parts.append(
+                    f"<figure>{_img(out, png[0])}<figcaption>{e(f['id'])}</figcaption></figure>"
+                )
+            elif f["status"] != "written":
+                parts.append(f"<p>Figure <code>{e(f['id'])}</code>: {e(f['status'])}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(rows, figures, out: Path, *, header: dict) -> dict:
+    """``report.json`` (``header`` and one object per claim and figure), then ``report.md`` and
+    ``report.html`` from it; returns the JSON body."""
     out.mkdir(parents=True, exist_ok=True)
     body = dict(
-        scale=scale,
-        seed=seed,
-        device=device,
-        partial=partial,
-        claims=[{k: jsonable(r[k]) for k in REPORT_KEYS} for r in rows],
+        header=jsonable(header),
+        claims=[{k: jsonable(r.get(k)) for k in REPORT_KEYS} for r in rows],
         figures=[
             dict(id=f, status=s, files=[Path(p).name for p in paths]) for f, s, paths in figures
         ],
     )
     (out / "report.json").write_text(json.dumps(body, indent=2))
-    title = f"# theorylab report (scale: {scale}, seed: {seed}, device: {device})"
-    md = [
-        title + (" — PARTIAL: the run was interrupted" if partial else ""),
-        "",
-        "| id | status | measured | expected | tolerance | rule | mutants | where | detail |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        md.append(
-            _md_row(
-                [
-                    r["id"],
-                    f"**{r['status']}**",
-                    fmt(r["measured"], None),
-                    fmt(r["expected"], None),
-                    fmt(r["tolerance"], None),
-                    r["rule"],
-                    _mutant_cell(r),
-                    f"{r['paper']}, {r['where']}",
-                    r["detail"],
-                ]
-            )
-        )
-    md += ["", "## Statements", ""] + [f"- `{r['id']}`: {r['statement']}" for r in rows]
-    if figures:
-        md += ["", "## Figures", ""]
-        for fid, status, paths in figures:
-            md.append(
-                f"- `{fid}`: {status}"
-                + (f" ({', '.join(Path(p).name for p in paths)})" if paths else "")
-            )
-    (out / "report.md").write_text("\n".join(md) + "\n")
+    (out / "report.md").write_text(render_markdown(body))
+    (out / "report.html").write_text(render_html(body, out))
+    return body
 
 
-def verify_table(rows) -> str:
-    """The fixed-width table printed by ``verify``."""
-    head = f"{'id':<40} {'status':<15} {'examples':>8} {'min slack':>11} {'s':>7}"
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        lines.append(
-            f"{r['id']:<40} {r['status']:<15} {r['examples']:>8} "
-            f"{r['min_slack']:>11.4g} {r['seconds']:>7.1f}"
-        )
-    n = sum(r["status"] == "holds" for r in rows)
-    lines.append(f"{n} of {len(rows)} properties hold on every example tried")
+# ------------------------------------------------------------------------------ two runs compared
+def _number(x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def compare(old: dict, new: dict, n_se: float = 3.0) -> list[dict]:
+    """The claims whose verdict changed, or one of whose rule values moved by more than ``n_se``
+    of its scale (its SE, else its tolerance), between two ``report.json`` bodies; claims in one
+    run only are listed too."""
+    a = {r["id"]: r for r in old["claims"]}
+    b = {r["id"]: r for r in new["claims"]}
+    out = []
+    for cid in list(dict.fromkeys([*a, *b])):
+        ra, rb = a.get(cid), b.get(cid)
+        if ra is None or rb is None:
+            out.append(dict(id=cid, old=ra and ra["status"], new=rb and rb["status"], moved=""))
+            continue
+        moved = []
+        va, vb = ra.get("values") or {}, rb.get("values") or {}
+        for name, x in va.items():
+            y = vb.get(name)
+            if y is None:
+                continue
+            xs, ys = x.get("value") or [], y.get("value") or []
+            scale = _number(x.get("scale"))
+            for u, w in zip(xs, ys, strict=False):
+                u, w = _number(u), _number(w)
+                if math.isfinite(u) != math.isfinite(w) or (
+                    math.isfinite(u)
+                    and abs(w - u) > n_se * (scale if scale > 0 else 1e-9 * max(abs(u), 1.0))
+                ):
+                    moved.append(f"{name}: {num(u)} -> {num(w)}")
+                    break
+        if ra["status"] != rb["status"] or moved:
+            out.append(dict(id=cid, old=ra["status"], new=rb["status"], moved="; ".join(moved)))
+    return out
+
+
+def comparison_table(changes: Sequence[dict]) -> str:
+    """The output of ``theorylab report OLD NEW`` (and of ``reproduce --compare``)."""
+    if not changes:
+        return "no verdict changed and no measured value moved beyond its SE"
+    lines = ["| claim | before | after | moved beyond 3 SE |", "|---|---|---|---|"]
+    lines += [md_row([f"`{c['id']}`", c["old"], c["new"], fmt(c["moved"], 80)]) for c in changes]
     return "\n".join(lines)
 
 
-def write_verify_report(
-    rows, out: Path, *, examples: int, seed: int, device: str, partial: bool = False
-) -> None:
-    """``verify.json`` and ``verify.md``: per property the examples tried, the smallest slack
-    with the instance attaining it, and a shrunk counterexample with its replay blob."""
-    out.mkdir(parents=True, exist_ok=True)
-    body = dict(
-        examples=examples,
-        seed=seed,
-        device=device,
-        partial=partial,
-        properties=[jsonable(r) for r in rows],
-    )
-    (out / "verify.json").write_text(json.dumps(body, indent=2))
-    md = [
-        f"# theorylab verify (examples: {examples}, seed: {seed}, device: {device})"
-        + (" — PARTIAL: the run was interrupted" if partial else ""),
-        "",
-        "| id | status | examples | smallest slack | at instance | counterexample | replay |",
-        "|---|---|---|---|---|---|---|",
+# ------------------------------------------------------------------------------ the README table
+def readme_table(registry, scale: str = "quick") -> str:
+    """The README's claims table, from the registry: each claim, its paper and where, and the
+    outcome it records at ``scale`` with the reason (``theorylab report --markdown``)."""
+    lines = [
+        f"| claim | paper | where | verdict at {scale} | why |",
+        "|---|---|---|---|---|",
     ]
-    for r in rows:
-        replay = f"`theorylab verify --only {r['id']} --replay {r['blob']}`" if r["blob"] else ""
-        md.append(
-            _md_row(
+    for c in registry:
+        outcome = c.recorded.at(scale)
+        lines.append(
+            md_row(
                 [
-                    r["id"],
-                    f"**{r['status']}**",
-                    r["examples"],
-                    f"{r['min_slack']:.4g}",
-                    fmt(r["tightest"], None),
-                    fmt(r.get("counterexample"), None) or r.get("error", ""),
-                    replay,
+                    f"`{c.id}`",
+                    fmt(c.paper, 40),
+                    fmt(c.where, 40),
+                    outcome,
+                    fmt(c.recorded.reason, 200) if outcome != "reproduced" else "",
                 ]
             )
         )
-    md += ["", "## Statements", ""] + [
-        f"- `{r['id']}` ({r['paper']}, {r['where']}): {r['statement']}" for r in rows
-    ]
-    (out / "verify.md").write_text("\n".join(md) + "\n")
+    return "\n".join(lines)

@@ -29,6 +29,7 @@ __all__ = [
     "figure_row",
     "property_row",
     "execute",
+    "Progress",
     "device_name",
 ]
 
@@ -130,6 +131,8 @@ def _error_row(detail: str) -> dict:
         tolerance=None,
         rule="",
         resolve="",
+        distance=math.inf,
+        values=None,
         detail=detail,
         measurement=None,
     )
@@ -161,6 +164,8 @@ def _measure(c, scale: str, seed: int, mutant: str | None, chunks=None, threads:
             tolerance=m.tolerance,
             rule=m.rule,
             resolve=m.resolve,
+            distance=m.distance,
+            values=m.values,
             detail=m.detail,
             measurement=m,
         )
@@ -214,6 +219,8 @@ def claim_row(
         mutants=len(c.mutants),
         recorded=recorded,
         reason=c.recorded.reason if recorded != "reproduced" else "",
+        sizes={"run": dict(c.sizes[scale]), "full": dict(c.sizes["full"])},
+        code=_code_location(c.check),
         matches=row["status"] == recorded,
         killed=None if caught is None else sum(caught.values()),
         mutant_runs=runs,
@@ -223,6 +230,21 @@ def claim_row(
         seconds=round(time.perf_counter() - t0 + chunk_seconds, 3),
         **{k: v for k, v in row.items() if k != "measurement"},
     )
+
+
+def _code_location(fn) -> str:
+    """``path:line`` of a claim's check, relative to the repository (or the install)."""
+    import inspect
+
+    try:
+        path, line = inspect.getsourcefile(fn), inspect.getsourcelines(fn)[1]
+    except (OSError, TypeError):
+        return ""
+    parts = Path(path or "").parts
+    for i, part in enumerate(parts):
+        if part == "paper_checks":
+            return "/".join(parts[i:]) + f":{line}"
+    return f"{path}:{line}"
 
 
 def _caught(clean: dict, under: dict) -> bool:
@@ -381,6 +403,42 @@ def property_row(
     return verify(p, examples, seed, mutant)
 
 
+class Progress:
+    """Progress of a run on stderr: tqdm's bar on a terminal; otherwise (a log file, CI) one line
+    per finished task, as pytest and pip write: ``[done/total] id status seconds, ~N s left``
+    (the time left from the mean so far); nothing when ``quiet``."""
+
+    def __init__(self, total: int, desc: str, quiet: bool = False):
+        self.total, self.desc, self.quiet = total, desc, quiet
+        self.tty = sys.stderr.isatty()
+        self.count, self.t0 = 0, time.perf_counter()
+
+    def wrap(self, it):
+        if self.quiet or not self.tty:
+            return it
+        return tqdm(it, total=self.total, desc=self.desc, unit="task")
+
+    def done(self, result, seconds: float | None) -> None:
+        self.count += 1
+        if self.quiet or self.tty:
+            return
+        if isinstance(result, tuple):  # a figure: (id, status, paths)
+            ident, status = result[0], "written" if result[1] == "written" else "error"
+        elif isinstance(result, dict):
+            ident, status = result.get("id", "?"), result.get("status", "?")
+            seconds = result.get("seconds", seconds)
+        else:
+            ident, status = "?", "?"
+        elapsed = time.perf_counter() - self.t0
+        left = elapsed / self.count * (self.total - self.count)
+        took = f" {seconds:.1f} s," if isinstance(seconds, float | int) else ""
+        print(
+            f"[{self.count}/{self.total}] {ident} {status}{took} ~{left:.0f} s left",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def execute(
     jobs,
     *,
@@ -389,19 +447,24 @@ def execute(
     desc: str = "tasks",
     compile_cache: bool = True,
     rows: list | None = None,
+    quiet: bool = False,
 ) -> list:
     """Run ``jobs`` (``(function, args, kwargs)``) and return their results in job order.
 
     Serially here when neither ``workers`` nor ``scheduler`` is given (appending to ``rows`` as
     each finishes, so an interrupted run keeps what it has); else as Dask tasks, one per job, and
-    for a claim with declared replicates also one per chunk of them.
+    for a claim with declared replicates also one per chunk of them. Progress goes to stderr: a
+    bar on a terminal, else one line per finished task (:class:`Progress`); none if ``quiet``.
     """
     rows = [] if rows is None else rows
+    progress = Progress(len(jobs), desc, quiet)
     if workers is None and scheduler is None:
         from _core.runtime import release_compiled
 
-        for fn, args, kwargs in tqdm(jobs, desc=desc, unit="task", disable=None):
+        for fn, args, kwargs in progress.wrap(jobs):
+            t0 = time.perf_counter()
             rows.append(fn(*args, **kwargs))
+            progress.done(rows[-1], time.perf_counter() - t0)
             release_compiled()
         return rows
     try:
@@ -427,11 +490,11 @@ def execute(
         with Client(scheduler or cluster) as client:
             slots = max(1, sum(cast(dict, client.nthreads()).values()))
             futures = [_submit(client, job, compile_cache, slots) for job in jobs]
-            for _ in tqdm(
-                as_completed(futures), total=len(futures), desc=desc, unit="task", disable=None
-            ):
-                pass
+            t0 = time.perf_counter()
+            for fut in progress.wrap(as_completed(futures)):
+                progress.done(fut.result(), None)
             rows.extend(client.gather(futures))
+            del t0
     finally:
         if cluster is not None:
             cluster.close()

@@ -67,7 +67,9 @@ def test_false_claim_fails_run_and_is_reported(registry, tmp_path):
     code = main(["reproduce", "--out", str(tmp_path)], registry=registry, figures_package=None)
     assert code == 1
     report = json.loads((tmp_path / "report.json").read_text())
-    assert (report["scale"], report["seed"], report["partial"]) == ("quick", 0, False)
+    h = report["header"]
+    assert (h["scale"], h["seed"], h["partial"]) == ("quick", 0, False)
+    assert h["peak_rss_mb"] > 0 and h["wall_seconds"] >= 0 and h["version"]
     rows = {r["id"]: r for r in report["claims"]}
     assert rows["demo.true"]["status"] == "reproduced" and rows["demo.true"]["matches"]
     assert (
@@ -79,7 +81,8 @@ def test_false_claim_fails_run_and_is_reported(registry, tmp_path):
     assert rows["demo.true"]["mutants"] == 1 and rows["demo.true"]["killed"] is None
     assert rows["demo.true"]["mutant_measured"] is None
     md = (tmp_path / "report.md").read_text()
-    assert "demo.false | **not reproduced**" in md
+    assert "| `demo.false` | **not reproduced** |" in md
+    assert md.splitlines()[0].startswith("# theorylab report — 3 claims: 1 reproduced")
 
 
 def test_a_run_matching_its_recorded_outcomes_exits_0_and_a_change_exits_1(tmp_path):
@@ -241,7 +244,7 @@ def test_interrupted_run_leaves_a_partial_report(registry, tmp_path):
     code = main(["reproduce", "--out", str(tmp_path)], registry=registry, figures_package=None)
     assert code == 130
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["partial"] is True
+    assert report["header"]["partial"] is True
     assert [r["id"] for r in report["claims"]] == ["demo.true", "demo.false", "other.raises"]
     assert "PARTIAL" in (tmp_path / "report.md").read_text()
 
@@ -280,6 +283,7 @@ def test_reproduce_on_two_dask_workers_gives_the_serial_report(tmp_path):
             == 0
         )
         body = json.loads((out / "report.json").read_text())
+        body.pop("header")  # wall time, memory and workers differ, as they must
         for r in body["claims"]:
             r.pop("seconds")
         return body, sorted(p.name for p in out.iterdir())
