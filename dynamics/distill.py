@@ -93,7 +93,7 @@ class Order2Markov:
         """``-sum pi(a, b) P(c | a, b) log P(c | a, b)`` (nats/token), the CE floor."""
         return float(-np.sum(self.pair_stationary[..., None] * self.P * np.log(self.P)))
 
-    def sample(self, key, batch: int, length: int):
+    def sample(self, batch: int, length: int, *, key):
         """Integer tokens ``(batch, length)``."""
         key = check_key(key)
         batch, length = _check_sizes(batch=batch, length=length)
@@ -246,7 +246,7 @@ def _check_run(corpus, steps, batch, length, lr, key, **models):
 def train_lm(model, corpus: Order2Markov, *, steps, batch, length, lr=3e-3, key):
     """Next-token training (Adam, constant ``lr``); returns ``(model, losses)``."""
     steps, batch, length, lr, key = _check_run(corpus, steps, batch, length, lr, key, model=model)
-    toks = corpus.sample(key, steps * batch, length + 1).reshape(steps, batch, length + 1)
+    toks = corpus.sample(steps * batch, length + 1, key=key).reshape(steps, batch, length + 1)
     return _fit(model, _lm_ce, toks, lr)
 
 
@@ -281,7 +281,7 @@ def ild(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3
     steps, batch, length, lr, key = _check_run(
         corpus, steps, batch, length, lr, key, teacher=teacher, student=student
     )
-    toks = corpus.sample(key, steps * batch, length).reshape(steps, batch, length)
+    toks = corpus.sample(steps * batch, length, key=key).reshape(steps, batch, length)
     return _fit(student, _ild_loss, toks, lr, _mixer_mask(student), (teacher,))
 
 
@@ -291,7 +291,7 @@ def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=
     steps, batch, length, lr, key = _check_run(
         corpus, steps, batch, length, lr, key, teacher=teacher, student=student
     )
-    toks = corpus.sample(key, steps * batch, length).reshape(steps, batch, length)
+    toks = corpus.sample(steps * batch, length, key=key).reshape(steps, batch, length)
     return _fit(student, _kd_loss, toks, lr, args=(teacher,))
 
 

@@ -22,8 +22,8 @@ class MarkovCorpus:
     ``batch(key, batch_size, length)`` samples sequences started from the stationary law;
     ``entropy_rate`` (nats/token) is the cross-entropy floor of any next-token predictor.
 
-    >>> c = MarkovCorpus.random(jax.random.PRNGKey(0), 8)
-    >>> c.batch(jax.random.PRNGKey(1), 2, 5).shape
+    >>> c = MarkovCorpus.random(8, key=jax.random.PRNGKey(0))
+    >>> c.batch(2, 5, key=jax.random.PRNGKey(1)).shape
     (2, 5)
     """
 
@@ -41,7 +41,7 @@ class MarkovCorpus:
         object.__setattr__(self, "P", P)
 
     @classmethod
-    def random(cls, key, vocab_size: int, *, concentration: float = 0.2) -> MarkovCorpus:
+    def random(cls, vocab_size: int, *, key, concentration: float = 0.2) -> MarkovCorpus:
         if not isinstance(vocab_size, int) or vocab_size < 2:
             raise ValueError(f"vocab_size must be an int >= 2, got {vocab_size!r}")
         if not concentration > 0:
@@ -62,7 +62,7 @@ class MarkovCorpus:
     def entropy_rate(self) -> float:
         return float(-np.sum(self.stationary[:, None] * xlogy(self.P, self.P)))
 
-    def batch(self, key, batch_size: int, length: int):
+    def batch(self, batch_size: int, length: int, *, key):
         """Integer tokens ``(batch_size, length)``."""
         with np.errstate(divide="ignore"):  # log 0 = -inf: a transition never taken
             logP = jnp.asarray(np.log(self.P), jnp.float32)

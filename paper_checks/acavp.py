@@ -403,7 +403,7 @@ def overhead(pretrain, batch, seed):
     """XLA-counted FLOPs and best-of-3 wall time of ACAVP's prompt against the frozen model on
     ``batch`` test images."""
     cnn, _ = source_model(pretrain, seed)
-    prompt = A.build("acavp", cnn, jax.random.key(seed)).prompt
+    prompt = A.build("acavp", cnn, key=jax.random.key(seed)).prompt
     x = jnp.asarray(_task("both", seed).x_test[:1].repeat(batch, 0))
     p_flat, p_def = jax.tree.flatten(prompt)
 

@@ -77,7 +77,7 @@ def _run_args(size, patients=None):
 def pretrained(shape, channels, n_source, steps, seed):
     """The source U-Net (frozen afterwards): ``n_source`` patients x 4 slices, ``steps`` Adam
     steps of the supervised L1 loss (``tta.pretrain``)."""
-    src = cohort("source", n_source, 4, (shape, shape), jax.random.key(seed * 1000 + 1))
+    src = cohort("source", n_source, 4, (shape, shape), key=jax.random.key(seed * 1000 + 1))
     unet, _ = T.pretrain(src, channels=channels, steps=steps, key=jax.random.key(seed * 1000 + 2))
     return unet
 
@@ -122,7 +122,7 @@ def run_shift(shift, ssl, shape, channels, n_source, steps, patients, slices, it
     """B0, B1 and D2SA on ``patients`` target patients of ``shift``: per-slice scores (PSNR on
     the reference's scale, normalised PSNR, SSIM, HFEN), optimiser steps and wall time."""
     unet = shared(pretrained, shape, channels, n_source, steps, seed)
-    data = cohort(shift, patients, slices, (shape, shape), jax.random.key(seed * 1000 + 3))
+    data = cohort(shift, patients, slices, (shape, shape), key=jax.random.key(seed * 1000 + 3))
     out = {m: {k: [] for k in ("psnr", "npsnr", "ssim", "hfen")} for m in ("b0", "b1", "d2sa")}
     st = {"b1": 0, "d2sa": 0, "d2sa_stage1": 0}
     secs = {"b1": 0.0, "d2sa": 0.0}
@@ -156,7 +156,7 @@ def run_shift(shift, ssl, shape, channels, n_source, steps, patients, slices, it
 def run_gain(shape, channels, n_source, steps, patients, slices, epochs, seed):
     """Stage 1 only on ``patients`` scanner-shift patients: injected gain and mean FiLM scale."""
     unet = shared(pretrained, shape, channels, n_source, steps, seed)
-    data = cohort("scanner", patients, slices, (shape, shape), jax.random.key(seed * 1000 + 5))
+    data = cohort("scanner", patients, slices, (shape, shape), key=jax.random.key(seed * 1000 + 5))
     gam = []
     for p in range(patients):
         y, m = data.kspace[p] * data.mask[p], data.mask[p]

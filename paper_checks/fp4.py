@@ -637,13 +637,13 @@ def lm_runs(V, D, L, T, B, steps, seeds, seed):
     """Training curves (mean over seeds) and per-seed held-out losses: float32 and the paper's
     fully quantised recipe in NVFP4 and MXFP4 (held-out loss with the model's own forward) on a
     synthetic Markov corpus (known entropy rate)."""
-    corpus = nn.MarkovCorpus.random(jax.random.PRNGKey(seed), V, concentration=0.3)
+    corpus = nn.MarkovCorpus.random(V, key=jax.random.PRNGKey(seed), concentration=0.3)
 
     def make(k):
         return nn.TransformerLM(V, D, 2, L, T, dtype=jnp.float32, key=k)
 
     def batch(k, n=B):
-        return corpus.batch(k, n, T + 1)
+        return corpus.batch(n, T + 1, key=k)
 
     def ev(m, k):
         return nn.lm_loss(m, batch(jax.random.fold_in(jax.random.PRNGKey(seed), 2), 16 * B), key=k)

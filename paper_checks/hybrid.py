@@ -378,7 +378,7 @@ def init_kl(teacher_steps: int, students: int, seed: int, kinds: tuple = tuple(S
     from nn.hybrid import hybrid_from_teacher
 
     t, corpus = teacher_lm(teacher_steps, seed)
-    ev = corpus.sample(jax.random.PRNGKey(7 + seed), 256, LM["T"] + 1)
+    ev = corpus.sample(256, LM["T"] + 1, key=jax.random.PRNGKey(7 + seed))
     out = {}
     for name in kinds:
         ks = STUDENTS[name]
@@ -493,7 +493,7 @@ def distilled(teacher_steps: int, ild_steps: int, kd_steps: int, seed: int) -> d
         rope_dim=LM["rope_dim"],
         key=key,
     )
-    ev = corpus.sample(jax.random.PRNGKey(9 + seed), 256, LM["T"] + 1)
+    ev = corpus.sample(256, LM["T"] + 1, key=jax.random.PRNGKey(9 + seed))
     kl0 = float(kl_to_teacher(t, s, ev[:, :-1]))
     kw = dict(batch=LM["batch"], length=LM["T"])
     s, _ = ild(t, s, corpus, steps=ild_steps, key=jax.random.fold_in(key, 1), **kw)
@@ -582,7 +582,7 @@ def placements(teacher_steps: int, ild_steps: int, reps: int, seed: int) -> dict
 
     t, corpus = teacher_lm(teacher_steps, seed)
     L = LM["layers"]
-    ev = corpus.sample(jax.random.PRNGKey(11 + seed), 256, LM["T"])
+    ev = corpus.sample(256, LM["T"], key=jax.random.PRNGKey(11 + seed))
     kw = dict(batch=LM["batch"], length=LM["T"])
     masks = [tuple(i for i in range(L) if m >> i & 1) for m in range(2**L)]
     kl = {p: np.zeros(reps) for p in masks}

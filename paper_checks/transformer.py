@@ -85,7 +85,7 @@ def softmax_order(X, model) -> float:
     )
 
 
-def predicted_wq_change(X, y, eps, key) -> float:
+def predicted_wq_change(X, y, eps, *, key) -> float:
     """||W_Q(t_esc) - W_Q(0)|| / ||W_Q(0)|| predicted by stage 1: dW_Q/dt = F(t) W_K with F of
     Prop. 3 (App. Eq. 50) along the effective trajectory (Eq. 7) and W_K frozen at W_K(0), so
     the change is ||int F dt W_K(0)|| / ||W_Q(0)|| = O(eps^2) (derived here; trapezoid rule on the
@@ -131,7 +131,7 @@ def escape_sweep(eps: tuple, task_name: str = "gaussian", seed: int = 0) -> dict
         t_escape=get("t_escape"),
         t_predicted=get("t_predicted"),
         wq=get("wq_rel_change"),
-        wq_pred=np.array([predicted_wq_change(X, y, e, key) for e in eps]),
+        wq_pred=np.array([predicted_wq_change(X, y, e, key=key) for e in eps]),
         wv=get("wv_rel_change"),
     )
 

@@ -159,7 +159,7 @@ def _apply_ops(images, ops, levels, signs, max_translate):
     return q / 255.0
 
 
-def trivial_augment(images, key, *, max_translate: float = 10.0):
+def trivial_augment(images, *, key, max_translate: float = 10.0):
     """TrivialAugment, standard space: per image one op of :data:`OPS` uniformly, a level
     uniform in 0..30, a random sign; vectorised over ``images (N, 3, H, W)`` in [0, 1]."""
     check_key(key)

@@ -72,7 +72,7 @@ def _accuracy(model, x, y):
     return jnp.mean(jnp.argmax(model(x), -1) == y)
 
 
-def build(method: str, backbone, key, *, shape=(3, 32, 32), width: int = 4, inner: int = 24,
+def build(method: str, backbone, *, key, shape=(3, 32, 32), width: int = 4, inner: int = 24,
           center: str = "image", t_range: float = 0.05, scale_init: float = 0.73):  # fmt: skip
     """The adapted model of ``method`` (one of :data:`METHODS` but ``zs``) on ``backbone`` for
     images of ``shape``; ``width`` (padding prompt), ``inner`` (EVP), ``center``, ``t_range``,
@@ -173,7 +173,7 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
                            np.full(lrs.size, acc[0]), True, np.zeros(0))  # fmt: skip
     keys = jax.random.split(jax.random.key(seed * 7919 + 3), seeds)
     shape = tuple(task.x_train.shape[1:])
-    models = [build(method, backbone, k, shape=shape, **prompt_kw) for k in keys]
+    models = [build(method, backbone, key=k, shape=shape, **prompt_kw) for k in keys]
     x_pool = jnp.asarray(task.x_train)
     evals = tuple(jnp.asarray(e) for e in evals)
     if method == "lp":  # the probe is linear in frozen features: compute them once
@@ -236,7 +236,7 @@ def _step(tr, state, frozen, lrs, keys, idx, counts, x_pool, y_pool, t, batch, a
     def one(tr, st, lr, key, idx_r, n_r):
         k1, k2 = jax.random.split(jax.random.fold_in(key, t))
         ids = idx_r[jax.random.randint(k1, (batch,), 0, n_r)]
-        xb = trivial_augment(x_pool[ids], k2) if augment else x_pool[ids]
+        xb = trivial_augment(x_pool[ids], key=k2) if augment else x_pool[ids]
 
         def loss(tr):
             return nn.cross_entropy(_forward(nn.combine(tr, frozen), xb), y_pool[ids])

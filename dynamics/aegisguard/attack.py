@@ -141,7 +141,7 @@ def attack(
 @eqx.filter_jit
 def _attack(view, X, y, epochs, batch, lr_shielded, lr_exposed, key):
     k_init, k_data = jax.random.split(key)
-    fresh = init_A(view.As, k_init)
+    fresh = init_A(view.As, key=k_init)
     s = view.shielded
     As = tuple(jnp.where(s[i], fresh[i], a) for i, a in enumerate(view.As))
     Bs = tuple(jnp.where(s[i], jnp.zeros_like(b), b) for i, b in enumerate(view.Bs))

@@ -181,10 +181,10 @@ def adapted_model(backbone: ResMLP, r: int = 4, *, key) -> ad.Adapted:
     check_key(key)
     model = ad.inject(backbone, "lora", "all-linear", key=_SPEC_KEY, r=r)
     As, Bs = adapter_arrays(model)
-    return with_adapters(model, init_A(As, key), Bs)
+    return with_adapters(model, init_A(As, key=key), Bs)
 
 
-def init_A(As, key) -> tuple:
+def init_A(As, *, key) -> tuple:
     """Fresh LoRA down-projections of the shapes of ``As``: ``U(-1/sqrt(n), 1/sqrt(n))``, layer
     ``l`` from ``fold_in(key, l)`` (PEFT's Kaiming-uniform init, ``nn.adapters`` LoRA)."""
     return tuple(

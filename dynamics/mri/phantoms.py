@@ -134,7 +134,7 @@ def _knee(rng):
     return e, np.array([0, 1, 2, 2, 3, 3])
 
 
-def random_patient(key, *, family="brain", jitter=1.0):
+def random_patient(*, key, family="brain", jitter=1.0):
     """A random patient of ``family`` ("brain": the 3-D Shepp-Logan with centres moved by up to
     5 %, semi-axes scaled by up to 10 %, in-plane tilts of up to 10 deg (the outer shell, the
     first two ellipsoids, perturbed as one so the object stays non-negative), as in
@@ -143,7 +143,7 @@ def random_patient(key, *, family="brain", jitter=1.0):
 
     Examples
     --------
-    >>> p = random_patient(jax.random.key(0), jitter=0.0)  # no jitter: the Shepp-Logan phantom
+    >>> p = random_patient(key=jax.random.key(0), jitter=0.0)  # no jitter: the Shepp-Logan phantom
     >>> bool(jnp.allclose(p.ellipsoids, shepp_logan_3d().ellipsoids))
     True
     """
@@ -364,7 +364,7 @@ def polynomial_field(coeffs, shape, *, oversample=1):
     return jnp.asarray(f, dtype=jnp.result_type(float))
 
 
-def random_bias(key, *, strength=0.3, gain=(0.6, 1.6)):
+def random_bias(*, key, strength=0.3, gain=(0.6, 1.6)):
     """Scanner shift: coefficients of a multiplicative field ``g (1 + p(x, y))``, ``g`` uniform on
     ``gain`` and the five non-constant coefficients of ``p`` uniform on ``+-strength/5``, so
     ``|p| <= strength`` on the field of view and the field stays positive for ``strength < 1``
@@ -372,7 +372,7 @@ def random_bias(key, *, strength=0.3, gain=(0.6, 1.6)):
 
     Examples
     --------
-    >>> c = random_bias(jax.random.key(0), strength=0.3)
+    >>> c = random_bias(key=jax.random.key(0), strength=0.3)
     >>> c.shape, bool(0.6 <= c[0] <= 1.6), bool(jnp.all(jnp.abs(c[1:]) <= 0.06 * c[0]))
     ((6,), True, True)
     """
@@ -387,14 +387,14 @@ def random_bias(key, *, strength=0.3, gain=(0.6, 1.6)):
     )
 
 
-def random_phase(key, *, max_phase=0.5):
+def random_phase(*, key, max_phase=0.5):
     """Coefficients of a smooth image phase (radians) with ``|phase| <= max_phase`` (five
     non-constant coefficients uniform on ``+-max_phase/5``;
     ``docs/papers/d2sa.md#small-scale-experiment``).
 
     Examples
     --------
-    >>> c = random_phase(jax.random.key(0), max_phase=0.5)
+    >>> c = random_phase(key=jax.random.key(0), max_phase=0.5)
     >>> float(c[0]), bool(jnp.abs(polynomial_field(c, (16, 16))).max() <= 0.5)
     (0.0, True)
     """
@@ -526,7 +526,7 @@ class Cohort(NamedTuple):
 
     Examples
     --------
-    >>> c = cohort("scanner", 1, 1, (8, 8), jax.random.key(0))
+    >>> c = cohort("scanner", 1, 1, (8, 8), key=jax.random.key(0))
     >>> c.kspace.shape, c.target.shape, bool(c.gain[0] != 1.0)  # a bias field sets the gain
     ((1, 1, 8, 8), (1, 1, 8, 8), True)
     """
@@ -537,7 +537,7 @@ class Cohort(NamedTuple):
     gain: np.ndarray
 
 
-def cohort(shift, n_patients, n_slices, shape, key, *, noise_std=0.01, z_range=0.4):
+def cohort(shift, n_patients, n_slices, shape, *, key, noise_std=0.01, z_range=0.4):
     """``n_patients`` random patients of the setting :func:`shift_setting` ``(shift)`` (``"source"``
     or one of :data:`SHIFTS`), each sliced at ``n_slices`` equispaced heights in
     ``[-z_range, z_range]``, with a smooth random phase, the setting's bias field (scanner
@@ -548,7 +548,7 @@ def cohort(shift, n_patients, n_slices, shape, key, *, noise_std=0.01, z_range=0
 
     Examples
     --------
-    >>> c = cohort("scanner", 2, 1, (8, 8), jax.random.key(0))
+    >>> c = cohort("scanner", 2, 1, (8, 8), key=jax.random.key(0))
     >>> c.kspace.shape, c.mask.shape, bool(np.all((0.6 <= c.gain) & (c.gain <= 1.6)))
     ((2, 1, 8, 8), (2, 8, 8), True)
     """
@@ -563,14 +563,20 @@ def cohort(shift, n_patients, n_slices, shape, key, *, noise_std=0.01, z_range=0
     ks, ts, ms, gains = [], [], [], []
     for p in range(n_patients):
         kp, kphase, kbias, knoise, kmask = jax.random.split(jax.random.fold_in(key, p), 5)
-        patient = apply_contrast(random_patient(kp, family=setting["family"]), setting["contrast"])
-        bias = random_bias(kbias) if setting["bias"] else None
-        clean, _ = simulate(patient, z, (h, w), bias=bias, phase=random_phase(kphase))
+        patient = apply_contrast(
+            random_patient(key=kp, family=setting["family"]), setting["contrast"]
+        )
+        bias = random_bias(key=kbias) if setting["bias"] else None
+        clean, _ = simulate(patient, z, (h, w), bias=bias, phase=random_phase(key=kphase))
         ks.append(clean + _noise(knoise, clean.shape, noise_std))
         ts.append(_ifft2c(clean))
         ms.append(
             cartesian_mask(
-                (h, w), setting["R"], setting["center_fraction"], kmask, kind=setting["mask_kind"]
+                (h, w),
+                setting["R"],
+                setting["center_fraction"],
+                key=kmask,
+                kind=setting["mask_kind"],
             )
         )
         gains.append(1.0 if bias is None else float(bias[0]))

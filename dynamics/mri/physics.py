@@ -343,7 +343,7 @@ def data_consistency(x, y, mask, coils=None, lam=None):
 
     Examples
     --------
-    >>> m = cartesian_mask((8, 8), 2, 0.25, jax.random.key(0))
+    >>> m = cartesian_mask((8, 8), 2, 0.25, key=jax.random.key(0))
     >>> y = m * fft2c(jnp.ones((8, 8), complex))
     >>> x = data_consistency(jnp.zeros((8, 8), complex), y, m)
     >>> bool(jnp.allclose(forward(x, m), y, atol=1e-5))  # the result agrees with the data
@@ -389,7 +389,7 @@ def num_lines(n, R, center_fraction):
     return max(n_low, _round(n / R)), n_low
 
 
-def cartesian_mask(shape, R, center_fraction, key, *, kind="random"):
+def cartesian_mask(shape, R, center_fraction, *, key, kind="random"):
     """Column (phase-encode) undersampling mask ``(H, W)`` of 0/1 with exactly
     ``n_lines = max(n_low, floor(W/R + 1/2))`` columns, ``n_low = floor(W cf + 1/2)`` of them the
     fully sampled centre ``[p, p + n_low)``, ``p = (W - n_low + 1) // 2`` (fastMRI ``MaskFunc``
@@ -404,7 +404,7 @@ def cartesian_mask(shape, R, center_fraction, key, *, kind="random"):
 
     Examples
     --------
-    >>> m = cartesian_mask((4, 16), 4, 0.125, jax.random.key(0))
+    >>> m = cartesian_mask((4, 16), 4, 0.125, key=jax.random.key(0))
     >>> m.shape, int(m[0].sum()), bool((m == m[0]).all()), m[0, 7:9].tolist()  # 16/4 whole columns
     ((4, 16), 4, True, [1.0, 1.0])
     """
@@ -425,7 +425,7 @@ def cartesian_mask(shape, R, center_fraction, key, *, kind="random"):
     return jnp.asarray(np.broadcast_to(line[None, :], (h, w)), dtype=jnp.result_type(float))
 
 
-def ssdu_split(mask, rho, key, *, kind="gaussian", acs=(4, 4), std_scale=4.0):
+def ssdu_split(mask, rho, *, key, kind="gaussian", acs=(4, 4), std_scale=4.0):
     """SSDU split (Yaman et al., MRM 84:3172, 2020) of the acquired set ``Omega`` into
     ``(theta, lam)``: disjoint 0/1 masks with ``theta + lam = mask``.
 
@@ -441,7 +441,7 @@ def ssdu_split(mask, rho, key, *, kind="gaussian", acs=(4, 4), std_scale=4.0):
     Examples
     --------
     >>> m = jnp.ones((8, 8))
-    >>> theta, lam = ssdu_split(m, 0.4, jax.random.key(0))
+    >>> theta, lam = ssdu_split(m, 0.4, key=jax.random.key(0))
     >>> int(lam.sum()), bool((theta + lam == m).all())  # floor(0.4 (64 - 16)): the 4 x 4 ACS stays
     (19, True)
     """
@@ -473,20 +473,20 @@ def ssdu_split(mask, rho, key, *, kind="gaussian", acs=(4, 4), std_scale=4.0):
     return jnp.asarray(m - lam, dtype=dt), jnp.asarray(lam, dtype=dt)
 
 
-def resubsample(mask, R, center_fraction, key, *, kind="random"):
+def resubsample(mask, R, center_fraction, *, key, kind="random"):
     """A further Cartesian mask applied on top of the acquired one: ``mask * cartesian_mask(...)``
     (the N2N-style resubsampling of D2SA ``data/masking.py``: sub-mask R = 2, cf = 0.08; the loss
     mask stays the full acquired one, so input and loss sets overlap).
 
     Examples
     --------
-    >>> m = cartesian_mask((8, 16), 2, 0.25, jax.random.key(0))
-    >>> sub = resubsample(m, 2, 0.25, jax.random.key(1))
+    >>> m = cartesian_mask((8, 16), 2, 0.25, key=jax.random.key(0))
+    >>> sub = resubsample(m, 2, 0.25, key=jax.random.key(1))
     >>> bool((sub <= m).all()), sub[0, 6:10].tolist()  # a subset; both keep the 4 centre lines
     (True, [1.0, 1.0, 1.0, 1.0])
     """
     m = _mask(mask, "mask")
-    return m * cartesian_mask(m.shape, R, center_fraction, key, kind=kind)
+    return m * cartesian_mask(m.shape, R, center_fraction, key=key, kind=kind)
 
 
 # --- self-supervised losses -------------------------------------------------------------------

@@ -258,7 +258,7 @@ class Masks(NamedTuple):
     m_full: jax.Array
 
 
-def ssl_masks(mask, n_slices, ssl, key, *, holdout=0.05, rho=0.4):
+def ssl_masks(mask, n_slices, ssl, *, key, holdout=0.05, rho=0.4):
     """The :class:`Masks` of the self-supervised framework ``ssl`` for ``n_slices`` slices
     acquired with ``mask (H, W)`` (D2SA ``data/masking.py``,
     ``docs/papers/d2sa.md#mechanism-of-the-official-code``): a held-out
@@ -271,8 +271,8 @@ def ssl_masks(mask, n_slices, ssl, key, *, holdout=0.05, rho=0.4):
 
     Examples
     --------
-    >>> m = cartesian_mask((8, 8), 2, 0.25, jax.random.key(0))
-    >>> ms = ssl_masks(m, 2, "ssdu", jax.random.key(1))
+    >>> m = cartesian_mask((8, 8), 2, 0.25, key=jax.random.key(0))
+    >>> ms = ssl_masks(m, 2, "ssdu", key=jax.random.key(1))
     >>> ms.m_in.shape, bool(((ms.m_in + ms.m_loss + ms.m_val) == m).all())  # a partition
     ((2, 8, 8), True)
     """
@@ -287,15 +287,15 @@ def ssl_masks(mask, n_slices, ssl, key, *, holdout=0.05, rho=0.4):
     for s in range(n_slices):
         kv, ks = jax.random.split(jax.random.fold_in(key, s))
         if holdout > 0:
-            a, val = ssdu_split(mask, holdout, kv, kind="uniform", acs=(0, 0))
+            a, val = ssdu_split(mask, holdout, key=kv, kind="uniform", acs=(0, 0))
         else:
             a, val = mask, jnp.zeros_like(mask)
         if ssl == "dc":
             m_in, m_loss = a, a
         elif ssl == "ssdu":
-            m_in, m_loss = ssdu_split(a, rho, ks, kind="uniform", acs=(4, 4))
+            m_in, m_loss = ssdu_split(a, rho, key=ks, kind="uniform", acs=(4, 4))
         else:
-            m_in, m_loss = a * cartesian_mask(mask.shape, 2.0, 0.08, ks), a
+            m_in, m_loss = a * cartesian_mask(mask.shape, 2.0, 0.08, key=ks), a
         out.append(Masks(m_in, m_loss, val, a, mask))
     return Masks(*(_r(jnp.stack(f)) for f in zip(*out, strict=True)))
 
@@ -625,7 +625,7 @@ def single_shot(unet, y, mask, target, *, ssl="dc", lr=None, max_iters=300, wind
     _patient(unet, y, mask, _required(target, "target"))
     s = np.shape(y)[0]
     y, target = _c(y), _c(target)
-    masks = ssl_masks(mask, s, ssl, key)
+    masks = ssl_masks(mask, s, ssl, key=key)
     tr, fr = nn.split(unet)
     xh, t, errs, ps = _early_stopped(
         tr, fr, lr, (y, masks, None), target, _iters(max_iters), _window(window, max_iters), 0.0
@@ -729,7 +729,7 @@ def d2sa(
     de_init = check_choice(de_init, "de_init", ("zero", "default"))
     k1, k2, k3, k4, k5 = jax.random.split(key, 5)
     model = init_d2sa(unet, s, gamma=gamma, key=k1)
-    masks1 = ssl_masks(mask, s, ssl, k2, holdout=0.0)
+    masks1 = ssl_masks(mask, s, ssl, key=k2, holdout=0.0)
     mask_tree = jax.tree.map(eqx.is_inexact_array, model)
     mask_tree = eqx.tree_at(lambda m: m.inr.B, mask_tree, False)
     if not train_unet_stage1:
@@ -760,7 +760,7 @@ def d2sa(
     )
     tr, fr = eqx.partition(model, tmask)
     z = model.latents
-    masks2 = ssl_masks(mask, s, ssl, k5)
+    masks2 = ssl_masks(mask, s, ssl, key=k5)
     xh, t, errs, ps = _early_stopped(
         tr,
         fr,

@@ -170,7 +170,7 @@ def _run_rank1(w0, B, c, eta, cdf, uniform, noise_sd, ends, seed, first, out):  
     return out
 
 
-def seed_of(key) -> np.uint64:
+def seed_of(*, key) -> np.uint64:
     """A 64-bit seed from a JAX key's data (every word mixed in)."""
     import jax
 

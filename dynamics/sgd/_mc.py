@@ -132,7 +132,7 @@ def simulate_recorded(
     """
     grid = np.asarray(grid, dtype=np.int64)
     if isinstance(inst, QuadraticSum) and order == "iid" and not track_counts:
-        W = quadratic_paths(inst, eta, grid, seed_of(key), n_paths, dtype)
+        W = quadratic_paths(inst, eta, grid, seed_of(key=key), n_paths, dtype)
         return W.astype(np.float64, copy=False)
     chunk = int(min(chunk, n_paths))
     n = inst.n_samples

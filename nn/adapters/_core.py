@@ -333,7 +333,7 @@ class Adapted(eqx.Module):
             }
         return Adapted(model, banks, self.specs, self.active, self.enabled)
 
-    def bind(self, key=None, **context):
+    def bind(self, *, key=None, **context):
         """The model with adapted layers bound to their shared arrays and ``context``."""
         active = self.active if self.enabled else ()
         ctxs = {n: {**self.banks[n], **context} for n in active}
@@ -354,7 +354,7 @@ class Adapted(eqx.Module):
             k for s in self.specs if s.name in self.active for k in METHODS[s.method].context_keys
         }
         context = {k: kwargs.pop(k) for k in list(kwargs) if k in keys}
-        return self.bind(kwargs.get("key"), **context)(*args, **kwargs)
+        return self.bind(key=kwargs.get("key"), **context)(*args, **kwargs)
 
     def layers(self, name: str | None = None) -> dict[str, AdapterLayer]:
         """The adapter ``name``'s layers (default: the single active adapter) by dotted path."""

@@ -113,7 +113,7 @@ class TFBLoRALinear(AdapterLayer):
         z = jax.random.normal(key, ap.shape, ap.dtype)
         return jnp.where(ok, z / jnp.where(ok, d_over_sigma[:, None], 1.0), 0.0)
 
-    def sample_delta_weight(self, key):
+    def sample_delta_weight(self, *, key):
         """One draw of ``s B'(A' + E)``, ``E_ij ~ N(0, (sigma / d_i)^2)`` (``E_i = 0`` where
         ``d_i`` is zero at B's numerical rank)."""
         bp, ap, d = self._arrays()
@@ -142,7 +142,7 @@ def tfb_bayesianize(adapted: Adapted, sigma: float, *, name: str | None = None) 
     >>> bool(jnp.allclose(t(x), a(x)))  # without a key: the posterior mean, the trained LoRA
     True
     >>> lay = t.layers()["layers.0"]
-    >>> e = lay.sample_delta_weight(jax.random.key(2)) - lay.delta_weight({})
+    >>> e = lay.sample_delta_weight(key=jax.random.key(2)) - lay.delta_weight({})
     >>> bool(jnp.all(abs(e[2]) < 1e-6)), bool(jnp.all(e[:2] != 0))  # noise in col(B) only
     (True, True)
     """

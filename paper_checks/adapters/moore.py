@@ -115,7 +115,7 @@ class TaskLoRA(eqx.Module):
     scale: float = eqx.field(static=True)
 
     @staticmethod
-    def build(base, r, num_tasks, key):
+    def build(base, r, num_tasks, *, key):
         a, b, g = [], [], []
         for i, t in enumerate(TARGETS):
             lin = base.layers[int(t[-1])]
@@ -214,7 +214,9 @@ def _adapter(method, student, seed, num_tasks):
         mask = eqx.tree_at(_moore_u, mask, replace=[True] * len(_moore_u(mask)))
         return nn.split(a, mask)
     if method == "lora_task":
-        return TaskLoRA.build(student, task_lora_rank(student, num_tasks), num_tasks, key), student
+        return TaskLoRA.build(
+            student, task_lora_rank(student, num_tasks), num_tasks, key=key
+        ), student
     r = lora_rank(student, num_tasks)
     return nn.split(ad.inject(student, "lora", targets=TARGETS, key=key, r=r, alpha=2.0 * r))
 

@@ -15,10 +15,10 @@ _g = np.random.default_rng(0)
 REF = np.abs(_g.standard_normal((2, 8, 8))) + 0.5
 REC = REF + 0.1 * _g.standard_normal((2, 8, 8))
 UN = UNet(2, 2, 2, 1, dtype=T.DTYPE, key=KEY)
-MASK = mri.cartesian_mask((8, 8), 2.0, 0.25, KEY)
+MASK = mri.cartesian_mask((8, 8), 2.0, 0.25, key=KEY)
 Y = (_g.standard_normal((2, 8, 8)) + 1j * _g.standard_normal((2, 8, 8))) * np.asarray(MASK)
 TGT = _g.standard_normal((2, 8, 8)) + 0j
-SRC = mri.cohort("source", 1, 2, (8, 8), KEY)
+SRC = mri.cohort("source", 1, 2, (8, 8), key=KEY)
 D2M = T.init_d2sa(UN, 2, key=KEY)
 _LOOP = dict(max_iters=3, window=1, key=KEY)
 

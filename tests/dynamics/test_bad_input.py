@@ -37,7 +37,7 @@ LIN = nn.Linear(4, 1, False, init=jax.nn.initializers.zeros, key=KEY)
 XR = jax.random.normal(KEY, (16, 4))
 BATCH = (XR, XR @ jnp.ones(4))
 SGD = optax.sgd(0.1)
-MASK = np.asarray(MR.cartesian_mask((8, 12), 2, 0.2, KEY))
+MASK = np.asarray(MR.cartesian_mask((8, 12), 2, 0.2, key=KEY))
 IMG = _g.standard_normal((8, 12)) + 1j * _g.standard_normal((8, 12))
 KSP = MASK * (_g.standard_normal((8, 12)) + 1j * _g.standard_normal((8, 12)))
 COILS = MR.coil_maps(2, (8, 12))
@@ -47,7 +47,7 @@ ELL = np.asarray(MR.slice_ellipses(PAT, 0.0))
 CORPUS = D.Order2Markov.random(0, 5)
 TEACHER = HybridLM(5, 8, 2, 1, 4, ("gqa",), mlp_hidden=8, rope_theta=100.0, key=KEY)
 STUDENT = hybrid_from_teacher(TEACHER, ("mla",), kv_rank=4, rope_dim=2, key=KEY)
-TOKS = np.asarray(CORPUS.sample(KEY, 2, 6))
+TOKS = np.asarray(CORPUS.sample(2, 6, key=KEY))
 LM = dict(steps=2, batch=2, length=6, key=KEY)
 
 
@@ -327,12 +327,12 @@ def test_options_seeds_shapes_and_ragged_input_are_named():
 
     cnn = SmallCNN((2, 2), key=KEY)
     with pytest.raises(TypeError, match="`inner` must be an integer"):  # unused by "pad"
-        AC.build("pad", cnn, KEY, inner="24")  # pyright: ignore[reportArgumentType]
+        AC.build("pad", cnn, key=KEY, inner="24")  # pyright: ignore[reportArgumentType]
     with pytest.raises(TypeError, match="`seed` must be an integer"):
         AC.source_task(jax.random.key(0))  # pyright: ignore[reportArgumentType]
     with pytest.raises(TypeError, match="`shape` must be a pair"):
-        MR.cartesian_mask(np.array(8.0), 3.0, 0.1, KEY)
-    phase = MR.random_phase(KEY, max_phase=-0.0)  # a signed zero is zero
+        MR.cartesian_mask(np.array(8.0), 3.0, 0.1, key=KEY)
+    phase = MR.random_phase(key=KEY, max_phase=-0.0)  # a signed zero is zero
     assert np.all(np.asarray(phase) == 0.0)
     with pytest.raises(TypeError, match="`scores` must be array-like"):
         BL.top_k([[0.1], [0.2, 0.3]], 1)
@@ -391,18 +391,18 @@ def test_dnd_task_targets_names_theta_and_x_whose_batches_differ():
 def test_mri_random_bias_gain_is_a_real_pair():
     import pytest
 
-    assert MR.random_bias(KEY, gain=np.array([1.0, 1.0]))[0] == 1.0
+    assert MR.random_bias(key=KEY, gain=np.array([1.0, 1.0]))[0] == 1.0
     with pytest.raises(ValueError, match=r"`gain` must have shape \(2,\); got shape \(\)"):
-        MR.random_bias(KEY, gain=np.array(1.0))
+        MR.random_bias(key=KEY, gain=np.array(1.0))
     with pytest.raises(TypeError, match="`gain` must hold real numbers; got an array of object"):
-        MR.random_bias(KEY, gain=np.array([0.6, 1.6], dtype=object))
+        MR.random_bias(key=KEY, gain=np.array([0.6, 1.6], dtype=object))
 
 
 def test_mri_cohort_requires_a_key():
     import pytest
 
     with pytest.raises(ValueError, match="`key` must be a single JAX PRNG key"):
-        MR.cohort("source", 1, 1, (8, 8), None)  # pyright: ignore[reportArgumentType]
+        MR.cohort("source", 1, 1, (8, 8), key=None)  # pyright: ignore[reportArgumentType]
 
 
 def test_mri_to_complex_refuses_complex_channels():

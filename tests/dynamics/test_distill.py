@@ -20,7 +20,7 @@ def test_entropy_rate_of_an_iid_chain_and_by_sampling():
     iid = Order2Markov(np.broadcast_to(p, (V, V, V)).copy())
     assert iid.entropy_rate == pytest.approx(-np.sum(p * np.log(p)), rel=1e-12)
     c = Order2Markov.random(1, 5, concentration=0.5)
-    toks = np.asarray(c.sample(KEY, 400, 60))
+    toks = np.asarray(c.sample(400, 60, key=KEY))
     nll = -np.log(c.P[toks[:, :-2], toks[:, 1:-1], toks[:, 2:]])
     per_seq = nll.mean(1)
     se = per_seq.std(ddof=1) / math.sqrt(len(per_seq))

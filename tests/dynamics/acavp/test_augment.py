@@ -62,7 +62,7 @@ def test_op_matches_pillow(op, level):
 
 def test_sampler_draws_every_op_and_stays_in_range():
     x = np.tile(IMGS[:1], (300, 1, 1, 1))
-    out = np.asarray(TA.trivial_augment(x, jax.random.key(1)))
+    out = np.asarray(TA.trivial_augment(x, key=jax.random.key(1)))
     assert out.shape == x.shape and out.min() >= 0.0 and out.max() <= 1.0
     assert np.allclose(out * 255, np.round(out * 255), atol=1e-6)  # on PIL's uint8 grid
     changed = np.mean(np.any(np.abs(out - x) > 1e-3, axis=(1, 2, 3)))

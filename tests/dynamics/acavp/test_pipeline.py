@@ -82,7 +82,7 @@ def test_replicas_train_as_each_alone_in_a_scan(cnn, task):
     from dynamics.acavp import pipeline as PL
 
     keys = jax.random.split(jax.random.key(3), 2)
-    models = [PL.build("pad", cnn, k, width=3) for k in keys]
+    models = [PL.build("pad", cnn, key=k, width=3) for k in keys]
     tr0 = jax.tree.map(lambda *v: jnp.stack(v), *[nn.split(m)[0] for m in models])
     frozen = nn.split(models[0])[1]
     lrs = jnp.asarray([0.3, 0.003], jnp.float32)

@@ -102,12 +102,12 @@ def test_slices_are_exact_sections():
 
 @pytest.mark.parametrize("family", ["brain", "knee"])
 def test_random_patients(family):
-    a = mri.random_patient(jax.random.key(0), family=family)
-    b = mri.random_patient(jax.random.key(0), family=family)
-    c = mri.random_patient(jax.random.key(1), family=family)
+    a = mri.random_patient(key=jax.random.key(0), family=family)
+    b = mri.random_patient(key=jax.random.key(0), family=family)
+    c = mri.random_patient(key=jax.random.key(1), family=family)
     np.testing.assert_array_equal(a.ellipsoids, b.ellipsoids)
     assert not np.allclose(a.ellipsoids, c.ellipsoids)
-    base = mri.random_patient(jax.random.key(0), family=family, jitter=0.0)
+    base = mri.random_patient(key=jax.random.key(0), family=family, jitter=0.0)
     if family == "brain":
         np.testing.assert_array_equal(base.ellipsoids, mri.shepp_logan_3d().ellipsoids)
     d = np.asarray(a.ellipsoids) - np.asarray(base.ellipsoids)
@@ -119,12 +119,12 @@ def test_random_patients(family):
 
 
 def test_bias_field_and_contrast_shifts():
-    coeffs = np.asarray(mri.random_bias(jax.random.key(2), strength=0.3, gain=(0.6, 1.6)))
+    coeffs = np.asarray(mri.random_bias(key=jax.random.key(2), strength=0.3, gain=(0.6, 1.6)))
     g = coeffs[0]
     assert 0.6 <= g <= 1.6
     field = np.asarray(mri.polynomial_field(coeffs, (N, N)))
     assert (field >= g * 0.7 - 1e-12).all() and (field <= g * 1.3 + 1e-12).all()
-    phase = np.asarray(mri.polynomial_field(mri.random_phase(jax.random.key(3)), (N, N)))
+    phase = np.asarray(mri.polynomial_field(mri.random_phase(key=jax.random.key(3)), (N, N)))
     assert np.abs(phase).max() <= 0.5 + 1e-12
     sl = mri.shepp_logan_3d()
     np.testing.assert_array_equal(mri.apply_contrast(sl, "T1").ellipsoids, sl.ellipsoids)
@@ -159,7 +159,7 @@ def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="`coeffs`"):
         mri.polynomial_field(np.ones(5), (N, N))
     with pytest.raises(ValueError, match="`family`"):
-        mri.random_patient(jax.random.key(0), family="liver")
+        mri.random_patient(key=jax.random.key(0), family="liver")
 
 
 def test_noise_has_the_stated_variance():

@@ -51,7 +51,7 @@ def test_coil_maps_are_normalised_and_smooth():
 @pytest.mark.parametrize("n_coils", [None, C])
 def test_adjoint_identity(g, n_coils):
     """<A x, y> = <x, A^H y> for random complex x, y (batch of 2)."""
-    mask = mri.cartesian_mask((H, W), 3, 0.2, jax.random.key(1))
+    mask = mri.cartesian_mask((H, W), 3, 0.2, key=jax.random.key(1))
     coils = None if n_coils is None else mri.coil_maps(n_coils, (H, W))
     x = _cplx(g, 2, H, W)
     y = _cplx(g, 2, H, W) if coils is None else _cplx(g, 2, C, H, W)
@@ -65,7 +65,7 @@ def test_adjoint_identity(g, n_coils):
 
 
 def test_hard_dc_returns_the_acquired_samples_exactly(g):
-    mask = mri.cartesian_mask((H, W), 4, 0.1, jax.random.key(2))
+    mask = mri.cartesian_mask((H, W), 4, 0.1, key=jax.random.key(2))
     k, y = _cplx(g, H, W), _cplx(g, H, W) * mask
     out = np.asarray(mri.kspace_consistency(k, y, mask))
     m = np.asarray(mask) > 0
@@ -77,7 +77,7 @@ def test_hard_dc_returns_the_acquired_samples_exactly(g):
 
 def test_soft_dc_is_the_entrywise_minimiser(g):
     """(k + lam y)/(1 + lam) solves min |k' - k|^2 + lam |k' - y|^2 on acquired points."""
-    mask = mri.cartesian_mask((H, W), 2, 0.1, jax.random.key(3))
+    mask = mri.cartesian_mask((H, W), 2, 0.1, key=jax.random.key(3))
     k, y, lam = _cplx(g, H, W), _cplx(g, H, W), 0.7
     out = np.asarray(mri.kspace_consistency(k, y, mask, lam))
     m = np.asarray(mask) > 0
@@ -90,7 +90,7 @@ def test_soft_dc_is_the_entrywise_minimiser(g):
 @pytest.mark.parametrize("lam", [None, 2.0])
 def test_multicoil_dc_is_a_unit_gradient_step(g, lam):
     """With sum |S_c|^2 = 1: dc(x) = x + t A^H (y - A x), t = 1 (hard) or lam/(1 + lam)."""
-    mask = mri.cartesian_mask((H, W), 4, 0.1, jax.random.key(4))
+    mask = mri.cartesian_mask((H, W), 4, 0.1, key=jax.random.key(4))
     coils = mri.coil_maps(C, (H, W))
     x, y = _cplx(g, H, W), _cplx(g, C, H, W) * mask
     t = 1.0 if lam is None else lam / (1 + lam)
@@ -115,14 +115,14 @@ def test_mask_has_the_stated_number_of_lines(n, R, cf, kind):
     n_low = math.floor(n * cf + 0.5)
     expected = max(n_low, math.floor(n / R + 0.5))
     assert mri.num_lines(n, R, cf) == (expected, n_low)
-    m = np.asarray(mri.cartesian_mask((6, n), R, cf, jax.random.key(5), kind=kind))
+    m = np.asarray(mri.cartesian_mask((6, n), R, cf, key=jax.random.key(5), kind=kind))
     assert set(np.unique(m)) <= {0.0, 1.0}
     assert (m == m[:1]).all()  # whole columns
     cols = np.flatnonzero(m[0])
     assert cols.size == expected
     p = (n - n_low + 1) // 2
     assert m[0, p : p + n_low].all()
-    again = mri.cartesian_mask((6, n), R, cf, jax.random.key(5), kind=kind)
+    again = mri.cartesian_mask((6, n), R, cf, key=jax.random.key(5), kind=kind)
     np.testing.assert_array_equal(m, again)
     if kind == "equispaced" and expected - n_low > 1:
         outer = np.r_[np.arange(p), np.arange(p + n_low, n)]
@@ -134,15 +134,15 @@ def test_mask_has_the_stated_number_of_lines(n, R, cf, kind):
 
 def test_random_masks_differ_between_keys():
     masks = {
-        tuple(np.asarray(mri.cartesian_mask((2, 64), 4, 0.08, jax.random.key(s))[0]))
+        tuple(np.asarray(mri.cartesian_mask((2, 64), 4, 0.08, key=jax.random.key(s))[0]))
         for s in range(5)
     }
     assert len(masks) == 5
 
 
 def test_resubsample_is_a_submask():
-    m = mri.cartesian_mask((8, 64), 2, 0.08, jax.random.key(6))
-    sub = np.asarray(mri.resubsample(m, 2, 0.08, jax.random.key(7)))
+    m = mri.cartesian_mask((8, 64), 2, 0.08, key=jax.random.key(6))
+    sub = np.asarray(mri.resubsample(m, 2, 0.08, key=jax.random.key(7)))
     assert (sub <= np.asarray(m)).all()
     assert sub[0].sum() < np.asarray(m)[0].sum()
 
@@ -150,9 +150,9 @@ def test_resubsample_is_a_submask():
 @pytest.mark.parametrize("kind", ["gaussian", "uniform"])
 @pytest.mark.parametrize("acs", [(4, 4), (0, 0)])
 def test_ssdu_split_partitions_the_acquired_set(kind, acs):
-    mask = np.asarray(mri.cartesian_mask((24, 32), 3, 0.1, jax.random.key(8)))
+    mask = np.asarray(mri.cartesian_mask((24, 32), 3, 0.1, key=jax.random.key(8)))
     theta, lam = (
-        np.asarray(a) for a in mri.ssdu_split(mask, 0.4, jax.random.key(9), kind=kind, acs=acs)
+        np.asarray(a) for a in mri.ssdu_split(mask, 0.4, key=jax.random.key(9), kind=kind, acs=acs)
     )
     assert (theta * lam == 0).all() and (theta + lam == mask).all()
     r0, c0 = (24 - acs[0] + 1) // 2, (32 - acs[1] + 1) // 2
@@ -164,7 +164,7 @@ def test_ssdu_split_partitions_the_acquired_set(kind, acs):
 
 def test_gaussian_selection_is_denser_at_the_centre():
     """Variable density: Lambda lies closer to DC than a uniform selection (over 10 keys)."""
-    mask = mri.cartesian_mask((32, 32), 2, 0.1, jax.random.key(10))
+    mask = mri.cartesian_mask((32, 32), 2, 0.1, key=jax.random.key(10))
     rr, cc = np.meshgrid(np.arange(32) - 16, np.arange(32) - 16, indexing="ij")
     dist = np.hypot(rr, cc)
 
@@ -172,7 +172,7 @@ def test_gaussian_selection_is_denser_at_the_centre():
         return np.mean(
             [
                 dist[
-                    np.asarray(mri.ssdu_split(mask, 0.3, jax.random.key(s), kind=kind)[1]) > 0
+                    np.asarray(mri.ssdu_split(mask, 0.3, key=jax.random.key(s), kind=kind)[1]) > 0
                 ].mean()
                 for s in range(10)
             ]
@@ -183,7 +183,7 @@ def test_gaussian_selection_is_denser_at_the_centre():
 
 @pytest.mark.parametrize("loss", [mri.normalized_l1_l2, mri.relative_l1])
 def test_losses_are_scale_invariant_and_see_only_the_mask(g, loss):
-    mask = mri.cartesian_mask((H, W), 2, 0.1, jax.random.key(11))
+    mask = mri.cartesian_mask((H, W), 2, 0.1, key=jax.random.key(11))
     y, yp = _cplx(g, C, H, W), _cplx(g, C, H, W)
     base = float(loss(yp, y, mask))
     for c in (-3.7, 1e-3, 250.0):
@@ -208,13 +208,13 @@ def test_loss_values_on_a_hand_example():
 
 def test_bad_input_names_the_argument(g):
     x = _cplx(g, H, W)
-    mask = mri.cartesian_mask((H, W), 2, 0.1, jax.random.key(0))
+    mask = mri.cartesian_mask((H, W), 2, 0.1, key=jax.random.key(0))
     with pytest.raises(ValueError, match="`mask`"):
         mri.forward(x, np.ones((H, W + 1)))
     with pytest.raises(ValueError, match="`mask`"):
         mri.forward(x, np.full((H, W), 0.5))
     with pytest.raises(ValueError, match="`R`"):
-        mri.cartesian_mask((H, W), 0.5, 0.1, jax.random.key(0))
+        mri.cartesian_mask((H, W), 0.5, 0.1, key=jax.random.key(0))
     with pytest.raises(TypeError, match="`y`"):
         mri.adjoint(np.ones((H, W)), mask)
     with pytest.raises(TypeError, match="`x`"):
@@ -226,6 +226,6 @@ def test_bad_input_names_the_argument(g):
     with pytest.raises(ValueError, match="`lam`"):
         mri.kspace_consistency(x, x, mask, -1.0)
     with pytest.raises(ValueError, match="`rho`"):
-        mri.ssdu_split(mask, 1.0, jax.random.key(0))
+        mri.ssdu_split(mask, 1.0, key=jax.random.key(0))
     with pytest.raises(ValueError, match="`y`"):
         mri.relative_l1(x, np.zeros((H, W), complex), mask)

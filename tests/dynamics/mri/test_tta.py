@@ -85,8 +85,8 @@ def test_stop_iteration_rule():
 
 @pytest.mark.parametrize("ssl", tta.SSL)
 def test_ssl_masks_partition_the_acquired_set(ssl):
-    mask = cartesian_mask((16, 16), 2.0, 0.25, KEY)
-    m = tta.ssl_masks(mask, 2, ssl, KEY)
+    mask = cartesian_mask((16, 16), 2.0, 0.25, key=KEY)
+    m = tta.ssl_masks(mask, 2, ssl, key=KEY)
     acquired = np.asarray(mask)
     assert np.all(np.asarray(m.m_val) * np.asarray(m.m_inr) == 0)
     np.testing.assert_array_equal(
@@ -110,4 +110,4 @@ def test_bad_input(unet):
     with pytest.raises(ValueError, match="window"):
         tta.stop_iteration(np.ones(5), 0)
     with pytest.raises(ValueError, match="holdout"):
-        tta.ssl_masks(mask, 2, "dc", KEY, holdout=0.7)
+        tta.ssl_masks(mask, 2, "dc", key=KEY, holdout=0.7)

@@ -35,7 +35,9 @@ def test_tfb_covariance_is_isotropic_on_col_b_and_gauge_invariant():
     layer = t.layers()["layers.0"]
     lora = a.layers()["layers.0"]
     N = 4000
-    draws = jax.vmap(layer.sample_delta_weight)(jax.random.split(jax.random.key(9), N))
+    draws = jax.vmap(lambda k: layer.sample_delta_weight(key=k))(
+        jax.random.split(jax.random.key(9), N)
+    )
     mean = lora.scale * lora.B @ lora.A
     dev = np.asarray(draws - mean)  # (N, m, n)
     u, _, _ = np.linalg.svd(np.asarray(lora.B), full_matrices=False)
@@ -72,10 +74,12 @@ def test_tfb_with_a_rank_deficient_b_samples_on_col_b():
     x = jnp.ones((4, 6))
     assert bool(jnp.all(jnp.isfinite(t(x, key=jax.random.key(3)))))
     zero = t.layers()["layers.0"]
-    np.testing.assert_array_equal(zero.sample_delta_weight(jax.random.key(4)), 0.0)
+    np.testing.assert_array_equal(zero.sample_delta_weight(key=jax.random.key(4)), 0.0)
     layer, lora = t.layers()["layers.1"], a.layers()["layers.1"]
     N = 2000
-    draws = jax.vmap(layer.sample_delta_weight)(jax.random.split(jax.random.key(5), N))
+    draws = jax.vmap(lambda k: layer.sample_delta_weight(key=k))(
+        jax.random.split(jax.random.key(5), N)
+    )
     dev = np.asarray(draws - lora.scale * lora.B @ lora.A)
     un = np.asarray(u / jnp.linalg.norm(u))
     np.testing.assert_allclose(dev - un @ (un.T @ dev), 0, atol=1e-12)
