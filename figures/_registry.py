@@ -8,10 +8,11 @@ alike.
 
 from __future__ import annotations
 
-import fnmatch
 import importlib
 import pkgutil
 from types import ModuleType
+
+from paper_checks import matches
 
 __all__ = ["figure_modules", "save"]
 
@@ -33,7 +34,7 @@ def figure_modules(pattern: str | None = None, package: str = "figures") -> list
             mod = importlib.import_module(name)
         except Exception as err:
             mod = _broken(name, info.name.replace("_", ".", 1), err)
-        if pattern is None or fnmatch.fnmatchcase(mod.ID, pattern):
+        if matches(mod.ID, pattern):
             mods.append(mod)
     return mods
 

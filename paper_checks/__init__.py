@@ -10,12 +10,24 @@ declares mutants (:func:`patch`, :func:`wrap`) and ends with typed rules (:func:
 live in ``paper_checks.properties``.
 """
 
+from ._index import entries as index_entries
+from ._index import load as load_index
 from ._measurement import STATUSES, Measurement, Recorded, measure, moved, record
 from ._memo import clear_caches, memo
 from ._mutants import Mutant, find_mutant, patch, resolve_target, scaled, wrap
 from ._power import TARGET, Power
 from ._properties import PROPERTIES, Property, prop, replay, verify
-from ._registry import REGISTRY, SCALES, Claim, Registry, Sizes, claim, run_claim, sizes
+from ._registry import (
+    REGISTRY,
+    SCALES,
+    Claim,
+    Registry,
+    Sizes,
+    claim,
+    matches,
+    run_claim,
+    sizes,
+)
 from ._rules import (
     Verdict,
     at_least,
@@ -26,7 +38,16 @@ from ._rules import (
     slope_within,
     within,
 )
-from ._units import Replicates, compute_plan, computed, run_replicates, shared, unit
+from ._units import (
+    Replicates,
+    compute_plan,
+    computed,
+    giving,
+    providing,
+    run_replicates,
+    shared,
+    unit,
+)
 
 __all__ = [
     "PROPERTIES",
@@ -51,9 +72,14 @@ __all__ = [
     "compute_plan",
     "computed",
     "find_mutant",
+    "giving",
+    "index_entries",
+    "load_index",
+    "matches",
     "memo",
     "moved",
     "patch",
+    "providing",
     "record",
     "resolve_target",
     "run_claim",

@@ -41,6 +41,7 @@ from ._mutants import Mutant, find_mutant
 from ._units import Replicates, compute_plan, providing
 
 __all__ = [
+    "matches",
     "Claim",
     "Registry",
     "REGISTRY",
@@ -162,6 +163,14 @@ def _broken_claim(name: str, err: Exception) -> Claim:
     )
 
 
+def matches(ident: str, pattern: str | None) -> bool:
+    """Whether ``ident`` matches the glob ``pattern`` or one of its comma-separated globs
+    (``"acavp.*,adapters.polar_*"``); None matches everything."""
+    if pattern is None:
+        return True
+    return any(fnmatch.fnmatchcase(ident, p) for p in pattern.split(","))
+
+
 class Registry:
     """An ordered collection of claims (or properties), optionally filled by importing every
     public module of a package; a module that fails to import becomes one entry that reports
@@ -215,8 +224,9 @@ class Registry:
         return self._items[item_id]
 
     def select(self, pattern: str | None) -> list:
-        """Entries whose id matches the shell-style glob ``pattern`` (all when None)."""
-        return [c for c in self if pattern is None or fnmatch.fnmatchcase(c.id, pattern)]
+        """Entries whose id matches the shell-style glob ``pattern``, or one of its
+        comma-separated globs (all when None)."""
+        return [c for c in self if matches(c.id, pattern)]
 
 
 REGISTRY = Registry("paper_checks")

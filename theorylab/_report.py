@@ -404,24 +404,43 @@ def comparison_table(changes: Sequence[dict]) -> str:
 
 
 # ------------------------------------------------------------------------------ the README table
+def _paper_name(paper: str) -> str:
+    """A claim's paper string, short: the text inside its first parentheses when it names the
+    paper (``Chen & Luo 2025 (arXiv ...)`` stays whole), cut to 60 characters."""
+    return fmt(paper.split(", extending")[0], 60)
+
+
 def readme_table(registry, scale: str = "quick") -> str:
-    """The README's claims table, from the registry: each claim, its paper and where, and the
-    outcome it records at ``scale`` with the reason (``theorylab report --markdown``)."""
+    """The README's tables, from the registry (``theorylab report --markdown``): per paper, the
+    claims it records as reproduced at ``scale`` and the command that reproduces just that
+    paper; then each claim recorded otherwise, with the outcome and why."""
+    claims = list(registry)
+    papers: dict[tuple[str, str], list] = {}
+    for c in claims:
+        papers.setdefault((c.id.split(".")[0], _paper_name(c.paper)), []).append(c)
+    area_papers: dict[str, int] = {}
+    for area, _ in papers:
+        area_papers[area] = area_papers.get(area, 0) + 1
     lines = [
-        f"| claim | paper | where | verdict at {scale} | why |",
-        "|---|---|---|---|---|",
+        f"| paper | area | reproduced at {scale} | reproduce just this paper |",
+        "|---|---|---|---|",
     ]
-    for c in registry:
-        outcome = c.recorded.at(scale)
-        lines.append(
-            md_row(
-                [
-                    f"`{c.id}`",
-                    fmt(c.paper, 40),
-                    fmt(c.where, 40),
-                    outcome,
-                    fmt(c.recorded.reason, 200) if outcome != "reproduced" else "",
-                ]
-            )
-        )
+    for (area, name), cs in papers.items():
+        n = sum(c.recorded.at(scale) == "reproduced" for c in cs)
+        glob = f"{area}.*" if area_papers[area] == 1 else ",".join(c.id for c in cs)
+        cmd = f"`theorylab reproduce --only '{glob}'`"
+        lines.append(md_row([name, f"`{area}`", f"{n} of {len(cs)}", cmd]))
+    others = [c for c in claims if c.recorded.at(scale) != "reproduced"]
+    lines.append("")
+    if not others:
+        return "\n".join([*lines, f"Every claim records `reproduced` at {scale}."])
+    lines += [
+        f"Claims recorded as not reproduced or inconclusive at {scale}, and why:",
+        "",
+        f"| claim | where | verdict at {scale} | why |",
+        "|---|---|---|---|",
+    ]
+    for c in others:
+        why = fmt(c.recorded.reason, 200)
+        lines.append(md_row([f"`{c.id}`", fmt(c.where, 50), c.recorded.at(scale), why]))
     return "\n".join(lines)

@@ -153,7 +153,8 @@ def test_report_compares_two_runs_and_the_readme_table(tmp_path, capsys):
     assert main(["report", a]) == 2
     assert main(["report", "--markdown"], registry=reg) == 0
     table = capsys.readouterr().out
-    assert "| `rec.gap` | Paper B | Fig. 3 | inconclusive | needs more seeds |" in table
+    assert "| `rec.gap` | Fig. 3 | inconclusive | needs more seeds |" in table
+    assert "| Paper B | `rec` | 0 of 1 | `theorylab reproduce --only 'rec.*'` |" in table
 
 
 @pytest.mark.parametrize("bad", ["missing.json", "not-json"])
