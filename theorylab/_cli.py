@@ -409,14 +409,14 @@ def _verify(args, properties, cache: bool) -> int:
 def _list(registry, properties) -> int:
     """Print the claims and properties; from the static index (no JAX import) unless registries
     are passed in."""
-    from paper_checks import _index
+    from paper_checks import index_entries, load_index
 
     if registry is None and properties is None:
-        rows = _index.load()
+        rows = load_index()
     else:
         from paper_checks import PROPERTIES, REGISTRY
 
-        rows = _index.entries(
+        rows = index_entries(
             REGISTRY if registry is None else registry,
             PROPERTIES if properties is None else properties,
         )

@@ -268,7 +268,7 @@ def replicate_chunk(
     replicate_chunk output)`` of each of ``reps.needs`` (one that failed is computed here).
     Returns ``results`` (in index order), ``seconds`` and ``error`` (the text of what it raised,
     else None)."""
-    from paper_checks._units import giving
+    from paper_checks import giving
 
     _on_worker(compile_cache)
     t0 = time.perf_counter()
@@ -379,7 +379,7 @@ def figure_row(
     _on_worker(compile_cache)
     from _core.runtime import float64
     from figures import save
-    from paper_checks._units import providing
+    from paper_checks import providing
 
     results, error = _gathered(chunks)
     if error is not None:
