@@ -315,6 +315,11 @@ def _split(done: list) -> tuple[list[dict], list]:
     return [r for r in done if isinstance(r, dict)], [r for r in done if isinstance(r, tuple)]
 
 
+def _area_of(job) -> str:
+    fn, args, _ = job
+    return (args[0].id if fn is claim_row else args[1]).split(".")[0]
+
+
 def _reproduce(args, registry, figures_package, cache: bool) -> int:
     out = Path(args.out)
     par = dict(workers=args.workers, scheduler=args.scheduler, compile_cache=cache)
@@ -328,10 +333,21 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
             (figure_row, (m.__name__, m.ID, args.scale, args.seed, str(out)), {})
             for m in figure_modules(args.only, figures_package)
         ]
+    # one area after another, its claims then its figures (which read the claims' memoised
+    # simulations); serially, what an area computed is released before the next starts
+    jobs.sort(key=lambda job: _area_of(job))
+    last_of_area = {_area_of(job): i for i, job in enumerate(jobs)}
     done: list = []
     t0 = time.perf_counter()
     try:
-        execute(jobs, desc="claims and figures", rows=done, quiet=args.quiet, **par)
+        execute(
+            jobs,
+            desc="claims and figures",
+            rows=done,
+            quiet=args.quiet,
+            release_after=set(last_of_area.values()),
+            **par,
+        )
     except KeyboardInterrupt:
         rows, figs = _split(done)
         _report.write_report(rows, figs, out, header=_header(args, t0, partial=True))

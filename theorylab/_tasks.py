@@ -95,6 +95,13 @@ def relieve_memory(share: float = MEMORY_SHARE) -> bool:
 
     if not limit or psutil.Process().memory_info().rss <= share * limit:
         return False
+    _release_area()
+    return True
+
+
+def _release_area() -> None:
+    """Release what a finished area holds: memoised simulations, JAX's compiled programs, and
+    the freed heap back to the OS (glibc)."""
     import ctypes
     import gc
 
@@ -104,7 +111,6 @@ def relieve_memory(share: float = MEMORY_SHARE) -> bool:
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):  # glibc only
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    return True
 
 
 def device_name() -> str:
@@ -448,6 +454,7 @@ def execute(
     compile_cache: bool = True,
     rows: list | None = None,
     quiet: bool = False,
+    release_after: set[int] | frozenset[int] = frozenset(),
 ) -> list:
     """Run ``jobs`` (``(function, args, kwargs)``) and return their results in job order.
 
@@ -455,17 +462,24 @@ def execute(
     each finishes, so an interrupted run keeps what it has); else as Dask tasks, one per job, and
     for a claim with declared replicates also one per chunk of them. Progress goes to stderr: a
     bar on a terminal, else one line per finished task (:class:`Progress`); none if ``quiet``.
+    Serially, after each job whose index is in ``release_after`` (the last of a paper's area)
+    the memoised simulations and JAX's compiled programs are released (no later job reads
+    them; a seeded cache, so no number changes), which bounds the run's memory by its largest
+    area's instead of the sum of all areas'.
     """
     rows = [] if rows is None else rows
     progress = Progress(len(jobs), desc, quiet)
     if workers is None and scheduler is None:
         from _core.runtime import release_compiled
 
-        for fn, args, kwargs in progress.wrap(jobs):
+        for i, (fn, args, kwargs) in enumerate(progress.wrap(jobs)):
             t0 = time.perf_counter()
             rows.append(fn(*args, **kwargs))
             progress.done(rows[-1], time.perf_counter() - t0)
-            release_compiled()
+            if i in release_after:
+                _release_area()
+            else:
+                release_compiled()
         return rows
     try:
         from dask.distributed import Client, LocalCluster, as_completed
