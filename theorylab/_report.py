@@ -170,6 +170,17 @@ def _row_cells(r) -> list[str]:
     ]
 
 
+def _mutants_text(r) -> str:
+    """Each mutant run, caught or missed; for a claim that does not reproduce, caught means it
+    moved a measured value by more than 3 SE."""
+    how = "turned not reproduced" if r["status"] == "reproduced" else "moved > 3 SE"
+    return "; ".join(
+        f"{name}: {'caught' if ok else 'MISSED'} ({r['mutant_runs'][name]}, "
+        f"{how if ok else 'unmoved'})"
+        for name, ok in r["mutant_caught"].items()
+    )
+
+
 def _figures_of(area_ids: set[str], figures) -> list[dict]:
     return [f for f in figures if f["id"].split(".")[0] in area_ids]
 
@@ -223,6 +234,8 @@ def render_markdown(report: dict) -> str:
                 md.append(f"  - recorded: {r['recorded']} ({r['reason']})")
             if r.get("detail"):
                 md.append(f"  - detail: {r['detail']}")
+            if r.get("mutant_caught"):
+                md.append(f"  - mutants: {_mutants_text(r)}")
         md += ["", "</details>", ""]
         for f in _figures_of({r["id"].split(".")[0] for r in rs}, figures):
             png = [p for p in f["files"] if p.endswith(".png")]
@@ -321,6 +334,7 @@ def render_html(report: dict, out: Path) -> str:
                     else ""
                 )
                 + (f"<br>detail: {e(r['detail'])}" if r.get("detail") else "")
+                + (f"<br>mutants: {e(_mutants_text(r))}" if r.get("mutant_caught") else "")
                 + "</li>"
             )
         parts.append("</ul></details>")
