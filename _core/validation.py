@@ -374,12 +374,13 @@ def as_generator(rng, name="rng") -> np.random.Generator:
 
 def check_key(key, name="key", *, optional=False):
     """Return ``key`` if it is one JAX PRNG key: a typed key (``jax.random.key(seed)``, shape ())
-    or a raw ``jax.random.PRNGKey(seed)`` (uint32, shape (2,)). ``optional`` admits None."""
+    or its raw data (``jax.random.key_data(key)``: uint32, shape (2,)). ``optional`` admits
+    None."""
     if key is None and optional:
         return None
     want = (
         f"`{name}` must be a single JAX PRNG key (jax.random.key(seed) or "
-        f"jax.random.PRNGKey(seed)){' or None' if optional else ''}"
+        f"its raw uint32 data of shape (2,)){' or None' if optional else ''}"
     )
     if key is None:
         raise ValueError(f"{want}; it is required here and got None.")

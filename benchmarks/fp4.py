@@ -62,8 +62,8 @@ def _best(fns: dict, args: dict, rounds: int, budget: float = 0.03) -> dict:
 
 
 def _quantisers(shape, dtype, rounds: int, extra: bool) -> list[dict]:
-    x = jax.random.normal(jax.random.PRNGKey(0), shape, dtype)
-    key = jax.random.PRNGKey(1)
+    x = jax.random.normal(jax.random.key(0), shape, dtype)
+    key = jax.random.key(1)
     fns: dict[str, Callable] = {
         "cast": jax.jit(lambda x: x.astype(jnp.float4_e2m1fn)),
         "round trip": jax.jit(lambda x: x.astype(jnp.float4_e2m1fn).astype(x.dtype)),
@@ -104,9 +104,9 @@ def _quantisers(shape, dtype, rounds: int, extra: bool) -> list[dict]:
 
 
 def _training(rounds: int) -> list[dict]:
-    lm = nn.TransformerLM(64, 128, 4, 2, 64, dtype=jnp.float32, key=jax.random.PRNGKey(2))
-    batch = jax.random.randint(jax.random.PRNGKey(3), (16, 65), 0, 64)
-    key = jax.random.PRNGKey(1)
+    lm = nn.TransformerLM(64, 128, 4, 2, 64, dtype=jnp.float32, key=jax.random.key(2))
+    batch = jax.random.randint(jax.random.key(3), (16, 65), 0, 64)
+    key = jax.random.key(1)
     opt = optax.adam(1e-3)
     fns, args = {}, {}
     for name, mm in [

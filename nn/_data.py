@@ -22,8 +22,8 @@ class MarkovCorpus:
     ``batch(key, batch_size, length)`` samples sequences started from the stationary law;
     ``entropy_rate`` (nats/token) is the cross-entropy floor of any next-token predictor.
 
-    >>> c = MarkovCorpus.random(8, key=jax.random.PRNGKey(0))
-    >>> c.batch(2, 5, key=jax.random.PRNGKey(1)).shape
+    >>> c = MarkovCorpus.random(8, key=jax.random.key(0))
+    >>> c.batch(2, 5, key=jax.random.key(1)).shape
     (2, 5)
     """
 

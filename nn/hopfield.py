@@ -352,7 +352,7 @@ def hopfield_block(*, alpha_prime, alpha=None, mlp_residual=True, scale=None, in
 
     >>> import jax, nn
     >>> lm = nn.TransformerLM(32, 16, 2, 3, 8, block=hopfield_block(alpha_prime=0.5, alpha=0.5),
-    ...                       key=jax.random.PRNGKey(0))
+    ...                       key=jax.random.key(0))
     """
     _check_alpha(alpha_prime, "alpha_prime")
     _check_alpha(alpha, "alpha", allow_none=True)
@@ -375,7 +375,7 @@ def hopfield_lm(
 
     Examples
     --------
-    >>> lm = hopfield_lm(32, 16, 2, 3, 8, alpha_prime=0.5, alpha=0.5, key=jax.random.PRNGKey(0))
+    >>> lm = hopfield_lm(32, 16, 2, 3, 8, alpha_prime=0.5, alpha=0.5, key=jax.random.key(0))
     >>> len(lm.blocks), type(lm.blocks[0]).__name__
     (3, 'HopfieldBlock')
     """

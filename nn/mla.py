@@ -385,7 +385,7 @@ def mla_from_gqa(gqa: GQAttention, kv_rank, *, rope_dim=0, q_rank=None, key=None
         q_rank=q_rank,
         rope_theta=gqa.rope_theta or 10000.0,
         dtype=dtype,
-        key=jax.random.PRNGKey(0) if key is None else key,
+        key=jax.random.key(0) if key is None else key,
     )
     WK = np.asarray(gqa.k_proj.weight, np.float64).reshape(G, dh, d)
     WV = np.asarray(gqa.v_proj.weight, np.float64).reshape(G, dh, d)

@@ -702,7 +702,7 @@ class QuantMatmul:
         if key is None:
             if self.stochastic:
                 raise ValueError("key is required: this QuantMatmul uses stochastic rounding")
-            key = jax.random.PRNGKey(0)
+            key = jax.random.key(0)
         lead = x.shape[:-1]
         y = _qmm(
             self,

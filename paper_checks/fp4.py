@@ -98,7 +98,7 @@ def _reg_loss(m, batch, *, key=None):
 
 
 def _linear(w):
-    m = nn.Linear(w.size, 1, False, dtype=jnp.float32, key=jax.random.PRNGKey(0))
+    m = nn.Linear(w.size, 1, False, dtype=jnp.float32, key=jax.random.key(0))
     return eqx.tree_at(lambda l: l.weight, m, jnp.asarray(w, jnp.float32)[None, :])
 
 
@@ -124,7 +124,7 @@ def sr_quadratic(n, d, draws, seed):
     sample = jax.jit(
         lambda w, keys, X, y: jax.lax.map(lambda k: grad(w, k, X, y), keys, batch_size=50)
     )
-    keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), 1), draws)
+    keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), 1), draws)
     out = {"k": np.array(KS), "fixed": [], "fixed_se": [], "opt": [], "opt_se": [], "rho": []}
     for k in KS:
         t = 1.0
@@ -243,7 +243,7 @@ def threshold_runs(n, d, seeds, steps, seed):
             )
         model = _linear(w_star + e0)
         data = (jnp.asarray(X), jnp.asarray(y))
-        key = jax.random.fold_in(jax.random.PRNGKey(seed), 100 + s)
+        key = jax.random.fold_in(jax.random.key(seed), 100 + s)
         for nm in names:
             thr = sqrt3 if nm in ("fp4", "sqrt(3)") else SWITCH_AT[nm]
             r = train_fp4(
@@ -411,7 +411,7 @@ def _fast_compile():
 
 def _train_seeds(make_model, loss_fn, batch_fn, eval_fn, matmul, steps, seeds, lr, seed=0):
     """Adam training of ``seeds`` independent runs (replicate ``i``: init and data stream from
-    ``fold_in(PRNGKey(seed), i)``; its SR draws are slice ``i`` of the stream keyed by seed 0's step
+    ``fold_in(key(seed), i)``; its SR draws are slice ``i`` of the stream keyed by seed 0's step
     key, JAX's ``vmap`` rule for the RngBitGenerator of :mod:`nn.quant`, so distinct per seed), one
     ``lax.scan`` over steps ``vmap``-ed over seeds, so a design configuration costs one
     compilation. Returns (per-step losses ``(seeds, steps)``, final held-out losses ``(seeds,)``).
@@ -430,7 +430,7 @@ def _train_seeds(make_model, loss_fn, batch_fn, eval_fn, matmul, steps, seeds, l
         tr, _, losses = nn.fit(loss, opt, tr, jnp.arange(steps), frozen=fr)
         return losses, eval_fn(eqx.combine(tr, fr), jax.random.fold_in(sk, 2))
 
-    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(seed), i))(jnp.arange(seeds))
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(jnp.arange(seeds))
     losses, ev = jax.jit(jax.vmap(one), compiler_options=_fast_compile())(keys)
     return np.asarray(losses, np.float64), np.asarray(ev, np.float64)
 
@@ -498,7 +498,7 @@ def sweep_sr_operand(draws, seed):
     x = rng.standard_normal((64, 128)).astype(np.float32)
     v = theory_fp4.nvfp4_sr_variance(x.astype(np.float64))
     xj = jnp.asarray(x)
-    keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), 3), draws)
+    keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), 3), draws)
     err = np.stack(
         [np.asarray(nn.quant.quantize(xj, NVFP4, "stochastic", key=k), np.float64) for k in keys]
     ) - x.astype(np.float64)
@@ -527,7 +527,7 @@ def design_sweep(steps, seeds, batch_size, configs, seed):
         width,
         2,
         dtype=jnp.float32,
-        key=jax.random.fold_in(jax.random.PRNGKey(seed), 100),
+        key=jax.random.fold_in(jax.random.key(seed), 100),
     )
 
     def batch(k, n=batch_size):
@@ -538,7 +538,7 @@ def design_sweep(steps, seeds, batch_size, configs, seed):
         return nn.MLP(din, dout, width, 2, dtype=jnp.float32, key=k)
 
     def ev(m, k):
-        return _mse(m, batch(jax.random.fold_in(jax.random.PRNGKey(seed), 7), 4096), key=k)
+        return _mse(m, batch(jax.random.fold_in(jax.random.key(seed), 7), 4096), key=k)
 
     runs = {}
     for name, (fmt, rounding) in list(_sweep_configs().items())[:configs]:
@@ -637,7 +637,7 @@ def lm_runs(V, D, L, T, B, steps, seeds, seed):
     """Training curves (mean over seeds) and per-seed held-out losses: float32 and the paper's
     fully quantised recipe in NVFP4 and MXFP4 (held-out loss with the model's own forward) on a
     synthetic Markov corpus (known entropy rate)."""
-    corpus = nn.MarkovCorpus.random(V, key=jax.random.PRNGKey(seed), concentration=0.3)
+    corpus = nn.MarkovCorpus.random(V, key=jax.random.key(seed), concentration=0.3)
 
     def make(k):
         return nn.TransformerLM(V, D, 2, L, T, dtype=jnp.float32, key=k)
@@ -646,7 +646,7 @@ def lm_runs(V, D, L, T, B, steps, seeds, seed):
         return corpus.batch(n, T + 1, key=k)
 
     def ev(m, k):
-        return nn.lm_loss(m, batch(jax.random.fold_in(jax.random.PRNGKey(seed), 2), 16 * B), key=k)
+        return nn.lm_loss(m, batch(jax.random.fold_in(jax.random.key(seed), 2), 16 * B), key=k)
 
     runs = {}
     for name, fmt in {

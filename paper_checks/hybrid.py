@@ -148,7 +148,7 @@ def svd_init(seeds: int, seed: int) -> dict:
     rows = []
     with jax.enable_x64(True):
         for s in range(seeds):
-            key = jax.random.PRNGKey(10_000 * seed + s)
+            key = jax.random.key(10_000 * seed + s)
             kt, kx, kr = jax.random.split(key, 3)
             x = jax.random.normal(kx, (2, T, d), jnp.float64)
             g = GQAttention(d, H, G, dh, dtype=jnp.float64, key=kt)
@@ -255,7 +255,7 @@ def exact_layers(T: int, seed: int) -> dict:
     (low-rank query, RoPE); chunked SSD vs scan (T not a multiple of the chunk); SSD with A = 0,
     dt = 1 vs causal linear attention tril(C B^T) x."""
     with jax.enable_x64(True):
-        k = jax.random.split(jax.random.PRNGKey(seed), 8)
+        k = jax.random.split(jax.random.key(seed), 8)
         m = MLA(
             32,
             4,
@@ -350,7 +350,7 @@ def teacher_lm(steps: int, seed: int):
     from nn.hybrid import HybridLM
 
     corpus = Order2Markov.random(seed, LM["vocab"])
-    key = jax.random.PRNGKey(100 + seed)
+    key = jax.random.key(100 + seed)
     t = HybridLM(
         LM["vocab"],
         LM["d"],
@@ -378,7 +378,7 @@ def init_kl(teacher_steps: int, students: int, seed: int, kinds: tuple = tuple(S
     from nn.hybrid import hybrid_from_teacher
 
     t, corpus = teacher_lm(teacher_steps, seed)
-    ev = corpus.sample(256, LM["T"] + 1, key=jax.random.PRNGKey(7 + seed))
+    ev = corpus.sample(256, LM["T"] + 1, key=jax.random.key(7 + seed))
     out = {}
     for name in kinds:
         ks = STUDENTS[name]
@@ -394,7 +394,7 @@ def init_kl(teacher_steps: int, students: int, seed: int, kinds: tuple = tuple(S
                                 kv_rank=LM["kv_rank"],
                                 rope_dim=LM["rope_dim"],
                                 init=init,
-                                key=jax.random.PRNGKey(1000 * seed + i),
+                                key=jax.random.key(1000 * seed + i),
                             ),
                             ev[:, :-1],
                         )
@@ -485,7 +485,7 @@ def distilled(teacher_steps: int, ild_steps: int, kd_steps: int, seed: int) -> d
     from nn.hybrid import hybrid_from_teacher
 
     t, corpus = teacher_lm(teacher_steps, seed)
-    key = jax.random.PRNGKey(500 + seed)
+    key = jax.random.key(500 + seed)
     s = hybrid_from_teacher(
         t,
         ("mla", "mamba2", "mla", "mamba2"),
@@ -493,7 +493,7 @@ def distilled(teacher_steps: int, ild_steps: int, kd_steps: int, seed: int) -> d
         rope_dim=LM["rope_dim"],
         key=key,
     )
-    ev = corpus.sample(256, LM["T"] + 1, key=jax.random.PRNGKey(9 + seed))
+    ev = corpus.sample(256, LM["T"] + 1, key=jax.random.key(9 + seed))
     kl0 = float(kl_to_teacher(t, s, ev[:, :-1]))
     kw = dict(batch=LM["batch"], length=LM["T"])
     s, _ = ild(t, s, corpus, steps=ild_steps, key=jax.random.fold_in(key, 1), **kw)
@@ -582,14 +582,14 @@ def placements(teacher_steps: int, ild_steps: int, reps: int, seed: int) -> dict
 
     t, corpus = teacher_lm(teacher_steps, seed)
     L = LM["layers"]
-    ev = corpus.sample(256, LM["T"], key=jax.random.PRNGKey(11 + seed))
+    ev = corpus.sample(256, LM["T"], key=jax.random.key(11 + seed))
     kw = dict(batch=LM["batch"], length=LM["T"])
     masks = [tuple(i for i in range(L) if m >> i & 1) for m in range(2**L)]
     kl = {p: np.zeros(reps) for p in masks}
     scores = np.zeros((reps, L))
     models = []
     for r in range(reps):
-        key = jax.random.PRNGKey(700 + 10 * seed + r)
+        key = jax.random.key(700 + 10 * seed + r)
         m = {}
         for j, kind in enumerate(("mla", "mamba2")):
             s = hybrid_from_teacher(

@@ -83,7 +83,7 @@ def exact_reductions(T: int, layers: int, seed: int) -> dict:
     cached decode vs prefill for alpha' in {0.5, 1} with the convex skip; parameter counts;
     finiteness of logits and gradients for alpha' in {0, 1} under the causal mask."""
     with jax.enable_x64(True):
-        key = jax.random.PRNGKey(seed)
+        key = jax.random.key(seed)
         V, d, H = 23, 16, 4
         toks = jax.random.randint(jax.random.fold_in(key, 1), (3, T), 0, V)
         van = nn.TransformerLM(V, d, H, layers, T, key=key)
@@ -191,7 +191,7 @@ def rank_collapse(seeds: int, depth: int, seed: int) -> dict:
     random init: X_0 ~ N(0, 1), weights N(0, 1/d) fresh per layer (float64), T=16, d=32, 4 heads;
     and per alpha' the largest deviation of the carried state from the paper's (``state``)."""
     with jax.enable_x64(True):
-        keys = jax.random.split(jax.random.PRNGKey(1000 + seed), seeds)
+        keys = jax.random.split(jax.random.key(1000 + seed), seeds)
 
         def one(k, ap):
             kx, kw = jax.random.split(k)
@@ -325,7 +325,7 @@ def train_vit(depth, alpha_prime, seeds, steps, seed):
     """Train ``seeds`` skip-free ViTs (``alpha = 0``, no MLP residual) in one vmapped program;
     returns test accuracies ``(seeds,)`` and the final-layer log10 residual on test images."""
     Xtr, ytr, Xte, yte = digits(seed)
-    keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
+    keys = jax.random.split(jax.random.key(seed), seeds)
 
     def make(k):
         return HopfieldViT(
@@ -347,7 +347,7 @@ def train_vit(depth, alpha_prime, seeds, steps, seed):
     params, static = eqx.partition(models, eqx.is_array)
     opt = optax.adam(VIT["lr"])
     idx = jax.random.randint(
-        jax.random.fold_in(jax.random.PRNGKey(seed), 7), (steps, seeds, VIT["batch"]), 0, len(ytr)
+        jax.random.fold_in(jax.random.key(seed), 7), (steps, seeds, VIT["batch"]), 0, len(ytr)
     )
     Xtr, ytr = jnp.asarray(Xtr), jnp.asarray(ytr)
 

@@ -11,7 +11,7 @@ import pytest
 from dynamics.distill import Order2Markov, ild, kl_to_teacher
 from nn.hybrid import HybridLM, hybrid_from_teacher
 
-KEY = jax.random.PRNGKey(0)
+KEY = jax.random.key(0)
 
 
 def test_entropy_rate_of_an_iid_chain_and_by_sampling():

@@ -33,19 +33,19 @@ _SGD = optax.sgd(0.1)  # one object: train_fp4 runs with the same loss and shape
 
 
 def _regression(n=512, d=16):
-    k = jax.random.PRNGKey(0)
+    k = jax.random.key(0)
     X = jax.random.normal(k, (n, d))
-    y = X @ jnp.ones(d) + 0.3 * jax.random.normal(jax.random.PRNGKey(1), (n,))
+    y = X @ jnp.ones(d) + 0.3 * jax.random.normal(jax.random.key(1), (n,))
     return nn.Linear(d, 1, False, init=jax.nn.initializers.zeros, key=k), (X, y)
 
 
 def test_switch_run_recovers_full_precision_and_frozen_ratio_semantics():
     m0, (X, y) = _regression()
-    k = jax.random.PRNGKey(0)
+    k = jax.random.key(0)
     wls = jnp.linalg.lstsq(X, y)[0]
     lmin = float(0.5 * jnp.mean((X @ wls - y) ** 2))
     opt = _SGD
-    kw = dict(key=jax.random.PRNGKey(2), mode="backward", progress=False)
+    kw = dict(key=jax.random.key(2), mode="backward", progress=False)
     ref = F.train_fp4(
         m0, _loss, lambda t: (X, y), opt, 250, key=kw["key"], mode="none", progress=False
     )
@@ -69,7 +69,7 @@ def test_gradient_pair_same_forward_unbiased_noise_and_train_fp4_ratio():
     m, data = _regression()
     R = 200
     pair = jax.jit(jax.vmap(lambda k: F.gradient_pair(m, _loss, data, key=k, mode="backward")))
-    gq, ghp = pair(jax.random.split(jax.random.PRNGKey(3), R))
+    gq, ghp = pair(jax.random.split(jax.random.key(3), R))
     gq, ghp = np.asarray(gq.weight), np.asarray(ghp.weight)
     assert np.all(ghp == ghp[0])  # the high-precision gradient does not depend on the SR draws
     assert np.all(np.any(gq != gq[0], axis=(1, 2))[1:])  # the FP4 one does
@@ -77,7 +77,7 @@ def test_gradient_pair_same_forward_unbiased_noise_and_train_fp4_ratio():
     z = (gq.mean(0) - ghp[0]) / se
     assert np.all(np.abs(z) < 4.5)  # SR backward is unbiased
     # train_fp4's step-0 norms are those of gradient_pair at the step-0 key fold_in(key, 0)
-    key = jax.random.PRNGKey(4)
+    key = jax.random.key(4)
     r = F.train_fp4(m, _loss, lambda t: data, _SGD, 1, key=key, mode="backward", progress=False)
     q0, h0 = F.gradient_pair(m, _loss, data, key=jax.random.fold_in(key, 0), mode="backward")
     np.testing.assert_allclose(r.grad_norms[0], np.linalg.norm(h0.weight), rtol=1e-12)
@@ -92,7 +92,7 @@ def test_qaf_optimizer_fresh_at_switch_warmup_from_zero_and_default_keeps_state(
     opt = optax.adam(0.05)
     qaf = optax.adam(optax.warmup_cosine_decay_schedule(0.0, 0.05, 4, 12))
     S, extra = 15, 12
-    kw = dict(key=jax.random.PRNGKey(2), mode="backward", progress=False)
+    kw = dict(key=jax.random.key(2), mode="backward", progress=False)
     before = F.train_fp4(m0, _loss, lambda t: data, opt, S, switch=None, **kw)
     at = F.train_fp4(m0, _loss, lambda t: data, opt, S + 1, switch=S, qaf_optimizer=qaf, **kw)
     # warm-up from 0: the switch step's update is exactly zero

@@ -110,7 +110,7 @@ def test_kernel_seed_takes_every_word_of_the_key():
     from dynamics.sgd._kernel import seed_of
 
     seeds = {int(seed_of(key=k)) for k in (jax.random.key(0), jax.random.key(1), KEY)}
-    raw = jax.random.PRNGKey(1)  # legacy uint32 key data: the same seed as the typed key
+    raw = jax.random.key_data(jax.random.key(1))  # raw uint32 data: the typed key's seed
     assert len(seeds) == 3 and int(seed_of(key=raw)) == int(seed_of(key=jax.random.key(1)))
     inst = S.gaussian_design(30, [1.0, 0.4, 0.1], rng=1)
     a, b = (

@@ -17,20 +17,20 @@ import nn
 @functools.cache  # models are immutable; building one runs its initialisers op by op
 def _lm(key=0):
     return nn.TransformerLM(
-        vocab_size=11, d_model=16, num_heads=2, num_layers=2, max_len=8, key=jax.random.PRNGKey(key)
+        vocab_size=11, d_model=16, num_heads=2, num_layers=2, max_len=8, key=jax.random.key(key)
     )
 
 
 def test_linear_shapes_dtype_and_value():
-    lin = nn.Linear(3, 5, key=jax.random.PRNGKey(0))
+    lin = nn.Linear(3, 5, key=jax.random.key(0))
     assert lin.weight.shape == (5, 3) and lin.bias.shape == (5,)
     assert lin.weight.dtype == jnp.float64  # x64 is on in tests: default float follows it
-    x = jax.random.normal(jax.random.PRNGKey(1), (4, 2, 3))
+    x = jax.random.normal(jax.random.key(1), (4, 2, 3))
     np.testing.assert_allclose(lin(x), x @ lin.weight.T + lin.bias, rtol=1e-14)
-    assert nn.Linear(3, 5, dtype=jnp.float32, key=jax.random.PRNGKey(0)).weight.dtype == jnp.float32
+    assert nn.Linear(3, 5, dtype=jnp.float32, key=jax.random.key(0)).weight.dtype == jnp.float32
     with jax.enable_x64(False):
-        assert nn.Linear(3, 5, key=jax.random.PRNGKey(0)).weight.dtype == jnp.float32
-    z = nn.Linear(3, 5, False, init=jax.nn.initializers.zeros, key=jax.random.PRNGKey(0))
+        assert nn.Linear(3, 5, key=jax.random.key(0)).weight.dtype == jnp.float32
+    z = nn.Linear(3, 5, False, init=jax.nn.initializers.zeros, key=jax.random.key(0))
     assert z.bias is None and not np.any(z.weight)
 
 
@@ -41,7 +41,7 @@ def test_linear_matmul_hook_and_set_matmul():
         calls.append(key)
         return 2.0 * (x @ w.T)
 
-    lin = nn.Linear(3, 2, False, matmul=mm, key=jax.random.PRNGKey(0))
+    lin = nn.Linear(3, 2, False, matmul=mm, key=jax.random.key(0))
     x = jnp.ones((1, 3))
     np.testing.assert_allclose(lin(x), 2.0 * (x @ lin.weight.T))
     lm = nn.set_matmul(_lm(), mm)
@@ -55,20 +55,20 @@ def test_linear_matmul_hook_and_set_matmul():
 
 def test_bad_input_names_argument():
     with pytest.raises(ValueError, match="in_features"):
-        nn.Linear(0, 3, key=jax.random.PRNGKey(0))
+        nn.Linear(0, 3, key=jax.random.key(0))
     with pytest.raises(ValueError, match="num_heads"):
-        nn.CausalSelfAttention(10, 3, key=jax.random.PRNGKey(0))
+        nn.CausalSelfAttention(10, 3, key=jax.random.key(0))
     with pytest.raises(ValueError, match="max_len"):
         _lm()(jnp.zeros((1, 9), int))
     with pytest.raises(TypeError, match="ids"):
-        nn.Embedding(4, 2, key=jax.random.PRNGKey(0))(jnp.zeros(3))
+        nn.Embedding(4, 2, key=jax.random.key(0))(jnp.zeros(3))
     with pytest.raises(ValueError, match="steps"):
-        nn.train(_lm(), nn.lm_loss, lambda t: None, optax.sgd(0.1), -1, key=jax.random.PRNGKey(0))
+        nn.train(_lm(), nn.lm_loss, lambda t: None, optax.sgd(0.1), -1, key=jax.random.key(0))
 
 
 def test_attention_is_causal_and_rows_sum_to_one():
-    att = nn.CausalSelfAttention(8, 2, key=jax.random.PRNGKey(0))
-    x = jax.random.normal(jax.random.PRNGKey(1), (3, 6, 8))
+    att = nn.CausalSelfAttention(8, 2, key=jax.random.key(0))
+    x = jax.random.normal(jax.random.key(1), (3, 6, 8))
     y, w = att(x, return_weights=True)
     assert y.shape == x.shape and w.shape == (3, 2, 6, 6)
     np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-12)
@@ -77,7 +77,7 @@ def test_attention_is_causal_and_rows_sum_to_one():
     x2 = x.at[:, 4:].set(0.0)
     np.testing.assert_allclose(att(x2)[:, :4], y[:, :4], rtol=1e-12)
     # single head: explicit formula
-    a1 = nn.CausalSelfAttention(8, 1, key=jax.random.PRNGKey(2))
+    a1 = nn.CausalSelfAttention(8, 1, key=jax.random.key(2))
     q, k, v = (x @ a1.q_proj.weight.T, x @ a1.k_proj.weight.T, x @ a1.v_proj.weight.T)
     s = q @ jnp.swapaxes(k, -1, -2) / np.sqrt(8) + jnp.where(
         jnp.tril(jnp.ones((6, 6))) > 0, 0, -jnp.inf
@@ -87,7 +87,7 @@ def test_attention_is_causal_and_rows_sum_to_one():
 
 def test_lm_causal_logits():
     lm = _lm()
-    toks = jax.random.randint(jax.random.PRNGKey(3), (2, 8), 0, 11)
+    toks = jax.random.randint(jax.random.key(3), (2, 8), 0, 11)
     out = lm(toks)
     assert out.shape == (2, 8, 11)
     np.testing.assert_allclose(lm(toks.at[:, 5:].set(0))[:, :5], out[:, :5], rtol=1e-12)
@@ -123,14 +123,14 @@ def test_inexact_filter_alone_decays_the_frozen_base():
 def test_frozen_unchanged_after_training_with_weight_decay_and_loss_decreases():
     lm = _lm()
     mask = nn.trainable_mask(lm, frozen=lambda m: (m.embed, m.blocks[0].mlp))
-    data = jax.random.randint(jax.random.PRNGKey(4), (4, 9), 0, 11)
+    data = jax.random.randint(jax.random.key(4), (4, 9), 0, 11)
     res = nn.train(
         lm,
         nn.lm_loss,
         lambda t: data,
         optax.adamw(1e-2, weight_decay=0.5),
         30,
-        key=jax.random.PRNGKey(5),
+        key=jax.random.key(5),
         progress=False,
         mask=mask,
     )
@@ -147,8 +147,8 @@ def test_frozen_unchanged_after_training_with_weight_decay_and_loss_decreases():
 
 def test_train_resume_matches_single_run():
     lm = _lm()
-    data = lambda t: jax.random.randint(jax.random.PRNGKey(t), (3, 9), 0, 11)  # noqa: E731
-    opt, k = optax.adam(1e-2), jax.random.PRNGKey(0)
+    data = lambda t: jax.random.randint(jax.random.key(t), (3, 9), 0, 11)  # noqa: E731
+    opt, k = optax.adam(1e-2), jax.random.key(0)
     full = nn.train(lm, nn.lm_loss, data, opt, 6, key=k, progress=False)
     a = nn.train(lm, nn.lm_loss, data, opt, 3, key=k, progress=False)
     b = nn.train(
@@ -181,7 +181,7 @@ def test_checkpoint_round_trip_exact(tmp_path):
 
 
 def test_mlp():
-    m = nn.MLP(3, 2, 7, 2, key=jax.random.PRNGKey(0))
+    m = nn.MLP(3, 2, 7, 2, key=jax.random.key(0))
     assert len(m.layers) == 3 and m(jnp.ones((5, 3))).shape == (5, 2)
 
 
@@ -198,7 +198,7 @@ def test_uniform_init_is_the_shaped_draw_bit_for_bit(shape, wide, seed, typed):
 
     if wide:  # past the largest flat size: drawn as shaped
         shape = (_DRAW_SIZES[-1] + 3,)
-    key = jax.random.key(seed) if typed else jax.random.PRNGKey(seed)
+    key = jax.random.key(seed) if typed else jax.random.key_data(jax.random.key(seed))
     for dtype in (jnp.float32, jnp.float64):
         with jax.enable_x64(dtype == jnp.float64):
             got = uniform_fan_in(9)(key, shape, dtype)

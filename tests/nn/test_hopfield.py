@@ -24,7 +24,7 @@ from nn.hopfield import (
     patchify,
 )
 
-KEY = jax.random.PRNGKey(0)
+KEY = jax.random.key(0)
 
 
 def test_alpha_prime_zero_lm_equals_vanilla_and_adds_no_parameter():
@@ -61,7 +61,7 @@ def _qkv(key, H, T, dh):
 def test_hidden_state_is_the_ema_of_scores(H, T, dh, ap, n):
     """h_n = ap^{n-1} S_1 + (1 - ap) sum_{k=2}^n ap^{n-k} S_k (init 'first'), and the output is
     softmax over the masked h (checked against an explicit NumPy softmax)."""
-    keys = jax.random.split(jax.random.PRNGKey(H * 100 + T * 10 + dh), n)
+    keys = jax.random.split(jax.random.key(H * 100 + T * 10 + dh), n)
     h, S = None, []
     for k in keys:
         q, kk, v = _qkv(k, H, T, dh)

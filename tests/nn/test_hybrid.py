@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from nn.hybrid import HybridLM, compose_hybrid, hybrid_from_teacher, select_mla_layers
 
-KEY = jax.random.PRNGKey(0)
+KEY = jax.random.key(0)
 
 
 def _brute(scores, n, keep_first, slack):

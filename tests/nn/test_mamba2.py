@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from nn.mamba2 import Mamba2, mamba2_from_gqa, ssd_chunked, ssd_scan
 from nn.mla import GQAttention
 
-KEY = jax.random.PRNGKey(0)
+KEY = jax.random.key(0)
 
 
 def _inputs(T, H, P, N, key=KEY):
@@ -39,7 +39,7 @@ def _with(args, i, value):
     chunk=st.integers(1, 6),
 )
 def test_chunked_equals_scan(T, H, P, N, chunk):
-    x, dt, A, B, C = _inputs(T, H, P, N, jax.random.PRNGKey(T * 31 + chunk))
+    x, dt, A, B, C = _inputs(T, H, P, N, jax.random.key(T * 31 + chunk))
     chunked = jax.jit(ssd_chunked, static_argnums=5)  # one compile per example, not per op
     np.testing.assert_allclose(
         chunked(x, dt, A, B, C, chunk), jax.jit(ssd_scan)(x, dt, A, B, C)[0], rtol=1e-10, atol=1e-10

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from nn.mla import MLA, GQAttention, mla_decode, mla_from_gqa, rope, svd_factor
 
-KEY = jax.random.PRNGKey(0)
+KEY = jax.random.key(0)
 
 
 def test_rope_rotates_pairs_and_keeps_relative_scores():
@@ -67,7 +67,7 @@ def test_absorbed_and_decode_equal_naive(G, g, nope, rope_half, r, T, q_rank):
         v_dim=3,
         rope_dim=2 * rope_half,
         q_rank=q_rank,
-        key=jax.random.PRNGKey(G + 7 * r + 13 * T),
+        key=jax.random.key(G + 7 * r + 13 * T),
     )
     x = jax.random.normal(KEY, (2, T, d))
     call = eqx.filter_jit(MLA.__call__)  # one compile per example, not one per op

@@ -134,7 +134,7 @@ def test_stochastic_rounding_moments_and_support():
 def test_sr_on_e8m0_and_e4m3_unbiased():
     N = 20000
     for fmt, x in [("e8m0", 3.0), ("e4m3", 0.0123), ("e4m3", 300.0)]:
-        d = np.asarray(Q.round_to(jnp.full((N,), x), fmt, "stochastic", key=jax.random.PRNGKey(1)))
+        d = np.asarray(Q.round_to(jnp.full((N,), x), fmt, "stochastic", key=jax.random.key(1)))
         var = float(Q.sr_variance(x, fmt))
         assert len(np.unique(d)) == 2 and abs(d.mean() - x) <= 4 * np.sqrt(var / N)
 
@@ -177,7 +177,7 @@ def test_sr_block_scales_in_range_never_clip_and_two_neighbours(seed, log2_mag, 
     the E4M3 grid (NVFP4), no scaled element above 6 (so SR stays unbiased), and each element is
     one of its two E2M1 neighbours."""
     x = _blocks_data(np.random.default_rng(seed)) * 2.0**log2_mag
-    b = Q.quantize_blocks(x, fmt, "stochastic", key=jax.random.PRNGKey(seed))
+    b = Q.quantize_blocks(x, fmt, "stochastic", key=jax.random.key(seed))
     s = np.asarray(b.scales)
     assert np.all(np.isfinite(s)) and np.all(s >= 0)
     if fmt == "nvfp4":
@@ -348,7 +348,7 @@ def test_fused_quantize_bit_identical_to_unfused(bf, rounding, dtype):
     sees how ``s_enc`` was made, so ``quantize_blocks(x).dequantize()`` run as two programs can
     differ from both in the last bit of the tensor-scale formats' decode factor."""
     B = bf.block_size
-    key = jax.random.PRNGKey(5)
+    key = jax.random.key(5)
     wide, x = _edge_cases(dtype, B, seed=B)
     bad = x.copy()
     bad[0, 3], bad[2, B + 1], bad[9, -1] = np.nan, np.inf, -np.inf
@@ -449,7 +449,7 @@ def test_quant_matmul_vjp_equals_dequantised_computation():
         Q.Operand(Q.BlockFormat(16, "fp32", False), "stochastic"),
     )
     mm = Q.QuantMatmul(fx, fw, bg, bw, ug, ux)
-    key = jax.random.PRNGKey(11)
+    key = jax.random.key(11)
     y, dx, dw = _vjp(mm, x, w, g, key)
     x2, g2 = x.reshape(-1, 48), g.reshape(-1, 24)
 
@@ -473,7 +473,7 @@ def test_quant_matmul_vjp_equals_dequantised_computation():
     np.testing.assert_allclose(dw, dw_ref, rtol=1e-13, atol=1e-13)
     # QAF: FP4 forward, both backward GEMMs on the saved high-precision tensors (official code)
     qaf = Q.QuantMatmul.qaf("nvfp4")
-    y, dx, dw = _vjp(qaf, x, w, g, jax.random.PRNGKey(0))
+    y, dx, dw = _vjp(qaf, x, w, g, jax.random.key(0))
     np.testing.assert_allclose(y.reshape(-1, 24), y_qaf, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(dx, g @ w, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(dw, g2.T @ x2, rtol=1e-13, atol=1e-13)
@@ -482,7 +482,7 @@ def test_quant_matmul_vjp_equals_dequantised_computation():
 def test_quant_matmul_off_is_plain_matmul_and_sr_gradient_unbiased():
     x, w, g = _data()
     off = Q.QuantMatmul()
-    y, dx, dw = _vjp(off, x, w, g, jax.random.PRNGKey(0))
+    y, dx, dw = _vjp(off, x, w, g, jax.random.key(0))
     np.testing.assert_allclose(y, x @ w.T, rtol=1e-13)
     np.testing.assert_allclose(dx, g @ w, rtol=1e-13)
     np.testing.assert_allclose(dw, g.reshape(-1, 24).T @ x.reshape(-1, 48), rtol=1e-12)
@@ -496,23 +496,23 @@ def test_quant_matmul_off_is_plain_matmul_and_sr_gradient_unbiased():
         return jax.vmap(lambda k: jax.vjp(lambda w: mm(x, w, key=k), w)[1](g)[0])(keys)
 
     R = 400
-    d = np.asarray(dws(jax.random.split(jax.random.PRNGKey(3), R)))
+    d = np.asarray(dws(jax.random.split(jax.random.key(3), R)))
     se = d.std(0, ddof=1) / np.sqrt(R)
     z = (d.mean(0) - np.asarray(dw)) / se
     assert np.mean(np.abs(z) < 4) > 0.999 and abs(z.mean()) < 4 / np.sqrt(z.size)
 
 
 def test_linear_with_quant_matmul_under_jit():
-    lin = nn.Linear(32, 16, matmul=Q.QuantMatmul.fqt("nvfp4"), key=jax.random.PRNGKey(0))
-    x = jax.random.normal(jax.random.PRNGKey(1), (5, 7, 32))
+    lin = nn.Linear(32, 16, matmul=Q.QuantMatmul.fqt("nvfp4"), key=jax.random.key(0))
+    x = jax.random.normal(jax.random.key(1), (5, 7, 32))
 
     @jax.jit
     def f(lin, x, key):
         return jnp.sum(lin(x, key=key) ** 2)
 
-    g = jax.grad(f)(lin, x, jax.random.PRNGKey(2))
+    g = jax.grad(f)(lin, x, jax.random.key(2))
     assert g.weight.shape == (16, 32) and np.all(np.isfinite(g.weight))
-    y = lin(x, key=jax.random.PRNGKey(3)).reshape(-1, 16)
+    y = lin(x, key=jax.random.key(3)).reshape(-1, 16)
     x2 = x.reshape(-1, 32)  # the shape the matmul quantises (shares its compilation)
     wq = Q.quantize(lin.weight)
     np.testing.assert_allclose(y, Q.quantize(x2) @ wq.T + lin.bias, rtol=1e-12)

@@ -100,7 +100,7 @@ def test_nvfp4_sr_variance_matches_the_package_quantiser_by_monte_carlo():
     x = rng.standard_normal((32, 6)) * np.exp(rng.standard_normal((32, 6)))
     v = T.nvfp4_sr_variance(x, axis=0)
     R = 4000
-    keys = jax.random.split(jax.random.PRNGKey(0), R)
+    keys = jax.random.split(jax.random.key(0), R)
     q = np.asarray(
         jax.vmap(lambda k: quantize(jnp.asarray(x), NVFP4, "stochastic", key=k, axis=0))(keys),
         np.float64,

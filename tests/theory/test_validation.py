@@ -77,7 +77,7 @@ def test_rng_key_callables_transforms_paths_batches(tmp_path):
     with pytest.raises(ValueError, match=r"`rng` must be an integer in \[0, inf\]; got -1"):
         V.as_generator(-1)
     V.check_key(jax.random.key(0))
-    V.check_key(jax.random.PRNGKey(0))
+    V.check_key(jax.random.key_data(jax.random.key(0)))  # a raw uint32 key
     with pytest.raises(ValueError, match="batch of keys of shape"):
         V.check_key(jax.random.split(jax.random.key(0), 3))
     with pytest.raises(TypeError, match=r"`key` must be a single JAX PRNG key"):
