@@ -28,6 +28,7 @@ CT = "Hu, Leyang et al. 2025 (Curvature Tuning, arXiv 2502.07783)"
 BETAS = tuple(np.round(np.arange(0.02, 0.99, 0.02), 2).tolist()) + (1.0,)  # all of (0, 1]
 PAPER_RANGE = (0.70, 0.99)  # the paper's grid 0.70, 0.71, .., 0.99
 RIDGE = 1e-3
+PAPER_RELATIVE = 0.0174  # steering CT over the probe, ResNet-50 (the smaller of 1.74 %, 2.57 %)
 SIZES = sizes(
     smoke=dict(n=128, tasks=3, pre_n=256, pre_steps=200),
     quick=dict(n=512, tasks=24, pre_n=256, pre_steps=800),
@@ -105,7 +106,8 @@ def ct_runs(n: int, tasks: int, pre_n: int, pre_steps: int, seed: int = 0) -> di
     paper=CT,
     statement="Steering the ReLU curvature (one beta picked on validation) improves over a "
     "linear probe on the frozen backbone, training nothing in it.",
-    where="Sec. 4, Table 1 (CT vs linear probing)",
+    where="Sec. 4, Table 1 (CT vs linear probing); arXiv v1 abstract: +2.57 % / +1.74 % "
+    "(ResNet-18/50) over the frozen model, read as relative gains",
     sizes=SIZES,
     mutants=[
         wrap(
@@ -122,7 +124,12 @@ def _check_ct(size, seed) -> Measurement:
     gain_paper = r["acc_ct_paper_grid"] - r["acc_probe"]
     return measure(
         paired_gap(
-            r["acc_ct"], r["acc_probe"], n_se=2, direction="greater", name="acc_ct - acc_probe"
+            r["acc_ct"],
+            r["acc_probe"],
+            n_se=2,
+            direction="greater",
+            name="acc_ct - acc_probe",
+            paper=PAPER_RELATIVE * float(r["acc_probe"].mean()),
         ),
         extra={
             "acc_probe": float(r["acc_probe"].mean()),
