@@ -29,6 +29,7 @@ from tqdm import tqdm
 from _core.validation import as_array, check_choice, check_instance, check_int, check_scalar
 from theory.gaussian import piece_rule
 from theory.nonlinear_laplacian import critical_threshold as _threshold
+from theory.nonlinear_laplacian_floor import beta_floor
 
 from . import _sigmas
 from ._theory import as_prior
@@ -95,6 +96,50 @@ def _make_step_family(k: int) -> Family:
     )
 
 
+def _jax_half_normal_m(tau):
+    """JAX twin of :func:`theory.nonlinear_laplacian_floor.half_normal_m` (log M, both branches
+    evaluated on clipped arguments so that gradients stay finite)."""
+    neg, pos = jnp.minimum(tau, 0.0), jnp.maximum(tau, 0.0)
+    ratio = jnp.sqrt(jnp.pi / 2) * jax.scipy.special.erfcx(-neg / jnp.sqrt(2.0))
+    low = jnp.log(2.0 / _SQ2PI) + jnp.log((1.0 + neg**2) * ratio + neg)
+    phi = jnp.exp(-0.5 * pos**2) / _SQ2PI
+    high = (
+        jnp.log(2.0)
+        + 0.5 * pos**2
+        + jnp.log((1.0 + pos**2) * jax.scipy.special.ndtr(pos) + pos * phi)
+    )
+    return jnp.where(tau < 0.0, low, high)
+
+
+def _extremal_log_kernel(prior: str):
+    """log(K(t)/K(0)) of :func:`theory.nonlinear_laplacian_floor.extremal_log_kernel` in JAX."""
+    b0 = beta_floor(prior)
+    if prior == "planted_submatrix":
+        return lambda t: b0 * t
+    a = b0 * np.sqrt(2.0 / np.pi)
+    return lambda t: _jax_half_normal_m(a * t / np.sqrt(1.0 + a * a))
+
+
+def _extremal_gap(p, t, prior):
+    lk = _extremal_log_kernel(prior)
+    tau = jnp.clip(t, p[1] - p[2], p[1])
+    lt = lk(tau)
+    return jnp.exp(p[0] - lt) * -jnp.expm1(lt - lk(p[1]))
+
+
+def _make_extremal_family(prior: str) -> Family:
+    """(c, t0, width) of :func:`spectral.sigmas.extremal`: t0 kept in the Gaussian rule's range
+    (|t0| <= 8) and width <= 20, so the gaps stay finite."""
+    return Family(
+        f"extremal_{prior}",
+        lambda p: _sigmas.extremal(p[0], p[1], p[2], prior),
+        partial(_extremal_gap, prior=prior),
+        lambda p: jnp.stack([p[1] - p[2], p[1]]),
+        ((-30.0, 30.0), (-8.0, 8.0), (1e-3, 20.0)),
+        3,
+    )
+
+
 FAMILIES = {
     "tanh": Family(
         "tanh",
@@ -112,13 +157,16 @@ FAMILIES = {
         ((1e-6, None), (0.0, None), (None, None)),
         3,
     ),
+    **{f"extremal_{p}": _make_extremal_family(p) for p in ("planted_submatrix", "sparse_nnpca")},
 }
 
 
 def family(name: str) -> Family:
     """``"tanh"`` (a, b), ``"zshape"`` (a, b, c) or ``"stepK"`` (a_0..a_{K-1}, b_0..b_{K-1}):
     breaks cumsum(a), levels (0, cumsum(b)) as in the official ``beta_to_sigma`` (K = 16 there).
-    The families of Ma & Kunisky 2025, Sec. 4."""
+    The families of Ma & Kunisky 2025, Sec. 4. Added here: ``"extremal_planted_submatrix"`` and
+    ``"extremal_sparse_nnpca"`` (c, t0, width), the capped floor-attaining σ of
+    :func:`spectral.sigmas.extremal`."""
     if not isinstance(name, str):
         raise TypeError(
             f"`name` must be a family name ('tanh', 'zshape', 'stepK'); got {type(name).__name__}."

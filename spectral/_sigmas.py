@@ -12,7 +12,17 @@ import numpy as np
 
 from _core.validation import as_array, call_real, check_instance, check_scalar
 
-__all__ = ["Sigma", "tanh", "zshape", "step", "constant", "zero", "monotone_mlp", "custom"]
+__all__ = [
+    "Sigma",
+    "tanh",
+    "zshape",
+    "step",
+    "constant",
+    "zero",
+    "monotone_mlp",
+    "custom",
+    "extremal",
+]
 
 
 class Sigma:
@@ -320,3 +330,42 @@ def as_sigma(sigma, name: str = "sigma") -> Sigma:
     raise TypeError(
         f"`{name}` must be a spectral.sigmas object or a number; got {type(sigma).__name__}."
     )
+
+
+class _Extremal(Sigma):
+    def __init__(self, c, t0, width, prior):
+        from theory.nonlinear_laplacian_floor import extremal_log_kernel
+
+        self.c, self.t0, self.width, self.prior = c, t0, width, prior
+        self._lk = lambda t: extremal_log_kernel(t, prior)
+        self._lk0 = float(self._lk(t0))
+        self.breaks = (t0 - width, t0)
+        self.upper = 0.0
+        self.lower = -float(self.gap_upper(t0 - width))
+        self.name = f"extremal(c={c:.10g}, t0={t0:.10g}, width={width:.10g}, {prior})"
+
+    def gap_upper(self, t):
+        tau = np.clip(np.asarray(t, dtype=float), self.t0 - self.width, self.t0)
+        lk = self._lk(tau)
+        # e^c (1/K(τ) - 1/K(t0)) written without cancellation near t0
+        return np.exp(self.c - lk) * -np.expm1(lk - self._lk0)
+
+
+def extremal(c: float, t0: float, width: float, prior: str = "planted_submatrix") -> Sigma:
+    """The floor-attaining σ, capped: σ(t) = -e^c (1/K(τ) - 1/K(t0)), τ = clip(t, t0 - width, t0).
+
+    K(t)/K(0) is :func:`theory.nonlinear_laplacian_floor.extremal_log_kernel` (planted submatrix:
+    e^{β0 t}, β0 = √W(1)). Uncapped (t0 → ∞, width → ∞) and at the right scale c, β*(σ) tends to
+    the floor β0 (derived here, not in Ma & Kunisky 2025; see that module). σ is 0 above t0 (its
+    top level), increasing on [t0 - width, t0], constant below.
+
+    >>> s = extremal(0.57, 5.0, 8.0)
+    >>> float(s(np.array([6.0]))[0]), bool(s(np.array([-10.0]))[0] == s.lower)
+    (0.0, True)
+    """
+    c = check_scalar(c, "c", lower=-50.0, upper=50.0)
+    t0 = check_scalar(t0, "t0", lower=-12.0, upper=12.0)
+    width = check_scalar(width, "width", lower=0.0, upper=40.0, closed="right")
+    if not isinstance(prior, str) or prior not in ("planted_submatrix", "sparse_nnpca"):
+        raise ValueError(f"`prior` must be 'planted_submatrix' or 'sparse_nnpca'; got {prior!r}.")
+    return _Extremal(c, t0, width, prior)

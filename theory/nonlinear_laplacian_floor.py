@@ -44,7 +44,7 @@ import numpy as np
 from scipy import integrate
 from scipy.special import erfcx, lambertw, ndtr
 
-from _core.validation import as_array, check_instance
+from _core.validation import as_array, check_instance, check_scalar
 
 from .nonlinear_laplacian import EtaLaw
 from .roots import find_root
@@ -100,6 +100,8 @@ def floor_equation(beta: float, prior) -> float:
     1.718281828459
     """
     prior = _check_prior(prior)
+    # NNPCA's double expectation is finite iff s = 2β²/π < 1; the floor lies in (0, 1]
+    beta = check_scalar(beta, "beta", lower=0.0, upper=1.2)
     if prior == "planted_submatrix":
         return beta * beta * math.exp(beta * beta) - 1.0
     if prior == "sparse_nnpca":

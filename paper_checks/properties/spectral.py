@@ -1,11 +1,14 @@
 """Limits of the nonlinear Laplacian (Ma & Kunisky 2025, arXiv 2505.12528) over sigma and beta."""
 
+import dataclasses
+
 import numpy as np
 
 import spectral
 from paper_checks import scaled, wrap
 from spectral import sigmas
 from theory.nonlinear_laplacian import null_law, theta
+from theory.nonlinear_laplacian_floor import beta_floor
 
 from .._properties import prop
 
@@ -144,3 +147,75 @@ def _transition(ex) -> float:
     if spectral.threshold(s, prior).regular:
         rooms.append(1.0 - r.overlap / 1e-4)
     return min(rooms)
+
+
+#: the extremal σ's optimal scale c for t0 -> ∞ (W(1) on the planted submatrix; the gradient
+#: search's 0.78217 on NNPCA, paper_checks.spectral.FLOOR_PARAMS): the strategy samples around it
+EXTREMAL_SCALE = {"planted_submatrix": 0.5671432904, "sparse_nnpca": 0.78216893}
+
+
+def _low(f):
+    """Mutant wrapper: every β* returned 1 % low (a biased root or quadrature)."""
+
+    def g(*args, **kwargs):
+        r = f(*args, **kwargs)
+        return dataclasses.replace(r, beta_star=0.99 * r.beta_star)
+
+    return g
+
+
+def _any_sigma(ex):
+    """A bounded non-decreasing σ of the instance's family: random steps (1 to 4 jumps), tanh,
+    Z-shapes, monotone one-hidden-layer networks (1 to 3 units) and the capped extremal σ (scale
+    within 0.1 of its optimum, cap t0 in [2.5, 8], constant below ``low``: near the floor)."""
+    fam = ex["family"]
+    if fam in ("tanh", "step"):
+        return _sigma(ex)
+    if fam == "zshape":
+        return sigmas.zshape(ex["a"], ex["b"], ex["c"])
+    if fam == "mlp":
+        k = ex["units"]
+        return sigmas.monotone_mlp(ex["v"][:k], ex["w"][:k], ex["bias"][:k])
+    c = EXTREMAL_SCALE[ex["shape"]] + ex["scale"]
+    return sigmas.extremal(c, ex["t0"], ex["t0"] - ex["low"], ex["shape"])
+
+
+@prop(
+    "spectral.beta_star_above_floor",
+    paper=PAPER,
+    statement="(Derived here) no bounded sigma beats the floor: beta*(sigma) >= beta0 "
+    "(sqrt(W(1)) on the planted submatrix, 0.66093 on sparse NNPCA) for steps, tanh, "
+    "Z-shapes, monotone networks and the capped extremal sigma, on either prior.",
+    where="Sec. 3 threshold characterisation + Cauchy-Schwarz (theory.nonlinear_laplacian_floor)",
+    strategy=lambda st: st.fixed_dictionaries(
+        {
+            "family": st.sampled_from(["tanh", "step", "zshape", "mlp", "extremal"]),
+            "prior": st.sampled_from(PRIORS),
+            "a": st.floats(0.2, 8.0),
+            "b": st.floats(0.3, 5.0),
+            "c": st.floats(-6.0, 2.0),
+            "jumps": st.integers(1, 4),
+            "breaks": st.lists(st.floats(-2.0, 3.0), min_size=4, max_size=4),
+            "heights": st.lists(st.floats(0.05, 1.5), min_size=4, max_size=4),
+            "units": st.integers(1, 3),
+            "v": st.lists(st.floats(-2.0, 2.0), min_size=3, max_size=3),
+            "w": st.lists(st.floats(-2.0, 2.0), min_size=3, max_size=3),
+            "bias": st.lists(st.floats(-2.0, 2.0), min_size=3, max_size=3),
+            "scale": st.floats(-0.1, 0.1),
+            "t0": st.floats(2.5, 8.0),
+            "low": st.floats(-8.0, -1.0),
+            "shape": st.sampled_from(PRIORS),
+        }
+    ),
+    mutants=[
+        wrap(
+            "theory.nonlinear_laplacian.critical_threshold",
+            _low,
+            "the beta* root 1 % low",
+            name="beta_star_1pct_low",
+        )
+    ],
+)
+def _above_floor(ex) -> float:
+    bstar = spectral.critical_threshold(_any_sigma(ex), ex["prior"])
+    return bstar / beta_floor(ex["prior"]) - 1.0

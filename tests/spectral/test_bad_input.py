@@ -25,6 +25,9 @@ CASES = {
         dict(v=np.array([1.0, 0.5]), w=np.array([1.0, 2.0]), b=np.array([0.0, 0.1])),
     ),
     "spectral.sigmas.custom": Case(sigmas.custom, dict(fn=np.tanh, upper=1.0, lower=-1.0)),
+    "spectral.sigmas.extremal": Case(
+        sigmas.extremal, dict(c=0.5, t0=3.0, width=5.0, prior="sparse_nnpca")
+    ),
     "spectral.nonlinear_laplacian": Case(S.nonlinear_laplacian, dict(Y=Y, sigma=SIG)),
     "spectral.critical_threshold": Case(S.critical_threshold, dict(sigma=SIG)),
     "spectral.outlier": Case(S.outlier, dict(sigma=SIG, beta=2.0)),
