@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.stats import spearmanr
 
+from _core.streams import substream_seed
 from dynamics import acavp as A
 from paper_checks import (
     Measurement,
@@ -105,9 +106,9 @@ def _ta_specs(size, seed):
 
 def _source_args(size, j, seed):
     """Run arguments on the ``j``-th of ``sources`` independent settings: its own source CNN,
-    task draws and subsets (run seed ``1000 seed + j``), ``source_seeds`` prompt seeds."""
+    task draws and subsets (run seed ``substream_seed(seed, j)``), ``source_seeds`` prompt seeds."""
     return (size.pretrain, size.steps, size.batch, size.source_seeds, tuple(size.lrs),
-            1000 * seed + j)  # fmt: skip
+            substream_seed(seed, j))  # fmt: skip
 
 
 def _width_specs(size, seed):

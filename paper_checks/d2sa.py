@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import time
 
-import jax
 import numpy as np
 from scipy.stats import spearmanr
 
+from _core.streams import stream_key, substream_seed
 from dynamics.mri import SHIFTS, cohort
 from dynamics.mri import tta as T
 from dynamics.mri.metrics import hfen, psnr, psnr_normalized, ssim
@@ -77,8 +77,8 @@ def _run_args(size, patients=None):
 def pretrained(shape, channels, n_source, steps, seed):
     """The source U-Net (frozen afterwards): ``n_source`` patients x 4 slices, ``steps`` Adam
     steps of the supervised L1 loss (``tta.pretrain``)."""
-    src = cohort("source", n_source, 4, (shape, shape), key=jax.random.key(seed * 1000 + 1))
-    unet, _ = T.pretrain(src, channels=channels, steps=steps, key=jax.random.key(seed * 1000 + 2))
+    src = cohort("source", n_source, 4, (shape, shape), key=stream_key(seed, 1))
+    unet, _ = T.pretrain(src, channels=channels, steps=steps, key=stream_key(seed, 2))
     return unet
 
 
@@ -122,14 +122,14 @@ def run_shift(shift, ssl, shape, channels, n_source, steps, patients, slices, it
     """B0, B1 and D2SA on ``patients`` target patients of ``shift``: per-slice scores (PSNR on
     the reference's scale, normalised PSNR, SSIM, HFEN), optimiser steps and wall time."""
     unet = shared(pretrained, shape, channels, n_source, steps, seed)
-    data = cohort(shift, patients, slices, (shape, shape), key=jax.random.key(seed * 1000 + 3))
+    data = cohort(shift, patients, slices, (shape, shape), key=stream_key(seed, 3))
     out = {m: {k: [] for k in ("psnr", "npsnr", "ssim", "hfen")} for m in ("b0", "b1", "d2sa")}
     st = {"b1": 0, "d2sa": 0, "d2sa_stage1": 0}
     secs = {"b1": 0.0, "d2sa": 0.0}
     curves = {"b1": [], "d2sa": []}
     for p in range(patients):
         y, m, ref = data.kspace[p] * data.mask[p], data.mask[p], data.target[p]
-        kp = jax.random.fold_in(jax.random.key(seed * 1000 + 4), p)
+        kp = stream_key(seed, 4, p)
         recs = {"b0": T.no_adaptation(unet, y, m)}
         t0 = time.perf_counter()
         b1 = T.single_shot(unet, y, m, ref, ssl=ssl, max_iters=iters, window=window, key=kp)
@@ -156,11 +156,11 @@ def run_shift(shift, ssl, shape, channels, n_source, steps, patients, slices, it
 def run_gain(shape, channels, n_source, steps, patients, slices, epochs, seed):
     """Stage 1 only on ``patients`` scanner-shift patients: injected gain and mean FiLM scale."""
     unet = shared(pretrained, shape, channels, n_source, steps, seed)
-    data = cohort("scanner", patients, slices, (shape, shape), key=jax.random.key(seed * 1000 + 5))
+    data = cohort("scanner", patients, slices, (shape, shape), key=stream_key(seed, 5))
     gam = []
     for p in range(patients):
         y, m = data.kspace[p] * data.mask[p], data.mask[p]
-        kp = jax.random.fold_in(jax.random.key(seed * 1000 + 6), p)
+        kp = stream_key(seed, 6, p)
         d = T.d2sa(unet, y, m, data.target[p], epochs=epochs, stage2=False, key=kp)
         gam.append(float(np.mean(d.gamma)))
     return dict(gain=np.asarray(data.gain), gamma=np.asarray(gam))
@@ -203,15 +203,15 @@ def _ssl_spec(size, seed, ssl):
 
 def _hfen_specs(size, seed):
     """``no_oversmoothing``'s runs: the SSL shift with the Perona-Malik flux and with the identity,
-    each on ``hfen_sources`` source U-Nets of their own (seeds ``10_000 + 100 seed + j``, apart
-    from every claim seed's) and ``hfen_patients`` patients each. The HFEN gap is a few
+    each on ``hfen_sources`` source U-Nets of their own (seeds ``substream_seed(seed, 10_000 + j)``,
+    apart from every claim seed's) and ``hfen_patients`` patients each. The HFEN gap is a few
     thousandths and moves with the source network more than its slice SE says (one source per
     claim seed gave -0.0005 +- 0.0015, +0.0000 +- 0.0010 and +0.0056 +- 0.0014 at seeds 0-2), so
     the claim pairs over sources."""
     return [
         (s, [_spec(size, s, SSL_SHIFT, "dc", nl, patients=size.hfen_patients)
              for nl in ("perona_malik", "identity")])
-        for s in (10_000 + 100 * seed + j for j in range(size.hfen_sources))
+        for s in (substream_seed(seed, 10_000 + j) for j in range(size.hfen_sources))
     ]  # fmt: skip
 
 

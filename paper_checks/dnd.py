@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from _core.streams import stream_key
 from dynamics import dnd as DD
 from nn import adapters as AD
 from nn import dnd as D
@@ -86,7 +87,7 @@ def pipeline(identifiable, n_train, n_test, steps, keep, horizon, n_points, pool
              gen_steps, batch, hidden, gens, seed):  # fmt: skip
     """Task family, training checkpoints, trained generator, the held-out tasks' own (full-shot)
     LoRAs and the held-out scores; ``seconds`` of each stage (compilation included)."""
-    key = jax.random.key(seed * 1000 + (1 if identifiable else 2))
+    key = stream_key(seed, 1 if identifiable else 2)
     kf, kc, kp, kg, ko, ke = jax.random.split(key, 6)
     fam = DD.task_family(n_train, n_test, identifiable=identifiable, key=kf)
     run = dict(steps=steps, keep=keep, horizon=horizon, n_points=n_points)

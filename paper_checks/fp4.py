@@ -27,6 +27,7 @@ import optax
 
 import nn
 import theory.fp4 as theory_fp4
+from _core.streams import substream_seed
 from dynamics.fp4_training import train_fp4
 from nn.quant import MXFP4, NVFP4, BlockFormat, Operand, QuantMatmul
 from paper_checks import (
@@ -219,7 +220,7 @@ def threshold_runs(n, d, seeds, steps, seed):
     pred_cross, pred_ratio, pred_switch = [], [], {nm: [] for nm in SWITCH_AT}
     sqrt3 = theory_fp4.SQRT3  # the package's threshold (a mutant may change it)
     for s in range(seeds):
-        X, y, w_star, u = _problem(n, d, seed * 1000 + s)
+        X, y, w_star, u = _problem(n, d, substream_seed(seed, s))
         n0 = _noise_sq(X, y, w_star)[0]
         e0 = RHO0 * math.sqrt(n0) * u
         path = w_star + e0 * (1 - ETA) ** np.arange(steps + 1)[:, None]  # noise-free GD path

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from _core.streams import stream_key
 from nn.mamba2 import ssd_chunked, ssd_scan
 from nn.mla import MLA, GQAttention, mla_decode, mla_from_gqa
 from paper_checks import (
@@ -148,7 +149,7 @@ def svd_init(seeds: int, seed: int) -> dict:
     rows = []
     with jax.enable_x64(True):
         for s in range(seeds):
-            key = jax.random.key(10_000 * seed + s)
+            key = stream_key(seed, 10_000, s)
             kt, kx, kr = jax.random.split(key, 3)
             x = jax.random.normal(kx, (2, T, d), jnp.float64)
             g = GQAttention(d, H, G, dh, dtype=jnp.float64, key=kt)
@@ -394,7 +395,7 @@ def init_kl(teacher_steps: int, students: int, seed: int, kinds: tuple = tuple(S
                                 kv_rank=LM["kv_rank"],
                                 rope_dim=LM["rope_dim"],
                                 init=init,
-                                key=jax.random.key(1000 * seed + i),
+                                key=stream_key(seed, 1000, i),
                             ),
                             ev[:, :-1],
                         )
@@ -589,7 +590,7 @@ def placements(teacher_steps: int, ild_steps: int, reps: int, seed: int) -> dict
     scores = np.zeros((reps, L))
     models = []
     for r in range(reps):
-        key = jax.random.key(700 + 10 * seed + r)
+        key = stream_key(seed, 700, r)
         m = {}
         for j, kind in enumerate(("mla", "mamba2")):
             s = hybrid_from_teacher(

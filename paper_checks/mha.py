@@ -54,6 +54,7 @@ import numpy as np
 import optax
 
 import nn
+from _core.streams import stream_key, substream_seed
 from nn.hopfield import HopfieldViT, decode, hopfield_attention, hopfield_lm, patchify
 from paper_checks import (
     Measurement,
@@ -440,7 +441,10 @@ def _languages(seed, n):
     ``1000 seed + j``): replicate ``j`` trains on language ``j``."""
     from dynamics.distill import Order2Markov
 
-    return [Order2Markov.random(1000 * seed + j, TU["vocab"], concentration=0.1) for j in range(n)]
+    return [
+        Order2Markov.random(substream_seed(seed, j), TU["vocab"], concentration=0.1)
+        for j in range(n)
+    ]
 
 
 @memo
@@ -454,13 +458,13 @@ def train_lm_seeds(layers, alpha_prime, lrs, seeds, steps, evals, length, batch,
     T, B, R = length, batch, len(lrs)
     if steps % evals:
         raise ValueError(f"`evals` must divide steps = {steps}; got {evals}.")
-    keys = jax.random.split(jax.random.key(seed * 7 + 1), seeds)
-    draws = jax.random.split(jax.random.key(seed * 7 + 2), seeds)
+    keys = jax.random.split(stream_key(seed, 7, 1), seeds)
+    draws = jax.random.split(stream_key(seed, 7, 2), seeds)
     langs = _languages(seed, seeds)
     toks = jnp.stack(
         [c.sample(steps * B, T + 1, key=k) for c, k in zip(langs, draws, strict=True)]
     ).reshape(seeds, evals, -1, B, T + 1)
-    vkey = jax.random.key(seed * 7 + 3)
+    vkey = stream_key(seed, 7, 3)
     val = jnp.stack([c.sample(TU["val"], T + 1, key=vkey) for c in langs])
 
     def make(k):

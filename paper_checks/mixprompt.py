@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import nn
+from _core.streams import substream_seed
 from dynamics import mixprompt as D
 from nn import mixprompt as M
 from paper_checks import (
@@ -97,7 +98,10 @@ def pretrained(pre_n: int, pre_steps: int, seed: int):
 
 @memo
 def datasets(seeds: int, n_train: int, n_val: int, n_test: int, seed: int):
-    return [D.target_data(n_train, n_val, n_test, SIZE, seed=1000 * seed + s) for s in range(seeds)]
+    return [
+        D.target_data(n_train, n_val, n_test, SIZE, seed=substream_seed(seed, s))
+        for s in range(seeds)
+    ]
 
 
 def run(method: str, size, seed: int) -> D.AdaptResult:

@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from _core.streams import substream
 from _core.validation import as_array, check_choice, check_int, check_scalar
 
 __all__ = [
@@ -168,7 +169,7 @@ def target_task(name: str, seed: int = 0) -> Task:
     seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
     _, idx = _split(seed)
     spec = TASKS[name]
-    rng = np.random.default_rng(seed * 100 + list(TASKS).index(name) + 7)
+    rng = np.random.default_rng(substream(seed, list(TASKS).index(name)))
     x, y = _draw(idx, spec, rng)
     y = (y + spec.get("label_shift", 0)) % 10
     n_test, n_val = int(TEST_FRACTION * idx.size), int(VAL_FRACTION * idx.size)

@@ -23,6 +23,7 @@ import numpy as np
 import optax
 
 import nn
+from _core.streams import stream_key
 from _core.validation import (
     as_array,
     check_bool,
@@ -171,7 +172,7 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
         return AdaptResult(method, task.name, float("nan"), a[1], a[0], a[-1],
                            {s: a[2 + i] for i, s in enumerate(SHIFTS)},
                            np.full(lrs.size, acc[0]), True, np.zeros(0))  # fmt: skip
-    keys = jax.random.split(jax.random.key(seed * 7919 + 3), seeds)
+    keys = jax.random.split(stream_key(seed, 3), seeds)
     shape = tuple(task.x_train.shape[1:])
     models = [build(method, backbone, key=k, shape=shape, **prompt_kw) for k in keys]
     x_pool = jnp.asarray(task.x_train)

@@ -79,6 +79,7 @@ import optax
 
 import nn
 import nn.adapters as ad
+from _core.streams import substream_seed
 from paper_checks import (
     Measurement,
     at_most,
@@ -298,7 +299,9 @@ def moore_runs(
     z = {"n": n, "steps": steps, "checkpoints": checkpoints, "lrs": lrs}
     with jax.enable_x64(True):
         teacher, student, _ = pretrained(256, 800, seed)
-        joint = stack_trees([_tasks(teacher, k, seed * 1000 + s, z["n"]) for s in range(n_seeds)])
+        joint = stack_trees(
+            [_tasks(teacher, k, substream_seed(seed, s), z["n"]) for s in range(n_seeds)]
+        )
         joint["ids"] = jnp.tile(jnp.arange(1, k + 1), (n_seeds, 1))
         # single-task run (s, j): task j of seed s alone, with its own id
         single = {
@@ -320,7 +323,9 @@ def moore_runs(
             "lrs": z["lrs"],
         }
         for method in (*METHODS, "lora_task", "moore_u"):
-            halves = [_adapter(method, student, seed * 1000 + s, k + 1) for s in range(n_seeds)]
+            halves = [
+                _adapter(method, student, substream_seed(seed, s), k + 1) for s in range(n_seeds)
+            ]
             fr = halves[0][1]
             tr = stack_trees([h[0] for h in halves])  # seed-specific init
             run = _runner(method, z["steps"], z["checkpoints"])

@@ -94,6 +94,7 @@ import optax
 
 import nn
 import nn.adapters as ad
+from _core.streams import stream_key, substream_seed
 from paper_checks import Measurement, claim, measure, memo, paired_gap, sizes, wrap
 from paper_checks._stats import mean_se
 from paper_checks.adapters._base import stack_trees, xent
@@ -187,13 +188,13 @@ def shifted_tasks(seeds: int, steps: int, seed: int = 0, width: int = WIDTH, k: 
 
         @jax.jit
         @jax.vmap
-        def make(delta, seed):
+        def make(delta, key):
             task = eqx.tree_at(
                 lambda m: [lin.weight for lin in m.layers],
                 base,
                 [lin.weight + dw for lin, dw in zip(base.layers, delta, strict=True)],
             )
-            kx = jax.random.split(jax.random.key(seed), 4)
+            kx = jax.random.split(key, 4)
             xs = [
                 jax.random.normal(k, (m, D_IN))
                 for k, m in zip(kx, (N_TRAIN, N_VAL, N_TEST), strict=False)
@@ -203,8 +204,10 @@ def shifted_tasks(seeds: int, steps: int, seed: int = 0, width: int = WIDTH, k: 
             batches = jax.random.randint(kx[3], (steps, BATCH), 0, N_TRAIN)
             return xs, ys, base_acc, batches
 
-        ids = 2000 + 100 * seed + jnp.arange(n)
-        (x, xv, xt), (y, yv, yt), base_acc, batches = make(shifts, ids)
+        keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(
+            stream_key(seed, 2000), jnp.arange(n)
+        )
+        (x, xv, xt), (y, yv, yt), base_acc, batches = make(shifts, keys)
         return {
             "train": (x, y),
             "val": (xv, yv),
@@ -302,7 +305,7 @@ def _stacked(method: str, size: int, n: int, seed: int = 0):
     axis, in the pytree structure of the method's largest size at seed 0 (the structures differ
     only in static metadata, sizes and seeds, that does not enter the forward pass)."""
     ref = nn.split(_adapted(method, max(SIZES[method]), 0, seed))
-    parts = [nn.split(_adapted(method, size, 1000 * seed + s, seed)) for s in range(n)]
+    parts = [nn.split(_adapted(method, size, substream_seed(seed, s), seed)) for s in range(n)]
     return tuple(stack_trees([p[h] for p in parts], like=ref[h]) for h in (0, 1))
 
 
@@ -385,7 +388,7 @@ def _sweep_fit(method, configs, width, tasks, seeds, seed, head_lr):
     big = max(LORA_RANKS) if method == "lora" else pad
     ref = nn.split(_adapted(method, big, 0, seed, width, pad))
     parts = [
-        nn.split(_adapted(method, size, 1000 * seed + s, seed, width, pad))
+        nn.split(_adapted(method, size, substream_seed(seed, s), seed, width, pad))
         for _, size in configs
         for s in range(seeds)
     ]
