@@ -17,6 +17,7 @@ import spectral
 from paper_checks import (
     Measurement,
     Replicates,
+    at_least,
     at_most,
     claim,
     holds,
@@ -29,6 +30,7 @@ from paper_checks import (
     wrap,
 )
 from spectral import sigmas
+from theory import nonlinear_laplacian_floor as nlf
 from theory.bbp import TW1_MEAN
 from theory.nonlinear_laplacian import null_law
 
@@ -529,4 +531,227 @@ def _null(size, seed) -> Measurement:
         extra={"gamma": gamma, "tw_shift": -tw, "se": r["lam_se"][j]},
         detail=f"n={n}, {sim['trials']} trials (seed {seed}); tolerance 3 SE + 2 gamma "
         "|E TW1| n^(-2/3) (edge scale gamma = E[(z*-sigma)^-3]^(1/3))",
+    )
+
+
+# ------------------------------------------------------------------ the floor (issue 47)
+#: the gradient search's optimum of the extremal family (c, t0, width) from FLOOR_START, with
+#: the cap t0 at or near its bound 8 (β* decreases toward the floor as t0 grows)
+FLOOR_PARAMS = {PS: (0.56714329, 7.77889725, 14.34125233), NN: (0.78216893, 8.0, 12.89299685)}
+FLOOR_START = {PS: (0.57, 5.0, 8.0), NN: (0.7855, 5.0, 8.0)}
+#: the paper's best β* per prior: the 16-jump step (planted), tanh (NNPCA)
+PAPER_BEST = {PS: PAPER_BETA["step16", PS], NN: PAPER_BETA["tanh", NN]}
+FLOOR_GAP = 1e-4
+FLOOR_SIZES = sizes(smoke=dict(reopt=()), quick=dict(reopt=(PS,)), full=dict(reopt=(PS, NN)))
+
+
+def floor_values() -> dict[str, float]:
+    """β0 per prior (:func:`theory.nonlinear_laplacian_floor.beta_floor`)."""
+    return {p: nlf.beta_floor(p) for p in spectral.PRIORS}
+
+
+@memo
+def floor_sigma(prior: str, reopt: bool):
+    """(params, β*) of the extremal family: re-optimised by gradient from FLOOR_START, or at
+    FLOOR_PARAMS."""
+    fam = f"extremal_{prior}"
+    if reopt:
+        r = spectral.optimize_threshold(fam, FLOOR_START[prior], prior, maxiter=200)
+        return tuple(float(v) for v in r.params), r.beta_star
+    p = FLOOR_PARAMS[prior]
+    return p, spectral.critical_threshold(spectral.family(fam).make(np.array(p)), prior)
+
+
+FLOOR_HIGH = wrap(
+    "theory.nonlinear_laplacian_floor.beta_floor",
+    scaled(1.01),
+    "the floor 1 % high",
+    name="floor_1pct_high",
+)
+
+
+@claim(
+    "spectral.floor",
+    paper=PAPER,
+    statement="(Derived here) every bounded sigma has beta*(sigma) >= beta0, with beta0 = "
+    "sqrt(W(1)) = 0.7530892 (planted submatrix) and 0.66093 (sparse NNPCA): below every beta* "
+    "the paper reports, and each of the paper's optima respects it.",
+    where="Sec. 3 threshold characterisation + Cauchy-Schwarz (theory.nonlinear_laplacian_floor)",
+    mutants=[SOLVER_LOW, FLOOR_HIGH],
+)
+def _floor(size, seed) -> Measurement:
+    from scipy.optimize import brentq
+
+    fl = floor_values()
+    omega = brentq(lambda x: x * math.exp(x) - 1.0, 0.1, 1.0, xtol=1e-16)  # W(1), no lambertw
+    independent = {PS: math.sqrt(omega), NN: nlf.beta_floor(spectral.as_prior(NN))}
+    reported = {f"{f}/{p}": PAPER_BETA[f, p] for f, p in PAPER_BETA}
+    ours = {f"{f}/{p}": published_beta(f, p) for f, p in PARAMS}
+    return measure(
+        within(fl, independent, 1e-10, name="beta0 (closed form vs root / quadrature rule)"),
+        at_most({k: fl[k.split("/")[1]] for k in reported}, reported, name="beta0 vs reported"),
+        at_least(ours, {k: fl[k.split("/")[1]] for k in ours}, name="beta* of paper optima"),
+        extra={"floor": fl, "margin_to_paper_best": {p: PAPER_BEST[p] - fl[p] for p in fl}},
+        detail="beta0: Lambert W / closed-form NNPCA expectation, against the root of x e^x = 1 "
+        "and the generic quadrature of the half-normal rule; bounds against the paper's reported "
+        "beta* (tanh, Z-shape, step16) and against beta* recomputed at its tanh/Z optima",
+    )
+
+
+@claim(
+    "spectral.floor_sigma",
+    paper=PAPER,
+    statement="(Added here) a 3-parameter sigma built from the extremal one (the exponential "
+    "kernel capped at t0 in the tail, constant below t0 - width) reaches beta* <= floor + 1e-4 "
+    "on both models, below the paper's best 0.7548625 and 0.6616581.",
+    where="Sec. 4 (the paper's best sigma); theory.nonlinear_laplacian_floor (the floor)",
+    sizes=FLOOR_SIZES,
+    mutants=[
+        SOLVER_LOW,
+        wrap(
+            "theory.nonlinear_laplacian_floor.extremal_log_kernel",
+            lambda f: lambda t, prior="planted_submatrix": 0.8 * f(t, prior),
+            "the extremal kernel's exponent 20 % low",
+            name="kernel_rate_low",
+        ),
+    ],
+)
+def _floor_sigma(size, seed) -> Measurement:
+    fl = floor_values()
+    got = {p: floor_sigma(p, p in size.reopt) for p in spectral.PRIORS}
+    beta = {p: b for p, (_, b) in got.items()}
+    return measure(
+        at_least(beta, fl, name="beta* >= floor"),
+        at_most({p: beta[p] - fl[p] for p in beta}, FLOOR_GAP, name="beta* - floor"),
+        at_most(beta, PAPER_BEST, name="beta* vs the paper's best"),
+        holds(
+            all(spectral.family(f"extremal_{p}").size <= 3 for p in beta),
+            name="parameters",
+            rule="at most 3 parameters",
+            measured={p: len(got[p][0]) for p in beta},
+        ),
+        extra={"params": {p: list(got[p][0]) for p in beta}, "floor": fl},
+        detail="; ".join(
+            f"{p}: {'re-optimised by gradient' if p in size.reopt else 'at stored optimum'}"
+            for p in beta
+        ),
+    )
+
+
+# ---------------------------------------------------------- where the asymptotics stop (issue 47)
+FINITE_SIZES = sizes(
+    smoke=dict(ns=(600,), trials=3),
+    quick=dict(ns=(2000,), trials=3),
+    full=dict(ns=(2000, 8000), trials=4),
+)
+FINITE_BETA = 1.5
+FINITE_TOP = 10  # coordinates expected on the top level (degree >= t0) under the null
+FINITE_TOL = {"null": 0.01, "outlier": 0.02, "overlap": 0.05}
+
+
+@memo
+def finite_member(n: int, member: str) -> tuple[tuple[float, float, float], float]:
+    """(params, β*) of an extremal σ on the planted submatrix: ``"top"`` has its cap at
+    t0 = Φ̄^{-1}(10/n), so n Φ̄(t0) = 10 coordinates sit on the top level, with (c, width)
+    re-optimised by the gradient search at that t0 (β* decreases in t0: the best under the
+    rule); ``"control"`` is the near-floor optimum FLOOR_PARAMS (t0 = 7.8: none)."""
+    if member == "control":
+        p = FLOOR_PARAMS[PS]
+        return p, spectral.critical_threshold(sigmas.extremal(*p), PS)
+    from scipy.stats import norm
+
+    t0 = float(norm.isf(FINITE_TOP / n))
+    fam = spectral.family(f"extremal_{PS}")
+    fam = dataclasses.replace(fam, bounds=(fam.bounds[0], (t0, t0), fam.bounds[2]))
+    r = spectral.optimize_threshold(fam, [0.6, t0, 8.0], PS, maxiter=200)
+    return tuple(float(v) for v in r.params), r.beta_star
+
+
+def finite_instance(n: int, trials: int, seed: int, member: str, i: int):
+    """Instance ``i``: (β = 0 or 1.5, trial) = divmod(i, trials), drawn from [seed, 47, n, j, t]
+    (both members see the same instances): λ1, ⟨v1, x⟩² and the top-level count of L_σ."""
+    j, t = divmod(i, trials)
+    rng = np.random.default_rng([seed, 47, n, j, t])
+    inst = spectral.planted_submatrix(n, (0.0, FINITE_BETA)[j], rng=rng)
+    p, _ = finite_member(n, member)
+    s = sigmas.extremal(*p)
+    val, vec = spectral.top_eigenpair(spectral.nonlinear_laplacian(inst.Y, s), rng=rng, tol=1e-8)
+    top = int(np.sum(inst.Y.sum(1) >= p[1]))
+    return float(val), float((vec @ inst.x) ** 2) if j else 0.0, top
+
+
+def _finite_reps(n: int, trials: int, seed: int, member: str) -> Replicates:
+    return Replicates(
+        finite_instance, (n, trials, seed, member), 2 * trials, label=f"floor finite n={n}"
+    )
+
+
+def _finite_plan(size, seed) -> list[Replicates]:
+    return [_finite_reps(n, size.trials, seed, m) for n in size.ns for m in ("top", "control")]
+
+
+def finite_errors(n: int, trials: int, seed: int, member: str) -> dict:
+    """Relative errors of the simulated null λ1, outlier and overlap (means over ``trials``)
+    against the limits, with their standard errors. Eigenvalues are compared for the centred σ
+    (E σ(g) = 0): a constant added to σ moves λ1 and its limit together, so a relative
+    tolerance needs a fixed origin."""
+    res = np.array(run_replicates(_finite_reps(n, trials, seed, member))).reshape(2, trials, 3)
+    p, bstar = finite_member(n, member)
+    s = sigmas.extremal(*p)
+    law = null_law(s)
+    mean = float(law.weights @ law.values)
+    lam_th, ov_th = spectral.outlier(s, FINITE_BETA)
+    th = {"null": spectral.bulk_edge(s) - mean, "outlier": lam_th - mean, "overlap": ov_th}
+    sim = {"null": res[0, :, 0] - mean, "outlier": res[1, :, 0] - mean, "overlap": res[1, :, 1]}
+    err = {k: float(sim[k].mean() / th[k] - 1.0) for k in th}
+    se = {k: float(sim[k].std(ddof=1) / np.sqrt(trials) / abs(th[k])) for k in th}
+    return dict(err=err, se=se, top=float(res[:, :, 2].mean()), beta_star=bstar, t0=p[1])
+
+
+@claim(
+    "spectral.floor_finite_n",
+    paper=PAPER,
+    statement="(Added here) at n = 2000 and 8000 the extremal sigma with >= 10 coordinates on "
+    "its top level follows the limits (null lambda1 within 1 % of the edge, outlier within 2 %, "
+    "overlap within 5 % at beta = 1.5), and so does the near-floor one with none there: the "
+    "limits are carried by degrees near 2 beta0, not by the top level.",
+    where="Sec. 3 main theorem (the limits); theory.nonlinear_laplacian_floor (the floor)",
+    sizes=FINITE_SIZES,
+    mutants=[
+        GOE_SCALE,
+        wrap(
+            "theory.nonlinear_laplacian.outlier",
+            _overlap_without_hprime,
+            "overlap <v1(X), x>^2 without the factor H'(theta)",
+            name="overlap_no_hprime",
+        ),
+    ],
+    replicates=_finite_plan,
+)
+def _floor_finite(size, seed) -> Measurement:
+    rules, extra = [], {}
+    for n in size.ns:
+        r = finite_errors(n, size.trials, seed, "top")
+        ctrl = finite_errors(n, size.trials, seed, "control")
+        for who, e in (("top", r), ("control", ctrl)):
+            for k, tol in FINITE_TOL.items():
+                rules.append(
+                    within(e["err"][k], 0.0, tol + 2 * e["se"][k], name=f"n={n} {who} {k} error")
+                )
+        extra[f"n={n}"] = dict(
+            best_beta_star=r["beta_star"],
+            t0=r["t0"],
+            top_level=r["top"],
+            errors=r["err"],
+            control_errors=ctrl["err"],
+            control_top_level=ctrl["top"],
+            control_beta_star=ctrl["beta_star"],
+        )
+    return measure(
+        *rules,
+        extra=extra,
+        detail=f"{size.trials} trials per n and beta (seed {seed}); relative errors (centred "
+        "sigma) within 1/2/5 % + 2 SE; best beta* with >= 10 top-level coordinates: "
+        + ", ".join(f"{k}: {v['best_beta_star']:.6f}" for k, v in extra.items())
+        + f"; control (top level empty) beta* {floor_sigma(PS, False)[1]:.9f}",
     )
