@@ -37,13 +37,21 @@ from nn import acavp as P
 from .augment import trivial_augment
 from .data import SHIFTS, Task, source_task
 
-__all__ = ["METHODS", "LR_GRID", "pretrain", "build", "AdaptResult", "adapt"]
+__all__ = ["METHODS", "LR_GRID", "LABEL_MAPS", "TA_SIDE", "pretrain", "build", "AdaptResult",
+           "adapt"]  # fmt: skip
 
 #: ``zs`` frozen model, ``lp`` linear probe, ``pad`` Bahng et al., ``evp`` EVP, ``acavp`` and its
 #: ablations (a stage switched off)
 METHODS = ("zs", "lp", "pad", "evp", "acavp", "acavp_no_affine", "acavp_no_colour",
            "acavp_no_additive")  # fmt: skip
 LR_GRID = (0.01, 0.03, 0.1)
+#: output label maps of a prompted model: ``first_k`` (target i = source logit i, the official
+#: default for non-CLIP models) or ``frequency`` (EVP's greedy frequency mapping, the official
+#: ``--evp_output_mapping``, from the frozen model's predictions on the prompted training images)
+LABEL_MAPS = ("first_k", "frequency")
+#: the image side at which TrivialAugment's pixel ranges are stated (the paper's 224 px): its
+#: translation (10 px there) is scaled to the canvas, ``10 W / 224`` px (3.1 % of the width)
+TA_SIDE = 224
 
 
 def pretrain(seed: int = 0, *, steps: int = 600, batch: int = 64, lr: float = 1e-2,
@@ -143,12 +151,15 @@ def _subsets(task, seeds, n_per_class, seed):
 
 def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, steps: int = 150,
           batch: int = 32, n_per_class: int | None = None, augment: bool = False, seed: int = 0,
-          **prompt_kw) -> AdaptResult:  # fmt: skip
+          label_map: str = "first_k", **prompt_kw) -> AdaptResult:  # fmt: skip
     """Adapt the frozen ``backbone`` to ``task`` with ``method``: ``seeds`` replicates (prompt
     init, minibatches, augmentation draws and, with ``n_per_class``, the low-data training
     subset differ) for each rate of ``lrs``; report the rate with the best mean validation
     accuracy. ``augment`` applies :func:`~dynamics.acavp.augment.trivial_augment` to every
-    training batch before the prompt. ``prompt_kw`` go to :func:`build`."""
+    training batch before the prompt, its translation scaled to the canvas (:data:`TA_SIDE`;
+    rotation and shear are angles and ratios, the same at any size). ``label_map`` one of
+    :data:`LABEL_MAPS` for the visual prompts (the frequency map from replicate 0's initial
+    prompt, which every replicate then shares). ``prompt_kw`` go to :func:`build`."""
     method = check_choice(method, "method", METHODS)
     if not isinstance(task, Task):
         raise TypeError(f"`task` must be a dynamics.acavp.Task; got {type(task).__name__}.")
@@ -157,6 +168,7 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     batch = check_int(batch, "batch", lower=1, upper=4096)
     augment = check_bool(augment, "augment")
     seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    label_map = check_choice(label_map, "label_map", LABEL_MAPS)
     if n_per_class is not None:
         n_per_class = check_int(n_per_class, "n_per_class", lower=1, upper=10_000)
     lrs = as_array(lrs, "lrs", ndim=1, min_size=1, lower=0.0, upper=10.0, closed="right")
@@ -175,6 +187,8 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     keys = jax.random.split(stream_key(seed, 3), seeds)
     shape = tuple(task.x_train.shape[1:])
     models = [build(method, backbone, key=k, shape=shape, **prompt_kw) for k in keys]
+    if label_map == "frequency" and method != "lp":
+        models = _frequency_mapped(models, task)
     x_pool = jnp.asarray(task.x_train)
     evals = tuple(jnp.asarray(e) for e in evals)
     if method == "lp":  # the probe is linear in frozen features: compute them once
@@ -192,8 +206,9 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     rep_idx = jnp.asarray(np.tile(idx, (lrs.size, 1)))
     rep_n = jnp.asarray(np.tile(counts, lrs.size))
     y_pool = jnp.asarray(task.y_train)
+    translate = 10.0 * shape[-1] / TA_SIDE if augment else None
     final, losses = _fit(rep_tr, frozen, rep_lr, rep_keys, rep_idx, rep_n, x_pool, y_pool, steps,
-                         batch, augment)  # fmt: skip
+                         batch, translate)  # fmt: skip
     hits, best, accs = _evaluate(final, frozen, jnp.asarray(idx), jnp.asarray(counts), x_pool,
                                  y_pool, evals)  # fmt: skip
     val = np.asarray(hits).reshape(lrs.size, seeds) / len(task.y_val)
@@ -210,7 +225,22 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
                        np.asarray(losses).reshape(lrs.size, seeds, -1)[best].mean(0))  # fmt: skip
 
 
-def _fit(tr0, frozen, lrs, keys, idx, counts, x_pool, y_pool, steps, batch, augment):
+def _frequency_mapped(models, task):
+    """``models`` with EVP's frequency label map (:func:`nn.acavp.frequency_label_map`) from the
+    frozen model's predictions on the training images through replicate 0's initial prompt."""
+    m = models[0]
+    logits = _source_logits(m.prompt, m.backbone, jnp.asarray(task.x_train))
+    n = m.backbone.head.out_features
+    idx = P.frequency_label_map(np.asarray(jnp.argmax(logits, -1)), task.y_train, n, n)
+    return [P.Prompted(mm.prompt, mm.backbone, idx) for mm in models]
+
+
+@eqx.filter_jit
+def _source_logits(prompt, backbone, x):
+    return backbone(prompt(x))
+
+
+def _fit(tr0, frozen, lrs, keys, idx, counts, x_pool, y_pool, steps, batch, translate):
     """Train every replica ``steps`` Adam steps; returns the replicas and their losses.
 
     The vmapped step runs from a Python loop, not inside ``lax.scan``: XLA's CPU backend runs the
@@ -221,7 +251,7 @@ def _fit(tr0, frozen, lrs, keys, idx, counts, x_pool, y_pool, steps, batch, augm
     losses = []
     for t in range(steps):
         tr0, state, loss = _step(tr0, state, frozen, lrs, keys, idx, counts, x_pool, y_pool,
-                                 jnp.asarray(t), batch, augment)  # fmt: skip
+                                 jnp.asarray(t), batch, translate)  # fmt: skip
         losses.append(loss)
     return tr0, jnp.stack(losses, axis=1)  # adapt asks steps >= 1
 
@@ -231,13 +261,17 @@ def _forward(m, x):
 
 
 @eqx.filter_jit
-def _step(tr, state, frozen, lrs, keys, idx, counts, x_pool, y_pool, t, batch, augment):
-    """One Adam step of every replica (vmapped) at its own rate; returns the losses before it."""
+def _step(tr, state, frozen, lrs, keys, idx, counts, x_pool, y_pool, t, batch, translate):
+    """One Adam step of every replica (vmapped) at its own rate; returns the losses before it.
+    ``translate`` (static): TrivialAugment's largest translation in pixels, None for no
+    augmentation."""
 
     def one(tr, st, lr, key, idx_r, n_r):
         k1, k2 = jax.random.split(jax.random.fold_in(key, t))
         ids = idx_r[jax.random.randint(k1, (batch,), 0, n_r)]
-        xb = trivial_augment(x_pool[ids], key=k2) if augment else x_pool[ids]
+        xb = x_pool[ids]
+        if translate is not None:
+            xb = trivial_augment(xb, key=k2, max_translate=translate)
 
         def loss(tr):
             return nn.cross_entropy(_forward(nn.combine(tr, frozen), xb), y_pool[ids])

@@ -137,3 +137,38 @@ def test_evaluation_scores_the_best_rate_on_the_other_sets():
         want = [np.mean(p[a : a + 60] == yy[160:220]) for a in (160, 220, 280)]
         want.append(np.mean(p[sub] == yy[sub]))
         assert np.allclose(np.asarray(accs)[:, s], want, atol=1e-6)
+
+
+def test_frequency_map_reads_each_target_class_from_its_most_predicted_source_class(cnn, task):
+    """Every replica gets the greedy map of the frozen model's predictions on the training
+    images through replica 0's initial prompt (ACAVP's is the same for every seed), counted
+    here by hand: on the permutation task, target ``(y + 3) mod 10`` pairs with prediction y."""
+    from dynamics.acavp import pipeline as PL
+
+    models = [A.build("acavp", cnn, key=jax.random.key(i)) for i in range(2)]
+    mapped = PL._frequency_mapped(models, task)
+    pred = np.asarray(jax.numpy.argmax(cnn(models[0].prompt(task.x_train)), -1))
+    counts = np.zeros((10, 10))
+    np.add.at(counts, (task.y_train, pred), 1)
+    want = np.full(10, -1)
+    for _ in range(10):  # the largest remaining count, its row and column then closed
+        t, s = np.unravel_index(np.argmax(counts), counts.shape)
+        want[t], counts[t, :], counts[:, s] = s, -1, -1
+    assert all(m.label_map == tuple(want) for m in mapped)
+    assert sorted(want) == list(range(10))
+
+
+def test_trivial_augment_translation_is_scaled_to_the_canvas(cnn, task, monkeypatch):
+    """The training step passes TrivialAugment 10 px x W / 224 (the paper's 10 px at 224)."""
+    from dynamics.acavp import pipeline as PL
+
+    seen = []
+
+    def spy(images, *, key, max_translate):
+        seen.append(max_translate)
+        return images
+
+    monkeypatch.setattr(PL, "trivial_augment", spy)
+    jax.clear_caches()  # a step compiled by an earlier test would not trace the spy
+    A.adapt(cnn, "acavp", task, seeds=2, lrs=(0.1,), steps=1, batch=4, augment=True)
+    assert seen == [10.0 * 32 / 224]
