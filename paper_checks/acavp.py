@@ -14,13 +14,40 @@ initialisation, minibatches, augmentation draws and, in the low-data regime, tra
 their verdicts followed the frozen source more than the prompt seeds.
 The paper's body could not be read: no table value is a target; the only number, "up to 12
 points" for TrivialAugment, is reported beside the measured largest gain.
+
+**The paper's effects** (issue 44: a failing rule says ``not reproduced`` only with the power to
+see them). Where the paper gives no number, the effect registered is the smallest its wording
+asserts at this size, and the rule's text prints the power to see it:
+
+- ``beats_additive_vp``: "state of the art among VP methods", 1 point on the suite average over
+  each additive prompt (:data:`PAPER_SOTA_GAIN`).
+- ``vs_linear_probe``: "surpasses linear probing in average accuracy", 2.2 points, EVP's own
+  margin over the probe (arXiv 2212.10556), which ACAVP claims to exceed. Redesigned: the suite
+  had a label permutation that the official frequency label map undoes and a shift outside the
+  prompt's reach; ACAVP now runs with that map (``label_map="frequency"``) on the tasks within
+  reach (quick: geo, both, perm), and the others are reported as negative controls.
+- ``augmentation_helps``: "up to 12 points" is the largest over 12 datasets; each method's
+  average gain is registered at a quarter of it, 3 points. Redesigned: TrivialAugment's 10 px
+  translation is stated at 224 px and is scaled to the canvas (1.4 px, not 31 % of the width),
+  and the low-data runs train twice the suite's steps (``ta_steps``), long enough for the
+  un-augmented prompt to fit its 50 images.
+- ``overfitting_grows``: 2 points of train-test gap per 10 px of frame.
+- ``robustness``: "superior robustness", made strict: the probe's relative drop minus ACAVP's
+  above 0 by 2 SE (it was non-inferiority at 1 SE), 1 point registered; the mutant
+  ``affine_does_nothing`` (the affine matrix the identity) removes the shrink that credits it.
+- ``inference_overhead``: redesigned: a prompt's cost over a 15k-parameter toy CNN's is the
+  wrong quantity, so the prompt is costed at the paper's 224 px against the paper's backbones
+  (CLIP ViT-B/32, ResNet-50) by layer-by-layer counts (:func:`vit_macs`,
+  :func:`resnet50_macs`), its time against the least time those FLOPs take at this CPU's matmul
+  rate; bounds, two-valued. An exact rule makes it strict: each added image costs one bilinear
+  warp plus elementwise work (XLA's count, 1.09 warps), which the ``redundant_warps`` mutant
+  (8 warps) fails.
 """
 
 from __future__ import annotations
 
 import time
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,6 +67,7 @@ from paper_checks import (
     shared,
     sizes,
     unit,
+    within,
     wrap,
 )
 
@@ -47,17 +75,26 @@ PAPER = "Enomoto 2025 (ACAVP, NeurIPS 2025, arXiv 2510.07823)"
 VP = ("pad", "evp", "acavp")
 SUITE = ("lp", *VP)
 PAPER_TA_GAIN = 12.0  # percentage points, "up to" (abstract)
+# The paper's effects where its body (tables) could not be read (acavp.md Sec. 1): the smallest
+# effect its wording asserts at this size, in the rule's units (module docstring says why each).
+PAPER_SOTA_GAIN = 1.0  # points on the suite average over the best additive prompt
+PAPER_LP_GAIN = 2.2  # points: EVP's own margin over linear probing (arXiv 2212.10556, abstract)
+PAPER_TA_AVG_GAIN = PAPER_TA_GAIN / 4  # points per method: a quarter of the largest
+PAPER_OVERFIT_SLOPE = 2.0  # points of train-test gap per 10 px of frame
+PAPER_ROBUST_GAIN = 1.0  # points of relative drop, probe - ACAVP
 
 SIZES = sizes(
     smoke=dict(pretrain=60, steps=8, batch=8, seeds=2, lrs=(0.03,), tasks=("geo", "perm"),
-               ta_tasks=("geo",), n_low=3, widths=(2, 8), sources=2, source_seeds=2,
-               bench_batch=16),
+               reach=("geo", "perm"), ta_tasks=("geo",), ta_steps=8, n_low=3, widths=(2, 8),
+               sources=2, source_seeds=2, bench_batch=2),
     quick=dict(pretrain=800, steps=80, batch=16, seeds=4, lrs=(0.01, 0.1),
-               tasks=("geo", "perm", "colour_bg"), ta_tasks=("both",), n_low=5,
-               widths=(2, 4, 8, 12), sources=8, source_seeds=4, bench_batch=256),
+               tasks=("geo", "perm", "colour_bg"), reach=("geo", "both", "perm"),
+               ta_tasks=("both",), ta_steps=160, n_low=5, widths=(2, 4, 8, 12), sources=8,
+               source_seeds=4, bench_batch=8),
     full=dict(pretrain=1500, steps=300, batch=32, seeds=8, lrs=(0.01, 0.03, 0.1),
-              tasks=tuple(A.TASKS), ta_tasks=("geo", "colour", "both", "colour_bg"), n_low=10,
-              widths=(2, 4, 8, 12), sources=8, source_seeds=8, bench_batch=256),
+              tasks=tuple(A.TASKS), reach=("geo", "colour", "both", "perm"),
+              ta_tasks=("geo", "colour", "both", "colour_bg"), ta_steps=600, n_low=10,
+              widths=(2, 4, 8, 12), sources=8, source_seeds=8, bench_batch=8),
 )  # fmt: skip
 # quick: 4 prompt seeds on the suite and TrivialAugment runs (8 until this revision, when
 # overfitting_grows and robustness still read them; they now pool the 8 sources): at seeds 0-2
@@ -79,12 +116,13 @@ def _task(name, seed):
 
 @memo
 def run(method, task, pretrain, steps, batch, seeds, lrs, seed, n_low=None, augment=False,
-        width=4):  # fmt: skip
+        width=4, label_map="first_k"):  # fmt: skip
     """One method on one task (all seeds and learning rates of the grid): an AdaptResult."""
     cnn, _ = shared(source_model, pretrain, seed)
     kw = dict(width=width) if method == "pad" else {}
     return A.adapt(cnn, method, _task(task, seed), seeds=seeds, lrs=lrs, steps=steps, batch=batch,
-                   n_per_class=n_low, augment=augment, seed=seed, **kw)  # fmt: skip
+                   n_per_class=n_low, augment=augment, seed=seed, label_map=label_map,
+                   **kw)  # fmt: skip
 
 
 def run_args(size):
@@ -95,13 +133,32 @@ def suite_specs(methods):
     return lambda size, seed: [(m, t, *run_args(size), seed) for m in methods for t in size.tasks]
 
 
+def _ta_args(size):
+    """Run arguments of the low-data TrivialAugment runs: ``ta_steps`` steps, long enough for
+    augmentation to regularise (the un-augmented prompt fits its 10 n_low images)."""
+    return size.pretrain, size.ta_steps, size.batch, size.seeds, tuple(size.lrs)
+
+
 def _ta_specs(size, seed):
     return [
-        (m, t, *run_args(size), seed, size.n_low, aug)
+        (m, t, *_ta_args(size), seed, size.n_low, aug)
         for m in VP
         for aug in (True, False)
         for t in size.ta_tasks
     ]
+
+
+def _flm_specs(size, seed):
+    """ACAVP with EVP's frequency label map (the official ``--evp_output_mapping``) on the tasks
+    within the prompt's reach."""
+    return [("acavp", t, *run_args(size), seed, None, False, 4, "frequency") for t in size.reach]
+
+
+def _vs_lp_specs(size, seed):
+    """The suite's probe and ACAVP runs (the controls), the probe on every task within reach and
+    ACAVP with the frequency map there."""
+    probe = [("lp", t, *run_args(size), seed) for t in size.reach if t not in size.tasks]
+    return suite_specs(("lp", "acavp"))(size, seed) + probe + _flm_specs(size, seed)
 
 
 def _source_args(size, j, seed):
@@ -180,8 +237,16 @@ def _beats_additive_vp(size, seed) -> Measurement:
     s = suite(size, seed, VP)
     acc = {m: _avg(s[m]) for m in VP}
     return measure(
-        paired_gap(acc["acavp"], acc["pad"], n_se=2.0, name="ACAVP - padding prompt (points)"),
-        paired_gap(acc["acavp"], acc["evp"], n_se=2.0, name="ACAVP - EVP (points)"),
+        paired_gap(
+            acc["acavp"],
+            acc["pad"],
+            n_se=2.0,
+            name="ACAVP - padding prompt (points)",
+            paper=PAPER_SOTA_GAIN,
+        ),
+        paired_gap(
+            acc["acavp"], acc["evp"], n_se=2.0, name="ACAVP - EVP (points)", paper=PAPER_SOTA_GAIN
+        ),  # fmt: skip
         holds(
             _frozen(*s.values()),
             name="backbone bit-identical",
@@ -197,12 +262,14 @@ def _beats_additive_vp(size, seed) -> Measurement:
 @claim(
     "acavp.vs_linear_probe",
     paper=PAPER,
-    statement="ACAVP surpasses linear probing in average accuracy over the task suite (which "
-    "includes a label permutation where the probe relabels for free).",
-    where="abstract ('surpasses linear probing in average accuracy'); docs/papers/acavp.md A6, "
-    "criterion P4",
+    statement="ACAVP, with the official frequency label mapping, surpasses linear probing in "
+    "average accuracy over the tasks within the prompt's reach (geometry, tint, a label "
+    "permutation, which the frequency map undoes); tasks outside it are reported as negative "
+    "controls.",
+    where="abstract ('surpasses linear probing in average accuracy'); official code "
+    "--evp_output_mapping (acavp.md Sec. 2); acavp.md A6, criterion P4",
     sizes=SIZES,
-    replicates=plan(suite_specs(("lp", "acavp"))),
+    replicates=plan(_vs_lp_specs),
     mutants=[
         wrap(
             "nn.acavp.acavp_transform",
@@ -213,30 +280,46 @@ def _beats_additive_vp(size, seed) -> Measurement:
             ),
             "colour gain computed but never applied",
             name="no_colour_gain",
-        )
+        ),
+        wrap(
+            "nn.acavp.frequency_label_map",
+            lambda f: lambda source_pred, target, n_target, n_source: np.arange(n_target),
+            "the frequency map computed but the first-k map used",
+            name="first_k_instead",
+        ),
     ],
 )
 def _vs_linear_probe(size, seed) -> Measurement:
     s = suite(size, seed, ("lp", "acavp"))
-    a, lp = _avg(s["acavp"]), _avg(s["lp"])
+    specs = zip(size.reach, _flm_specs(size, seed), strict=True)
+    flm = {t: computed(run, *spec) for t, spec in specs}
+    lp = {t: computed(run, "lp", t, *run_args(size), seed) for t in size.reach}
+    a, b = _avg(flm), _avg(lp)
+    controls = [t for t in size.tasks if t not in size.reach]
     return measure(
-        paired_gap(a, lp, n_se=2.0, name="ACAVP - linear probe (points)"),
+        paired_gap(a, b, n_se=2.0, name="ACAVP - linear probe (points)", paper=PAPER_LP_GAIN),
         extra={
-            "ACAVP per task (%)": _per_task(s["acavp"]),
-            "LP per task (%)": _per_task(s["lp"]),
-            "suite mean ACAVP / LP (%)": [float(a.mean()), float(lp.mean())],
-        },  # fmt: skip
-        detail=f"tasks {', '.join(size.tasks)}; {size.seeds} seeds, same steps and lr grid; "
-        f"seed {seed}",
+            "ACAVP (frequency map) per task (%)": _per_task(flm),
+            "LP per task (%)": _per_task(lp),
+            "negative controls, ACAVP (first-k) / LP (%)": {
+                t: [round(float(100 * s[m][t].test.mean()), 1) for m in ("acavp", "lp")]
+                for t in controls
+            },
+            "mean ACAVP / LP (%)": [float(a.mean()), float(b.mean())],
+        },
+        detail=f"tasks {', '.join(size.reach)} (controls outside the prompt's reach: "
+        f"{', '.join(controls) or 'none'}); {size.seeds} seeds, same steps and lr grid; paper's "
+        f"effect {PAPER_LP_GAIN} points (EVP's margin over LP); seed {seed}",
     )
 
 
 @claim(
     "acavp.augmentation_helps",
     paper=PAPER,
-    statement="In the low-data regime TrivialAugment (standard space) raises the average "
-    "accuracy of every visual-prompting method (padding prompt, EVP, ACAVP); the largest "
-    "per-task gain is reported beside the paper's 'up to 12 points'.",
+    statement="In the low-data regime TrivialAugment (standard space, its translation scaled to "
+    "the canvas as 10 px are to the paper's 224) raises the average accuracy of every "
+    "visual-prompting method (padding prompt, EVP, ACAVP); the largest per-task gain is reported "
+    "beside the paper's 'up to 12 points'.",
     where="abstract ('TrivialAugment ... up to 12 percentage points'); docs/papers/acavp.md A4, P6",
     sizes=SIZES,
     replicates=plan(_ta_specs),
@@ -253,10 +336,18 @@ def _augmentation_helps(size, seed) -> Measurement:
     rules, gains, best = [], {}, (-np.inf, "")
     for m in VP:
         on, off = (
-            {t: computed(run, m, t, *run_args(size), seed, size.n_low, aug) for t in size.ta_tasks}
+            {t: computed(run, m, t, *_ta_args(size), seed, size.n_low, aug) for t in size.ta_tasks}
             for aug in (True, False)
         )
-        rules.append(paired_gap(_avg(on), _avg(off), n_se=2.0, name=f"{m}: TA - no TA (points)"))
+        rules.append(
+            paired_gap(
+                _avg(on),
+                _avg(off),
+                n_se=2.0,
+                name=f"{m}: TA - no TA (points)",
+                paper=PAPER_TA_AVG_GAIN,
+            )  # fmt: skip
+        )
         for t in size.ta_tasks:
             g = float(100 * (on[t].test.mean() - off[t].test.mean()))
             gains[f"{m} {t}"] = round(g, 1)
@@ -269,7 +360,9 @@ def _augmentation_helps(size, seed) -> Measurement:
             "largest gain at": best[1],
         },  # fmt: skip
         detail=f"{size.n_low} training images per class (each seed its own subset), tasks "
-        f"{', '.join(size.ta_tasks)}; {size.seeds} seeds; seed {seed}",
+        f"{', '.join(size.ta_tasks)}, {size.ta_steps} Adam steps; TrivialAugment's translation "
+        f"scaled to the canvas ({10 * 32 / A.TA_SIDE:.2f} px); {size.seeds} seeds; paper's "
+        f"effect {PAPER_TA_AVG_GAIN:g} points per method; seed {seed}",
     )
 
 
@@ -307,6 +400,7 @@ def _overfitting_grows(size, seed) -> Measurement:
             np.zeros_like(slope),
             n_se=2.0,
             name="slope of the train-test gap (points per 10 px of frame)",
+            paper=PAPER_OVERFIT_SLOPE,
         ),  # fmt: skip
         extra={
             "train-test gap per width (points)": dict(
@@ -335,11 +429,11 @@ def _drop(res):
 @claim(
     "acavp.robustness",
     paper=PAPER,
-    statement="ACAVP is at least as robust to shifted test sets (pixel noise, darkening, extra "
-    "translation; never trained on) as linear probing: its relative accuracy drop is not "
-    "larger than the probe's by more than one SE over independent source models and task draws.",
-    where="abstract ('superior robustness to distribution shifts'); docs/papers/acavp.md A7, "
-    "criterion P7",
+    statement="ACAVP is more robust to shifted test sets (pixel noise, darkening, extra "
+    "translation; never trained on) than linear probing: its relative accuracy drop is smaller "
+    "than the probe's by more than 2 SE over independent source models and task draws.",
+    where="abstract ('superior robustness to distribution shifts'); acavp.md A7, criterion P7 "
+    "(made strict: superior, not non-inferior)",
     sizes=SIZES,
     replicates=plan(_robust_specs),
     mutants=[
@@ -353,6 +447,13 @@ def _drop(res):
             "the prompt's warp applies the inverse map (a shrink to 0.73 becomes a zoom by 1.37)",
             name="inverted_warp",
         ),
+        wrap(
+            "nn.acavp.affine_matrix",
+            lambda f: lambda theta, scale, shear, translate, **kw: jnp.eye(3),
+            "the affine stage does nothing (its matrix the identity: no shrink, so no prompt "
+            "region; only the colour gain acts)",
+            name="affine_does_nothing",
+        ),
     ],
 )
 def _robustness(size, seed) -> Measurement:
@@ -363,20 +464,25 @@ def _robustness(size, seed) -> Measurement:
         [_drop(dict(enumerate(res[i : i + per]))).mean() for i in range(0, len(res), per)],
         (size.sources, 2),
     )
-    d = drops[:, 1] - drops[:, 0]
-    se = float(d.std(ddof=1) / np.sqrt(d.size))
     return measure(
-        at_most(float(d.mean()), 0.0, tol=se, name="drop ACAVP - drop LP (points)"),
+        paired_gap(
+            drops[:, 0],
+            drops[:, 1],
+            n_se=2.0,
+            name="drop LP - drop ACAVP (points)",
+            paper=PAPER_ROBUST_GAIN,
+        ),  # fmt: skip
         extra={
             "relative drop per method (%)": dict(
                 zip(("lp", "acavp"), map(float, drops.mean(axis=0)), strict=True)
             ),
-            "SE over sources": se,
-            "drop ACAVP - drop LP per source (points)": [round(float(v), 2) for v in d],
+            "drop LP - drop ACAVP per source (points)": [
+                round(float(v), 2) for v in drops[:, 0] - drops[:, 1]
+            ],
         },
         detail=f"tasks {', '.join(size.tasks)}, shifts {', '.join(A.SHIFTS)}; {size.sources} "
         f"source CNNs and task draws x {size.source_seeds} prompt seeds, SE over the sources; "
-        f"rule allows 1 SE (P7); seed {seed}",
+        f"paper's effect {PAPER_ROBUST_GAIN:g} point; seed {seed}",
     )
 
 
@@ -399,37 +505,96 @@ def _seconds(f, *args, repeats=20):
     return best
 
 
+def resnet50_macs(side: int = 224, n_classes: int = 1000) -> int:
+    """Multiply-accumulates of ResNet-50 (He et al. 2016, Table 1; torchvision's v1.5, stride in
+    the 3x3 convolution) on one ``side`` x ``side`` RGB image: convolutions and the classifier
+    (derived here by counting each layer, ``out_pixels x k^2 x c_in x c_out``; 4.089e9 at 224,
+    torchvision's published 4.09 GFLOPS, checked in ``tests/paper_checks/test_acavp.py``)."""
+    res = side // 2
+    macs = res * res * 7 * 7 * 3 * 64  # stem, stride 2
+    res, cin = res // 2, 64  # max pool, stride 2
+    for blocks, mid, out, stride in ((3, 64, 256, 1), (4, 128, 512, 2), (6, 256, 1024, 2),
+                                     (3, 512, 2048, 2)):  # fmt: skip
+        for b in range(blocks):
+            ro = res // (stride if b == 0 else 1)
+            macs += res * res * cin * mid + ro * ro * 9 * mid * mid + ro * ro * mid * out
+            macs += ro * ro * cin * out if b == 0 else 0  # projection shortcut
+            cin, res = out, ro
+    return macs + 2048 * n_classes
+
+
+def vit_macs(side: int = 224, patch: int = 32, d: int = 768, layers: int = 12, mlp: int = 3072,
+             out: int = 512) -> int:  # fmt: skip
+    """Multiply-accumulates of a ViT image encoder (Dosovitskiy et al. 2021; CLIP ViT-B/32 by
+    default, Radford et al. 2021) on one image: patch embedding, per layer the QKV, score,
+    value, output and MLP products on ``n = (side/patch)^2 + 1`` tokens, and the output
+    projection (derived here; 4.409e9 at 224, timm's published 4.41 GMACs for ViT-B/32,
+    checked in ``tests/paper_checks/test_acavp.py``)."""
+    n = (side // patch) ** 2 + 1
+    per_layer = 4 * n * d * d + 2 * n * n * d + 2 * n * d * mlp
+    return (n - 1) * 3 * patch * patch * d + layers * per_layer + d * out
+
+
+#: the paper's backbones (acavp.md Sec. 3: CLIP ViT-B/32, and ResNet-50 of the code's torchvision
+#: models), FLOPs per 224 px image (two per multiply-accumulate, as XLA counts a product)
+BACKBONES = {"CLIP ViT-B/32": 2 * vit_macs(), "ResNet-50": 2 * resnet50_macs()}
+SIDE = 224
+
+
+def _reference_warp(x, sx, sy):
+    """One bilinear resampling of every channel image of ``x`` on one grid (the unit the
+    prompt's cost is counted in): ``jax.scipy.ndimage.map_coordinates`` as
+    :func:`nn.acavp.warp_affine` calls it."""
+    h, w = x.shape[-2:]
+
+    def one(img):
+        return jax.scipy.ndimage.map_coordinates(img, [sy, sx], order=1, mode="constant", cval=0.0)
+
+    return jax.vmap(one)(x.reshape(-1, h, w))
+
+
 @memo
-def overhead(pretrain, batch, seed):
-    """XLA-counted FLOPs and best-of-3 wall time of ACAVP's prompt against the frozen model on
-    ``batch`` test images."""
-    cnn, _ = source_model(pretrain, seed)
-    prompt = A.build("acavp", cnn, key=jax.random.key(seed)).prompt
-    x = jnp.asarray(_task("both", seed).x_test[:1].repeat(batch, 0))
+def overhead(batch, seed):
+    """XLA-counted FLOPs of ACAVP's prompt at the paper's 224 px, in absolute terms and per
+    added image (batch ``2 batch`` less ``batch``) against a bilinear resampling's per added
+    image (the sampling grid and weights shared by the batch in both); its best-of-3 wall
+    time; and this CPU's dense float32 matmul rate (best of 3), at which the backbones' exact
+    counts give the least time they can take."""
+    prompt = A.build("acavp", _shape_only_backbone(), key=jax.random.key(seed),
+                     shape=(3, SIDE, SIDE)).prompt  # fmt: skip
+    x = jax.random.uniform(jax.random.key(seed + 1), (batch, 3, SIDE, SIDE), jnp.float32)
     p_flat, p_def = jax.tree.flatten(prompt)
 
     def prompt_fn(x):
         return jax.tree.unflatten(p_def, p_flat)(x)
 
-    def model_fn(x):
-        return cnn(x)
+    yy, xx = jnp.meshgrid(*(jnp.arange(SIDE, dtype=jnp.float32),) * 2, indexing="ij")
+    sx, sy = 0.9 * xx, 0.9 * yy
+    warp = _flops(_reference_warp, x[:2], sx, sy) - _flops(_reference_warp, x[:1], sx, sy)
+    twice = _flops(prompt_fn, jnp.concatenate([x, x]))
+    m = jax.random.normal(jax.random.key(seed + 2), (1024, 1024), jnp.float32)
+    mm = _seconds(lambda a: a @ a, m, repeats=5)
+    flops = _flops(prompt_fn, x)
+    return dict(flops=flops, per_image=(twice - flops) / batch, warp=warp,
+                seconds=_seconds(prompt_fn, x), matmul_rate=2 * 1024**3 / mm)  # fmt: skip
 
-    return dict(
-        flops=(_flops(prompt_fn, x), _flops(model_fn, x)),
-        seconds=(_seconds(prompt_fn, x), _seconds(model_fn, x)),
-        params=(
-            sum(v.size for v in jax.tree.leaves(eqx.filter(prompt, eqx.is_array))),
-            sum(v.size for v in jax.tree.leaves(eqx.filter(cnn, eqx.is_array))),
-        ),  # fmt: skip
-    )
+
+def _shape_only_backbone():
+    """A SmallCNN for :func:`dynamics.acavp.build` (the prompt does not read it)."""
+    from nn.acavp import SmallCNN
+
+    return SmallCNN((2,), key=jax.random.key(0))
 
 
 @claim(
     "acavp.inference_overhead",
     paper=PAPER,
-    statement="ACAVP adds little inference cost: the prompt's FLOPs are under 5 % and its wall "
-    "time under 10 % of the frozen model's at batch 256 on CPU.",
-    where="abstract ('minimal inference overhead'); docs/papers/acavp.md A8, criterion P8",
+    statement="ACAVP adds little inference cost to the paper's backbones: at 224 px its prompt's "
+    "FLOPs are under 5 % of CLIP ViT-B/32's and ResNet-50's, and its wall time under 10 % of "
+    "the least time their FLOPs take at this CPU's matmul rate; and each image costs what the "
+    "mechanism needs, one bilinear warp plus elementwise work under a quarter of one (the "
+    "mask's warp is shared by the batch).",
+    where="abstract ('minimal inference overhead'); acavp.md A8, criterion P8, Sec. 3 (backbones)",
     sizes=SIZES,
     mutants=[
         wrap(
@@ -445,17 +610,22 @@ def overhead(pretrain, batch, seed):
     ],
 )
 def _inference_overhead(size, seed) -> Measurement:
-    o = overhead(size.pretrain, size.bench_batch, seed)
-    fr = o["flops"][0] / o["flops"][1]
-    tr = o["seconds"][0] / o["seconds"][1]
+    o = overhead(size.bench_batch, seed)
+    b = size.bench_batch
+    fr = {k: o["flops"] / (b * v) for k, v in BACKBONES.items()}
+    tr = {k: o["seconds"] / (b * v / o["matmul_rate"]) for k, v in BACKBONES.items()}
     return measure(
-        at_most(fr, 0.05, name="FLOPs prompt / model"),
-        at_most(tr, 0.10, name="time prompt / model"),
+        at_most(fr, 0.05, name="FLOPs prompt / backbone"),
+        at_most(tr, 0.10, name="time prompt / least backbone time"),
+        within(o["per_image"] / o["warp"], 1.25, 0.25, name="prompt FLOPs per image in warps"),
         extra={
-            "FLOPs (prompt, model)": list(o["flops"]),
-            "seconds (prompt, model)": list(o["seconds"]),
-            "parameters (prompt, model)": list(o["params"]),
-        },  # fmt: skip
-        detail=f"batch {size.bench_batch}, XLA cost analysis and best-of-3 wall time on this "
-        f"CPU; seed {seed}",
+            "prompt FLOPs per image": o["flops"] / b,
+            "backbone FLOPs per image (exact counts)": BACKBONES,
+            "prompt seconds per image": o["seconds"] / b,
+            "matmul rate (FLOP/s)": o["matmul_rate"],
+        },
+        detail=f"{SIDE} px, batch {b}; XLA cost analysis for the prompt, layer-by-layer counts "
+        "for the backbones; best-of-3 wall time on this CPU, the backbones' least time being "
+        f"their FLOPs at the float32 1024^3 matmul rate (so the time ratio is an upper bound); "
+        f"seed {seed}",
     )
