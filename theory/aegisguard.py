@@ -31,6 +31,8 @@ __all__ = [
     "shielded_cost",
     "serial_latency",
     "amdahl_speedup",
+    "tee_share",
+    "path_fraction",
     "llama_lora_shapes",
 ]
 
@@ -174,6 +176,53 @@ def amdahl_speedup(f: float, c: float) -> float:
     f = check_scalar(f, "f", lower=0, upper=1, closed="left")
     c = check_scalar(c, "c", lower=0, upper=1)
     return 1.0 / ((1.0 - f) + f * c)
+
+
+def tee_share(speedup: float, c: float) -> float:
+    """The share ``f`` of full-shield latency on the TEE path implied by an end-to-end
+    ``speedup`` that leaves a fraction ``c`` of the path: :func:`amdahl_speedup` solved for ``f``,
+    ``f = (1 - 1/S) / (1 - c)`` (derived here; ``tests/theory/test_aegisguard.py`` checks the
+    round trip). A speed-up above the ceiling ``1/c`` implies no share and raises.
+
+    >>> round(tee_share(2.5, 0.0), 12)  # 60 % of the latency on the TEE path, all of it removed
+    0.6
+    """
+    s = check_scalar(speedup, "speedup", lower=1, upper=1e12)
+    c = check_scalar(c, "c", lower=0, upper=1, closed="left")
+    f = (1.0 - 1.0 / s) / (1.0 - c)
+    if f > 1.0:
+        raise ValueError(
+            f"`speedup` must be at most the ceiling 1/c = {1 / c:g} when c = {c:g} of the TEE "
+            f"path is left; got {s:g}."
+        )
+    return f
+
+
+def path_fraction(part: TEECost, full: TEECost) -> float:
+    """An upper bound on the fraction of the full-shield TEE path's time that the configuration
+    ``part`` leaves, whatever the hardware: the largest of its transition, transfer-byte and FLOP
+    ratios to ``full``.
+
+    Derived here: in the serial model (module formula) the TEE path takes
+    ``messages c0 + transfer_bytes / BW + flops / F_tee``, a positive combination of the three
+    counts, so its ratio between two configurations is a weighted mean of the three ratios and at
+    most their largest for every ``c0, BW, F_tee > 0`` (``tests/theory/test_aegisguard.py`` draws
+    hardware constants and checks the bound).
+
+    >>> full = adapter_cost(8, 8, 2) + adapter_cost(8, 8, 2)
+    >>> path_fraction(adapter_cost(8, 4, 2), full)  # 1 of 2 messages pairs; 12 of 32 bytes
+    0.5
+    """
+    for name, v in (("part", part), ("full", full)):
+        if not isinstance(v, TEECost):
+            raise TypeError(f"`{name}` must be a TEECost; got {type(v).__name__}.")
+    if min(full.messages, full.transfer_bytes, full.flops) <= 0:
+        raise ValueError(f"`full` must shield at least one adapter; got {full!r}.")
+    return max(
+        part.messages / full.messages,
+        part.transfer_bytes / full.transfer_bytes,
+        part.flops / full.flops,
+    )
 
 
 def llama_lora_shapes(

@@ -19,6 +19,8 @@ CASES = {
         dict(cost=COST, gpu_seconds=1e-3, transition_seconds=1e-5, bandwidth=1e9, tee_flops=1e9),
     ),
     "theory.aegisguard.amdahl_speedup": Case(C.amdahl_speedup, dict(f=0.6, c=0.2)),
+    "theory.aegisguard.tee_share": Case(C.tee_share, dict(speedup=2.0, c=0.2)),
+    "theory.aegisguard.path_fraction": Case(C.path_fraction, dict(part=COST, full=COST + COST)),
     "theory.aegisguard.llama_lora_shapes": Case(
         C.llama_lora_shapes, dict(targets=("q_proj", "v_proj"), n_layers=2)
     ),

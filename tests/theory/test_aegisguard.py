@@ -63,6 +63,33 @@ def test_serial_latency_and_amdahl():
     assert math.isclose(C.amdahl_speedup(0.7, 0.0), 1 / 0.3)
 
 
+def test_tee_share_inverts_amdahl():
+    # 1 / ((1 - f) + f c) with f = 0.75, c = 0.2: 1 / (0.25 + 0.15) = 2.5
+    assert C.tee_share(2.5, 0.2) == pytest.approx(0.75, rel=1e-14)
+    rng = np.random.default_rng(1)
+    for f, cc in rng.uniform(0, 0.999, (200, 2)):
+        assert C.tee_share(C.amdahl_speedup(f, cc), cc) == pytest.approx(f, abs=1e-12)
+    with pytest.raises(ValueError, match="speedup"):
+        C.tee_share(6.0, 0.2)  # above the ceiling 1 / c = 5
+
+
+def test_path_fraction_bounds_the_serial_path_for_any_hardware():
+    full = C.shielded_cost([(32, 16), (32, 32), (8, 32)], [True] * 3, 4)
+    part = C.shielded_cost(
+        [(32, 16), (32, 32), (8, 32)], [False, True, False], 4, kept_out=[32, 24, 8]
+    )
+    # messages 2 / 6; bytes and flops (32 + 24) / (48 + 64 + 40) = 56 / 152, the larger
+    assert C.path_fraction(part, full) == 56 / 152
+    rng = np.random.default_rng(2)
+    for c0, bw, fl in 10.0 ** rng.uniform(-9, 3, (300, 3)):
+        t_part, t_full = (
+            c.messages * c0 + c.transfer_bytes / bw + c.flops / fl for c in (part, full)
+        )
+        assert t_part / t_full <= C.path_fraction(part, full) * (1 + 1e-12)
+    with pytest.raises(TypeError, match="part"):
+        C.path_fraction(1.0, full)
+
+
 @pytest.mark.parametrize(
     "kwargs, name",
     [
