@@ -156,7 +156,7 @@ def _draw(idx, spec, rng, extra=(0.0, 0.0)):
 def source_task(seed: int = 0):
     """``(x_train, y_train, x_test, y_test)`` of the source task (80 / 20 split of the source
     digits of ``seed``'s split)."""
-    seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    seed = check_int(seed, "seed", lower=0, upper=2**32 - 1)
     idx, _ = _split(seed)
     x, y = _draw(idx, {}, np.random.default_rng(seed + 1))
     n = int(0.8 * idx.size)
@@ -166,7 +166,7 @@ def source_task(seed: int = 0):
 def target_task(name: str, seed: int = 0) -> Task:
     """Target task ``name`` of :data:`TASKS` on ``seed``'s target digits, with shifted tests."""
     name = check_choice(name, "name", tuple(TASKS))
-    seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    seed = check_int(seed, "seed", lower=0, upper=2**32 - 1)
     _, idx = _split(seed)
     spec = TASKS[name]
     rng = np.random.default_rng(substream(seed, list(TASKS).index(name)))

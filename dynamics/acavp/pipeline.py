@@ -58,7 +58,7 @@ def pretrain(seed: int = 0, *, steps: int = 600, batch: int = 64, lr: float = 1e
              channels=(8, 16, 32, 32)):  # fmt: skip
     """The source CNN trained with Adam (:func:`nn.train`) on ``seed``'s source digits; returns
     ``(model, source test accuracy)``."""
-    seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    seed = check_int(seed, "seed", lower=0, upper=2**32 - 1)
     steps = check_int(steps, "steps", lower=1, upper=100_000)
     batch = check_int(batch, "batch", lower=1, upper=4096)
     lr = check_scalar(lr, "lr", lower=0.0, upper=10.0, closed="right")
@@ -167,7 +167,7 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     steps = check_int(steps, "steps", lower=1, upper=100_000)
     batch = check_int(batch, "batch", lower=1, upper=4096)
     augment = check_bool(augment, "augment")
-    seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    seed = check_int(seed, "seed", lower=0, upper=2**32 - 1)
     label_map = check_choice(label_map, "label_map", LABEL_MAPS)
     if n_per_class is not None:
         n_per_class = check_int(n_per_class, "n_per_class", lower=1, upper=10_000)
