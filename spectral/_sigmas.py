@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from _core.validation import as_array, call_real, check_instance, check_scalar
+from theory import nonlinear_laplacian_floor as nlf
 
 __all__ = [
     "Sigma",
@@ -334,10 +335,8 @@ def as_sigma(sigma, name: str = "sigma") -> Sigma:
 
 class _Extremal(Sigma):
     def __init__(self, c, t0, width, prior):
-        from theory.nonlinear_laplacian_floor import extremal_log_kernel
-
         self.c, self.t0, self.width, self.prior = c, t0, width, prior
-        self._lk = lambda t: extremal_log_kernel(t, prior)
+        self._lk = lambda t: nlf.extremal_log_kernel(t, prior)
         self._lk0 = float(self._lk(t0))
         self.breaks = (t0 - width, t0)
         self.upper = 0.0
