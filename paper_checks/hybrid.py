@@ -42,6 +42,7 @@ from paper_checks import (
     within,
     wrap,
 )
+from paper_checks._stats import ratio_se
 from theory.kv_cache import ZEBRA, break_even_context, kv_fraction, state_fraction
 
 PAPER = "Yang, Rezagholizadeh et al. 2025 (Zebra-Llama, arXiv 2505.17272)"
@@ -412,24 +413,32 @@ def init_kl(teacher_steps: int, students: int, seed: int, kinds: tuple = tuple(S
 
 
 def _kv_optimality(teacher) -> np.ndarray:
-    """Per teacher layer: ``||[W_K(nope); W_V] - kv_up kv_down||_F`` of the structured MLA over
-    the Eckart-Young optimum ``sqrt(sum_{i > r} s_i^2)`` (1 when the init is the truncated SVD)."""
+    """Per teacher layer: :func:`_ey_ratio` of the structured MLA built from it (1 when the init
+    is the truncated SVD)."""
     from nn.mla import mla_from_gqa
 
-    out = []
-    for layer in teacher.layers:
-        g = layer.mixer
-        G, dh, d = g.num_kv_heads, g.head_dim, g.q_proj.in_features
-        nope = dh - LM["rope_dim"]
-        WK = np.asarray(g.k_proj.weight, np.float64).reshape(G, dh, d)
-        WV = np.asarray(g.v_proj.weight, np.float64).reshape(G, dh, d)
-        W = np.concatenate([WK[:, :nope], WV], axis=1).reshape(-1, d)
-        m, _ = mla_from_gqa(g, LM["kv_rank"], rope_dim=LM["rope_dim"])
-        up = np.asarray(m.kv_up.weight, np.float64)
-        down = np.asarray(m.kv_down.weight, np.float64)[: LM["kv_rank"]]
-        s = np.linalg.svd(W, compute_uv=False)
-        out.append(np.linalg.norm(W - up @ down) / np.sqrt(np.sum(s[LM["kv_rank"] :] ** 2)))
-    return np.array(out)
+    return np.array(
+        [
+            _ey_ratio(
+                layer.mixer, mla_from_gqa(layer.mixer, LM["kv_rank"], rope_dim=LM["rope_dim"])[0]
+            )
+            for layer in teacher.layers
+        ]
+    )
+
+
+def _ey_ratio(g, m) -> float:
+    """``||[W_K(nope); W_V] - kv_up kv_down||_F`` of the MLA ``m`` against the GQA ``g`` it
+    replaces, over the Eckart-Young optimum ``sqrt(sum_{i > r} s_i^2)``."""
+    G, dh, d = g.num_kv_heads, g.head_dim, g.q_proj.in_features
+    nope = dh - LM["rope_dim"]
+    WK = np.asarray(g.k_proj.weight, np.float64).reshape(G, dh, d)
+    WV = np.asarray(g.v_proj.weight, np.float64).reshape(G, dh, d)
+    W = np.concatenate([WK[:, :nope], WV], axis=1).reshape(-1, d)
+    up = np.asarray(m.kv_up.weight, np.float64)
+    down = np.asarray(m.kv_down.weight, np.float64)[: LM["kv_rank"]]
+    sv = np.linalg.svd(W, compute_uv=False)
+    return float(np.linalg.norm(W - up @ down) / np.sqrt(np.sum(sv[LM["kv_rank"] :] ** 2)))
 
 
 @claim(
@@ -478,6 +487,10 @@ DISTILL_SIZES = sizes(
 )
 
 
+#: the distilled student's layers
+KINDS_DISTILL = ("mla", "mamba2", "mla", "mamba2")
+
+
 @memo
 def distilled(teacher_steps: int, ild_steps: int, kd_steps: int, seed: int) -> dict:
     """The 2MLA-2M2 student (MLA at layers 0 and 2, structured init) after ILD then end-to-end KL,
@@ -489,25 +502,39 @@ def distilled(teacher_steps: int, ild_steps: int, kd_steps: int, seed: int) -> d
     key = jax.random.key(500 + seed)
     s = hybrid_from_teacher(
         t,
-        ("mla", "mamba2", "mla", "mamba2"),
+        KINDS_DISTILL,
         kv_rank=LM["kv_rank"],
         rope_dim=LM["rope_dim"],
         key=key,
     )
     ev = corpus.sample(256, LM["T"] + 1, key=jax.random.key(9 + seed))
     kl0 = float(kl_to_teacher(t, s, ev[:, :-1]))
+    # Alg. 1's student: its MLA layers start at the Eckart-Young truncation of the teacher's
+    ey = [_ey_ratio(tl.mixer, sl.mixer) for tl, sl, k in zip(t.layers, s.layers, KINDS_DISTILL,
+          strict=True) if k == "mla"]  # fmt: skip
     kw = dict(batch=LM["batch"], length=LM["T"])
     s, _ = ild(t, s, corpus, steps=ild_steps, key=jax.random.fold_in(key, 1), **kw)
     kl_ild = float(kl_to_teacher(t, s, ev[:, :-1]))
     s, _ = distill(t, s, corpus, steps=kd_steps, key=jax.random.fold_in(key, 2), **kw)
     return dict(
         kl0=kl0,
+        ey=np.array(ey),
         kl_ild=kl_ild,
         kl=float(kl_to_teacher(t, s, ev[:, :-1])),
         ce_student=float(lm_ce(s, ev)),
         ce_teacher=float(lm_ce(t, ev)),
+        ce_seq=(sequence_ce(s, ev), sequence_ce(t, ev)),
         entropy=corpus.entropy_rate,
     )
+
+
+def sequence_ce(model, tokens) -> np.ndarray:
+    """Next-token cross-entropy (nats) of each sequence of ``tokens (B, T + 1)``, ``(B,)``."""
+    import optax
+
+    logits = model(tokens[:, :-1])
+    ce = optax.softmax_cross_entropy_with_integer_labels(logits, tokens[:, 1:])
+    return np.asarray(ce.mean(-1), np.float64)
 
 
 def _unnormalised_kl(f):
@@ -532,14 +559,43 @@ def _unnormalised_kl(f):
             _unnormalised_kl,
             "KD loss on raw logits (log_softmax forgotten)",
             name="no_log_softmax",
-        )
+        ),
+        wrap(
+            "dynamics.distill._ild_loss",
+            lambda f: lambda s, tk, teacher: 0.0 * f(s, tk, teacher),
+            "intermediate-layer distillation a no-op (its loss times 0)",
+            name="ild_noop",
+        ),
+        wrap(
+            "nn.hybrid.hybrid_from_teacher",
+            lambda f: lambda t, kinds, **kw: f(t, kinds, **(kw | {"init": "random"})),
+            "random instead of SVD (MLA) / kqvo (Mamba2) initialisation",
+            name="random_init",
+        ),
     ],
 )
 def _distill(size, seed) -> Measurement:
     r = distilled(size.teacher_steps, size.ild_steps, size.kd_steps, seed)
+    ratio, se = ratio_se(*r["ce_seq"])
     return measure(
-        at_most(r["ce_student"] / r["ce_teacher"], 1.05, name="CE student / teacher"),
+        at_most(
+            ratio,
+            1.05,
+            name="CE student / teacher",
+            paper=1.0,
+            se=se,
+            replicates=len(r["ce_seq"][0]),
+        ),
         at_most(r["kl"], r["kl0"] / 10, name="KL after / KL at step 0 * 10"),
+        # the pipeline as Z7's ablation credits it: the student starts at Alg. 1's SVD init, and
+        # ILD lowers the KL before end-to-end distillation
+        at_most(r["kl_ild"] / r["kl0"], 0.8, name="KL after ILD / KL at step 0"),
+        within(
+            r["ey"].round(6),
+            np.ones_like(r["ey"]),
+            1e-6,
+            name="student MLA at step 0: ||W_KV - up down||_F / Eckart-Young optimum",
+        ),
         extra={
             "KL step 0": r["kl0"],
             "KL after ILD": r["kl_ild"],
@@ -554,7 +610,8 @@ def _distill(size, seed) -> Measurement:
         detail=f"teacher as hybrid.structured_init ({size.teacher_steps} steps); student MLA at "
         f"layers 0, 2 (r_kv 16, d_rope 4), Mamba2 at 1, 3; ILD {size.ild_steps} steps "
         f"(Adam 1e-3), KD {size.kd_steps} steps; 256 held-out sequences (seed {seed}); "
-        "margin 5 %",
+        "margin 5 %; paper's effect: CE ratio 1 (100 %, 100 %, > 97 % of the base's "
+        "accuracy), SE over sequences; the student's MLA layers checked at the SVD init (Alg. 1)",
     )
 
 
