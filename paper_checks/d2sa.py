@@ -30,15 +30,18 @@ from paper_checks import (
     at_most,
     claim,
     computed,
+    holds,
     measure,
     memo,
     paired_gap,
     patch,
+    record,
     shared,
     sizes,
     unit,
     wrap,
 )
+from paper_checks._stats import ratio_se
 
 PAPER = "Zhang et al. 2025 (D2SA, NeurIPS 2025, arXiv 2503.20815)"
 SSL_SHIFT = "anatomy"  # the shift of the released experiment (knee -> brain in the code)
@@ -46,22 +49,64 @@ SSL_SHIFT = "anatomy"  # the shift of the released experiment (knee -> brain in 
 # not merely a significant one: a method that barely moves (learning rate 1e-7) gains a few
 # thousandths of a dB with a tiny paired SE.
 MIN_GAIN = 0.1
+#: The paper's effect for a PSNR gain of adaptation over the frozen network (dB). The paper's
+#: tables could not be read (docs/papers/d2sa.md Sec. 4: direction only), so its "improves
+#: performance" is registered at 1 dB, an assumption stated here and in each rule: the order of
+#: the gains this setting's five-seed benchmark measures on its smallest shifts (1.1-1.6 dB on
+#: acceleration and mask, ``benchmarks/d2sa.py --full``).
+PAPER_GAIN = 1.0
+#: The paper's effect for "prevents over-smoothing": HFEN of the identity block above the flux's
+#: by 2 % of its value (assumption, stated: a difference the eye sees in an error map).
+PAPER_HFEN = 0.02
 STAGE1_BATCH = 2  # D2SA's stage-1 mini-batch of slices (the code's; tta.d2sa's default)
 
 SIZES = sizes(
     smoke=dict(
-        shape=16, channels=4, n_source=4, pretrain=20, patients=1, slices=2, iters=12,
-        window=2, epochs=2, gain_patients=3, ssl_patients=1, hfen_sources=2, hfen_patients=1,
+        shape=16,
+        channels=4,
+        n_source=4,
+        pretrain=20,
+        patients=1,
+        slices=2,
+        iters=12,
+        window=2,
+        epochs=2,
+        gain_patients=3,
+        ssl_patients=1,
+        hfen_sources=2,
+        hfen_patients=1,
     ),
     quick=dict(
-        shape=24, channels=8, n_source=24, pretrain=600, patients=4, slices=4, iters=150,
-        window=10, epochs=10, gain_patients=8, ssl_patients=12, hfen_sources=6, hfen_patients=2,
+        shape=24,
+        channels=8,
+        n_source=24,
+        pretrain=600,
+        patients=4,
+        slices=4,
+        iters=150,
+        window=10,
+        epochs=10,
+        gain_patients=8,
+        ssl_patients=12,
+        hfen_sources=6,
+        hfen_patients=2,
     ),
     full=dict(
-        shape=32, channels=8, n_source=48, pretrain=600, patients=4, slices=8, iters=300,
-        window=10, epochs=10, gain_patients=12, ssl_patients=12, hfen_sources=8, hfen_patients=4,
+        shape=32,
+        channels=8,
+        n_source=48,
+        pretrain=600,
+        patients=8,
+        slices=8,
+        iters=300,
+        window=10,
+        epochs=10,
+        gain_patients=12,
+        ssl_patients=12,
+        hfen_sources=8,
+        hfen_patients=4,
     ),
-)  # fmt: skip
+)  # fmt: skip  (full: 64 slices per shift, adaptation_helps' power; docstring)
 
 
 def _net_args(size):
@@ -127,6 +172,7 @@ def run_shift(shift, ssl, shape, channels, n_source, steps, patients, slices, it
     st = {"b1": 0, "d2sa": 0, "d2sa_stage1": 0}
     secs = {"b1": 0.0, "d2sa": 0.0}
     curves = {"b1": [], "d2sa": []}
+    per_slice = {"b1": [], "d2sa": []}  # D2SA's stage-1 steps shared evenly by the slices
     for p in range(patients):
         y, m, ref = data.kspace[p] * data.mask[p], data.mask[p], data.target[p]
         kp = stream_key(seed, 4, p)
@@ -143,13 +189,18 @@ def run_shift(shift, ssl, shape, channels, n_source, steps, patients, slices, it
         st["b1"] += int(b1.steps.sum())
         st["d2sa"] += int(d.stage1 + d.steps.sum())
         st["d2sa_stage1"] += int(d.stage1)
+        per_slice["b1"].append(np.asarray(b1.steps, float))
+        per_slice["d2sa"].append(np.asarray(d.steps, float) + int(d.stage1) / slices)
         curves["b1"].append(b1.psnr)
         curves["d2sa"].append(d.psnr)
         for k, rec in recs.items():
             for name, v in _scores(rec, ref).items():
                 out[k][name].append(v)
     res = {k: {n: np.concatenate(v) for n, v in d.items()} for k, d in out.items()}
-    return dict(scores=res, steps=st, seconds=secs, curves=curves, gain=data.gain)
+    per_slice = {k: np.concatenate(v) for k, v in per_slice.items()}
+    return dict(
+        scores=res, steps=st, slice_steps=per_slice, seconds=secs, curves=curves, gain=data.gain
+    )
 
 
 @memo
@@ -226,9 +277,17 @@ def plan(size, seed):
     paper=PAPER,
     statement="On every one of the five shifts (anatomy, scanner, contrast, acceleration, mask), "
     "test-time adaptation (single-shot TTT and D2SA) raises PSNR over the frozen source network.",
-    where="abstract; docs/papers/d2sa.md D5, pass criterion R1",
+    where="abstract; docs/papers/d2sa.md D5, pass criterion R1; paper's effect: a gain "
+    "(registered at 1 dB, PAPER_GAIN: the tables could not be read)",
     sizes=SIZES,
     replicates=plan,
+    recorded=record(
+        quick="inconclusive",
+        reason="16 slices per shift resolve a gain of 0.1 dB + 3 SE only where the slice SE is "
+        "below about 0.23 dB; on the mask (and at some seeds contrast) shift it is 0.3-0.4 dB, "
+        "so a 1 dB effect passes with power about 0.2-0.5 (the row gives the slices needed); "
+        "full runs 64 slices per shift, which resolves it.",
+    ),
     mutants=[
         patch(
             "dynamics.mri.tta.LR_SINGLE_SHOT",
@@ -246,7 +305,7 @@ def _adaptation_helps(size, seed) -> Measurement:
             rules.append(
                 paired_gap(
                     s[m]["psnr"], s["b0"]["psnr"], n_se=3.0, margin=MIN_GAIN,
-                    name=f"{shift}: {label} - B0",
+                    name=f"{shift}: {label} - B0", paper=PAPER_GAIN,
                 )
             )  # fmt: skip
             gains[f"{shift} {label} - B0 (dB)"] = float(np.mean(s[m]["psnr"] - s["b0"]["psnr"]))
@@ -255,7 +314,8 @@ def _adaptation_helps(size, seed) -> Measurement:
         *rules,
         extra=gains,
         detail=f"PSNR on the reference's scale, paired over {n} slices ({size.patients} patients "
-        f"x {size.slices}), {size.shape}x{size.shape} images, seed {seed}; > {MIN_GAIN} dB + 3 SE",
+        f"x {size.slices}), {size.shape}x{size.shape} images, seed {seed}; > {MIN_GAIN} dB + 3 SE; "
+        f"paper's effect registered at {PAPER_GAIN:g} dB",
     )
 
 
@@ -268,6 +328,13 @@ def _adaptation_helps(size, seed) -> Measurement:
     where="abstract ('accelerates convergence'); docs/papers/d2sa.md D1/D5, criterion R2",
     sizes=SIZES,
     replicates=plan,
+    recorded=record(
+        quick="not reproduced",
+        reason="with one self-validation stopping rule for both, D2SA's optimiser steps are "
+        "0.95-1.14 of single-shot TTT's (SE of the ratio over slices a few hundredths), not at "
+        "most half: the rule cannot stop either method before 30 iterations per slice, and "
+        "stage 1 adds 10 slice passes per slice (R6, reported: about 0.8x to 95 % of the gain).",
+    ),
     mutants=[
         wrap(
             "dynamics.mri.tta._should_stop",
@@ -290,8 +357,11 @@ def _efficiency(size, seed) -> Measurement:
     to_gain = {k: [float(np.median(a)), float(np.median(b))] for k, (a, b) in its.items()}
     return measure(
         at_most(d / b1, 0.5, name="D2SA steps / B1 steps"),
-        paired_gap(pd, pb, n_se=2.0, margin=-0.3, name="PSNR D2SA - B1 (dB)"),
+        paired_gap(pd, pb, n_se=2.0, margin=-0.3, name="PSNR D2SA - B1 (dB)", paper=0.0),
         extra={
+            "D2SA steps / B1 steps, SE over slices": ratio_se(
+                *(np.concatenate([r["slice_steps"][k] for r in runs]) for k in ("d2sa", "b1"))
+            )[1],
             "B1 steps": b1,
             "D2SA steps": d,
             "D2SA stage-1 steps": s1,
@@ -299,8 +369,9 @@ def _efficiency(size, seed) -> Measurement:
             "iterations to 95 % of the final gain, median B1 / D2SA (R6; reported)": to_gain,
         },
         detail=f"all five shifts pooled ({pd.size} slices), windows {size.window} for both, at "
-        f"most {size.iters} iterations per slice, seed {seed}; non-inferiority at 2 SE; R6 on the "
-        "training-input PSNR curves, D2SA charged stage 1's slice passes per slice",
+        f"most {size.iters} iterations per slice, seed {seed}; non-inferiority at 2 SE (paper: "
+        "D2SA >= B1, registered as 0 dB); the step ratio is the claim's bound (two-valued); R6 "
+        "on the training-input PSNR curves, D2SA charged stage 1's slice passes per slice",
     )
 
 
@@ -321,22 +392,43 @@ def _efficiency(size, seed) -> Measurement:
             0.1,
             "stage-2 learning rate 1e-1 instead of 1e-3 (two decades off)",
             name="stage2_lr",
-        )
+        ),
+        wrap(
+            "dynamics.mri.tta.ssl_masks",
+            lambda f: lambda mask, n, ssl, **kw: f(mask, n, "dc", **kw),
+            "every framework silently runs the data-consistency loss (its masks)",
+            name="all_dc",
+        ),
     ],
 )
 def _ssl_agnostic(size, seed) -> Measurement:
-    rules, extra = [], {}
+    rules, extra, psnr = [], {}, {}
     for ssl in T.SSL:
         s = computed(run_shift, *_ssl_spec(size, seed, ssl))["scores"]
         d, b1, b0 = s["d2sa"]["psnr"], s["b1"]["psnr"], s["b0"]["psnr"]
-        rules.append(paired_gap(d, b0, n_se=3.0, margin=MIN_GAIN, name=f"{ssl}: D2SA - B0"))
-        rules.append(paired_gap(d, b1, n_se=2.0, margin=-0.3, name=f"{ssl}: D2SA - B1"))
+        psnr[ssl] = np.concatenate([b1, d])
+        rules.append(
+            paired_gap(d, b0, n_se=3.0, margin=MIN_GAIN, name=f"{ssl}: D2SA - B0", paper=PAPER_GAIN)
+        )
+        rules.append(paired_gap(d, b1, n_se=2.0, margin=-0.3, name=f"{ssl}: D2SA - B1", paper=0.0))
         extra[f"{ssl} PSNR B0/B1/D2SA"] = [float(np.mean(v)) for v in (b0, b1, d)]
+    # three frameworks, three losses: their adapted PSNRs (B1's and D2SA's, slice by slice) must
+    # differ from the data-consistency run's, else the rows repeat one framework (the all_dc bug)
+    differ = {ssl: float(np.max(np.abs(psnr[ssl] - psnr["dc"]))) for ssl in T.SSL[1:]}
+    rules.append(
+        holds(
+            min(differ.values()) > 1e-6,
+            name="frameworks differ from DC",
+            rule="max |PSNR(framework) - PSNR(dc)| over adapted slices > 1e-6 dB, SSDU and N2N",
+            measured=differ,
+        )
+    )
     return measure(
         *rules,
         extra=extra,
         detail=f"{SSL_SHIFT} shift, {size.ssl_patients * size.slices} slices paired "
-        f"({size.ssl_patients} patients x {size.slices}), seed {seed}",
+        f"({size.ssl_patients} patients x {size.slices}), seed {seed}; paper's effects: D2SA - "
+        f"B0 registered at {PAPER_GAIN:g} dB, D2SA - B1 at 0 (not worse)",
     )
 
 
@@ -346,8 +438,15 @@ def _ssl_agnostic(size, seed) -> Measurement:
     statement="The stage-2 diffusion block with the Perona-Malik flux keeps more high-frequency "
     "detail (lower HFEN) than the same block with an identity non-linearity, and D2SA is not "
     "smoother than single-shot TTT.",
-    where="abstract ('prevents over-smoothing'); docs/papers/d2sa.md D3, criterion R4",
+    where="abstract ('prevents over-smoothing'); docs/papers/d2sa.md D3, criterion R4; paper's "
+    "effect registered as HFEN 2 % lower with the flux (PAPER_HFEN; a direction in the paper)",
     sizes=SIZES,
+    recorded=record(
+        quick="not reproduced",
+        reason="over 6 source U-Nets the Perona-Malik flux does not lower HFEN against the "
+        "identity block (gap -0.0003 to +0.0015, SE about 0.001, on HFEN near 0.4), while a 2 % "
+        "effect (about 0.008) would pass with power about 1.",
+    ),
     replicates=lambda size, seed: [
         unit(run_shift, *spec, needs=[_source(size, s)])
         for s, specs in _hfen_specs(size, seed)
@@ -373,7 +472,13 @@ def _no_oversmoothing(size, seed) -> Measurement:
     se = float(diff.std(ddof=1) / np.sqrt(diff.size))
     n = size.hfen_sources
     return measure(
-        paired_gap(h_id, h_flux, n_se=2.0, name="HFEN identity - flux"),
+        paired_gap(
+            h_id,
+            h_flux,
+            n_se=2.0,
+            name="HFEN identity - flux",
+            paper=PAPER_HFEN * float(np.mean(h_id)),
+        ),  # fmt: skip
         at_most(float(diff.mean()), 0.0, tol=se, name="HFEN D2SA - B1"),
         extra={
             "HFEN flux/identity/B1": [float(np.mean(v)) for v in (h_flux, h_id, h_b1)],
