@@ -16,9 +16,12 @@ import numbers
 import os
 import sys
 from collections.abc import Iterable
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from jax import Array
 
 _T = TypeVar("_T")
 
@@ -372,6 +375,10 @@ def as_generator(rng, name="rng") -> np.random.Generator:
     )
 
 
+@overload
+def check_key(key, name: str = "key", *, optional: Literal[False] = False) -> Array: ...
+@overload
+def check_key(key, name: str = "key", *, optional: bool) -> Array | None: ...
 def check_key(key, name="key", *, optional=False):
     """Return ``key`` if it is one JAX PRNG key: a typed key (``jax.random.key(seed)``, shape ())
     or its raw data (``jax.random.key_data(key)``: uint32, shape (2,)). ``optional`` admits

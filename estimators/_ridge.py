@@ -414,12 +414,13 @@ def unchecked_ridge_estimate(
     estimator = check_choice(estimator, "estimator", _th.ESTIMATORS)
     split = check_choice(split, "split", _th.SPLITS)
     lam = _check_lam(lam)
-    if lam == "auto":
+    if isinstance(lam, str):
         raise ValueError("`lam` must be a positive number or a pair (lam_a, lam_y); got 'auto'.")
+    lam_a, lam_y = lam
     prep = _Prepared(
         y, a, X, split, cov, check_bool(center, "center"), rng, vectors=False, check_isotropy=False
     )
-    return float(prep.fit(estimator, *lam)[1][0])
+    return float(prep.fit(estimator, lam_a, lam_y)[1][0])
 
 
 def _auto_lambda(prep, estimator):

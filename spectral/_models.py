@@ -269,7 +269,8 @@ def top_eigenpair(M: np.ndarray, *, rng=None, tol: float = 1e-10):
         return float(vals[-1]), vecs[:, -1]
     v0 = gen.standard_normal(M.shape[0])
     try:
-        vals, vecs = eigsh(M, k=1, which="LA", v0=v0, tol=tol)
+        # scipy's stub types `tol` as int; ARPACK takes a float tolerance
+        vals, vecs = eigsh(M, k=1, which="LA", v0=v0, tol=tol)  # pyright: ignore[reportArgumentType]
     except ArpackError as err:
         raise NumericalError(
             f"Lanczos (ARPACK) failed on `M` of shape {M.shape}: {err}", shape=M.shape, tol=tol
@@ -291,12 +292,13 @@ def detect(Y, sigma, *, margin: float = 0.05, edge: float | None = None, rng=Non
     e = None if edge is None else check_scalar(edge, "edge")
     as_generator(rng)
     L = nonlinear_laplacian(Y, sigma)
-    e = bulk_edge(sigma) if edge is None else e
+    if e is None:
+        e = bulk_edge(sigma)
     lam, vec = top_eigenpair(L, rng=rng)
     return Detection(lam, vec, e, margin)
 
 
-def finite_sample_limits(instance: Instance, sigma) -> tuple[float, float]:
+def finite_sample_limits(instance: Instance, sigma) -> tuple[float | None, float]:
     """The limit formulas evaluated on one instance's own degrees (a deterministic equivalent).
 
     θ solves β Σ_i x_i²/(θ - σ(d_i)) = 1 with d = Ŷ1 (the exact top eigenvalue of
@@ -322,7 +324,7 @@ def finite_sample_limits(instance: Instance, sigma) -> tuple[float, float]:
     res = find_root(
         lambda s: beta * np.sum(x2 / (np.exp(s) + gap)) - 1.0, -40.0, np.log(beta) + 1e-9
     )
-    if not res.found:
+    if not res.found or res.root is None:
         return None, 0.0
     u = np.exp(res.root)
     hp = 1.0 - np.mean(1.0 / (u + gap) ** 2)

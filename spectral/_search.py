@@ -17,8 +17,10 @@ are differentiated exactly (Leibniz terms included).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -28,6 +30,7 @@ from tqdm import tqdm
 
 from _core.validation import as_array, check_choice, check_instance, check_int, check_scalar
 from theory.gaussian import piece_rule
+from theory.nonlinear_laplacian import EtaLaw
 from theory.nonlinear_laplacian import critical_threshold as _threshold
 from theory.nonlinear_laplacian_floor import beta_floor
 
@@ -54,9 +57,9 @@ class Family:
     """
 
     name: str
-    make: object  # params (np.ndarray) -> Sigma
-    gap: object  # (params, t) -> jnp array, upper - σ(t)
-    breaks: object  # params -> jnp array of kinks/jumps
+    make: Callable[[Any], Any]  # params (np.ndarray) -> Sigma
+    gap: Callable[[Any, Any], jax.Array]  # (params, t) -> upper - σ(t)
+    breaks: Callable[[Any], jax.Array]  # params -> kinks/jumps
     bounds: tuple  # per-parameter (lo, hi) for L-BFGS-B
     size: int
 
@@ -257,7 +260,7 @@ def _grad_fns(fam: Family, eta):
     return _GRADS[key]
 
 
-def threshold_and_gradient(fam, params, prior="planted_submatrix"):
+def threshold_and_gradient(fam, params, prior: str | EtaLaw = "planted_submatrix"):
     """β*(σ_p) and dβ*/dp by implicit differentiation (derived here; see the module docstring).
 
     Returns ``(beta_star, gradient, result)`` with the :class:`ThresholdResult`.
@@ -415,7 +418,7 @@ def optimize_threshold(
         )
     eta = as_prior(prior)
     hist: list[float] = []
-    best_p = [x0, np.inf]
+    best_p: list[Any] = [x0, np.inf]
     big = 10.0  # β* of an infeasible point (parameters outside the family's domain)
 
     def feasible(p):
@@ -433,7 +436,7 @@ def optimize_threshold(
                 best_p[:] = [np.array(p, dtype=float), val]
             return val
 
-        opts = dict(maxiter=maxiter, maxfev=2 * maxiter, xatol=1e-8, fatol=tol)
+        opts: dict[str, Any] = dict(maxiter=maxiter, maxfev=2 * maxiter, xatol=1e-8, fatol=tol)
         if initial_simplex is not None:
             opts["initial_simplex"] = initial_simplex
         r = minimize(f, x0, method="Nelder-Mead", options=opts)
