@@ -87,7 +87,7 @@ def target_data(n_train, n_val, n_test, size=16, *, seed=0) -> dict[str, Split]:
         for k, v in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test))
     ]
     size = check_int(size, "size", lower=8, upper=128)
-    seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    seed = check_int(seed, "seed", lower=0, upper=2**32 - 1)  # a 32-bit stream seed
     g = np.random.default_rng([seed, 17])
     return {
         k: _split(n, size, "target", g)

@@ -50,3 +50,12 @@ def test_bad_input():
         D.adapt("mixprompt", bb, [])
     with pytest.raises(TypeError, match="backbone"):
         D.build("mixprompt", "mit-b5", key=jax.random.key(0))
+
+
+def test_target_data_takes_any_32_bit_stream_seed():
+    # the claims draw each seed's data from a 32-bit stream seed (_core.streams.substream_seed)
+    top = 2**32 - 1
+    a, b = D.target_data(2, 1, 1, 8, seed=top), D.target_data(2, 1, 1, 8, seed=top - 1)
+    assert not np.array_equal(a["train"].rgb, b["train"].rgb)
+    with pytest.raises(ValueError, match="seed"):
+        D.target_data(2, 1, 1, 8, seed=2**32)
