@@ -1,13 +1,15 @@
 """Helpers of the MoORE claims: matched-fit interpolation, LoRA rank matching, task draws."""
 
+import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import nn
 import nn.adapters as ad
 from paper_checks.adapters import moore
-from paper_checks.adapters._base import D_IN, D_OUT
+from paper_checks.adapters._base import D_IN, D_OUT, stack_trees
 
 
 def test_matched_forgetting_interpolates_at_first_crossing():
@@ -78,3 +80,24 @@ def test_tasks_shapes_and_domains():
     # input means: ||mu_k|| = 2 (sample-mean norm within 5 SE, SE = sqrt(D_IN / 4096))
     norms = np.linalg.norm(np.asarray(d["test"][0]).mean(axis=1), axis=1)
     np.testing.assert_allclose(norms, 2.0, atol=5 * np.sqrt(D_IN / 4096))
+
+
+def test_column_space_residual_is_round_off_unless_u_moves():
+    student = nn.MLP(D_IN, D_OUT, 32, 2, activation=jax.nn.relu, key=jax.random.key(0))
+    teacher = nn.MLP(D_IN, D_OUT, 32, 2, activation=jax.nn.relu, key=jax.random.key(1))
+    joint = stack_trees([moore._tasks(teacher, 2, seed=s, n=8, n_test=32) for s in range(2)])
+    joint["ids"] = jnp.tile(jnp.arange(1, 3), (2, 1))
+    halves = [moore._adapter("moore", student, s, 3) for s in range(2)]
+    fr = halves[0][1]
+    # a trained router and rotation (random, not zero) keep col(W0): U is frozen
+    tr = stack_trees([jax.tree.map(lambda a: a + 0.3, h[0]) for h in halves])
+    res = moore.column_space_residual(tr, fr, student, joint, per_task=4)
+    assert res.shape == (2,) and np.all(res < 1e-12)
+    # U moved (the bug the claim must catch): the weight leaves col(W0)
+    model = nn.combine(*halves[0])
+    mask = eqx.tree_at(moore._moore_u, nn.trainable_mask(model), replace=[True] * 2)
+    tr_u, fr_u = nn.split(model, mask)
+    tr_u = jax.tree.map(lambda a: a + 0.3, tr_u)
+    tr_u = stack_trees([tr_u, tr_u])
+    res_u = moore.column_space_residual(tr_u, fr_u, student, joint, per_task=4)
+    assert np.all(res_u > 0.01)
