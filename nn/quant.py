@@ -280,7 +280,7 @@ def _round_mag(a, f: FloatFormat, rounding: str, u=None, cast=True):
     a = jnp.minimum(a, f.max)
     few_binades = f.emax - f.emin <= 4  # E2M1: the select chain of _grid runs ~3x faster on CPU
     castable = cast and not few_binades and f.dtype is not None and f.subnormal
-    if castable and rounding != "stochastic":
+    if castable and rounding != "stochastic" and f.dtype is not None:
         c = a.astype(getattr(jnp, f.dtype))  # round half to even
         s = c.astype(a.dtype)
         if rounding == "nearest":
@@ -577,7 +577,9 @@ def _fake_quantize(x, key, bf, rounding, ax):
     return jnp.moveaxis(out, -1, ax), jnp.any(nonfinite)
 
 
-def quantize(x, fmt="nvfp4", rounding="nearest", *, key=None, axis=-1, pad=False) -> jax.Array:
+def quantize(
+    x, fmt: str | BlockFormat = "nvfp4", rounding="nearest", *, key=None, axis=-1, pad=False
+) -> jax.Array:
     """Fake-quantise ``x``: the dequantised values of ``x`` in format ``fmt``.
 
     Parameters
@@ -667,14 +669,14 @@ class QuantMatmul:
         """The paper's fully quantised training recipe (Sec. 5): RtN weights and forward
         activations, SR for neural gradients (both GEMMs) and for the activations of the update
         GEMM."""
-        rn, sr = Operand(fmt, "nearest"), Operand(fmt, "stochastic")
+        rn, sr = Operand(_resolve(fmt), "nearest"), Operand(_resolve(fmt), "stochastic")
         g = sr if sr_grad else rn
         return cls(rn, rn, g, rn, g, sr if sr_update_x else rn)
 
     @classmethod
     def qaf(cls, fmt="nvfp4") -> QuantMatmul:
         """Quantisation-aware finetuning (paper Sec. 5.2): forward in FP4 (RtN), backward exact."""
-        rn = Operand(fmt, "nearest")
+        rn = Operand(_resolve(fmt), "nearest")
         return cls(rn, rn, None, None, None, None)
 
     @classmethod
@@ -710,7 +712,8 @@ class QuantMatmul:
             w,
             jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key,
         )
-        return y.reshape(*lead, w.shape[0])
+        # jax.custom_vjp's stub returns an untyped callable: y is the array _fwd returns
+        return y.reshape(*lead, w.shape[0])  # pyright: ignore[reportAttributeAccessIssue]
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
