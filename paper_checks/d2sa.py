@@ -11,6 +11,24 @@ relative-l1 self-supervised loss and the same self-validation early stopping. Re
 are scored by PSNR on the reference's intensity scale (and by HFEN for over-smoothing).
 The paper's body could not be read: no number from its tables is a target here; the rules are
 the pass criteria of ``docs/papers/d2sa.md#pass-criteria``.
+
+The paper's effects (issue 44), registered as stated assumptions since only directions could be
+read: a PSNR gain of adaptation of 1 dB (:data:`PAPER_GAIN`), D2SA not worse than B1 (0 dB),
+HFEN 2 % lower with the flux (:data:`PAPER_HFEN`). Per claim, at ``quick`` (24x24 phantoms):
+
+- ``adaptation_helps``: 10 paired gaps (5 shifts x B1/D2SA, 16 slices each) above 0.1 dB + 3 SE.
+  The mask shift's slice SE (0.3-0.4 dB) leaves a 1 dB effect a power of about 0.2-0.5, so
+  ``quick`` is recorded ``inconclusive`` (the row gives the slices needed); ``full`` runs 64
+  slices per shift (8 patients x 8), enough for 0.8 at that SE.
+- ``efficiency``: D2SA's steps over B1's, a bound of the claim (at most half; two-valued), with
+  its SE over slices reported (:func:`paper_checks._stats.ratio_se`): 0.95-1.14, many SEs above
+  0.5, recorded ``not reproduced`` (one stopping rule for both cannot stop either method before
+  30 iterations per slice).
+- ``ssl_agnostic``: also requires the SSDU and N2N runs to differ from DC's slice by slice; the
+  mutant ``all_dc`` (every framework silently on the DC masks) makes them identical.
+- ``no_oversmoothing``: HFEN identity - flux paired over 6 source U-Nets, SE about 0.001 on HFEN
+  near 0.4, so the 2 % effect (about 0.008) has power about 1; it measures -0.0003 to +0.0015:
+  recorded ``not reproduced``.
 """
 
 from __future__ import annotations
