@@ -11,6 +11,28 @@ one of the ``2^L`` shielded sets with common random numbers, so every ranking at
 lookup and "random" is the exact mean over all subsets of that size. Replicates share nothing but
 the sizes; rules pair them (SE over replicates). Models, inputs and adapters are float32
 (``planted_task``'s default) inside the claims' float64 JAX setting.
+
+Verdicts (issue 44; quick: 16 replicates, L = 8 adapters, 64 label-only queries):
+
+- ``aegisguard.black_box_level``: leakage of RSM's top half, paper's effect 0 (surrogate at the
+  black-box accuracy, 39.1 % vs 38.9 %). Measured about 0.2: the paper's
+  value passes the rule (<= 0.1 + 2 SE) with power ~1, so the fair test is powered and the
+  paper's statement does not survive it at this size (0.23 +- 0.04 at seed 0; RSM reaches 0.1
+  only at 6 of 8 adapters, the oracle at 4): recorded ``not reproduced``.
+- ``aegisguard.ranking``: RSM below random at equal budget (paper's effect: RSM at black-box
+  level, so random - black box) holds; precision at ``|S*|`` about 0.43 against 0.8 (paper's
+  effect: the sensitive layers first, precision 1; power ~1): recorded ``not reproduced``.
+  Seed 0: random - RSM 0.052 +- 0.017 (k = 2), 0.034 +- 0.015 (k = 4); precision 0.42.
+- ``aegisguard.cost``: redesigned. Memory, latency, accuracy and leakage are judged at one
+  configuration, RSM's top quarter + SAC (30 %), where the memory claim is made; the former
+  check passed 4x memory there while that configuration's leakage was 0.52. Latency no longer
+  rests on an assumed share ``f = 0.6``: the TEE path the configuration leaves is bounded for
+  any hardware (:func:`theory.aegisguard.path_fraction`) and ``f`` is derived from the paper's
+  own LLaMA-7B numbers (:func:`paper_tee_share`, ``f = 0.927``). Seed 0: memory 5.2x, the path
+  left at most 1/4 (the transitions), speed-up 3.3x (1.8x had ``f`` been 0.6), accuracy drop
+  0.0001; leakage at that configuration 0.52 +- 0.06, far above black-box level with power ~1
+  to see the paper's ~0: recorded ``not reproduced``.
+- ``aegisguard.feature_leakage``: exact least-squares identity, two-valued.
 """
 
 from __future__ import annotations
@@ -37,9 +59,9 @@ from paper_checks import (
     memo,
     paired_gap,
     patch,
+    record,
     run_replicates,
     sizes,
-    within,
     wrap,
 )
 from theory import aegisguard as C
@@ -48,7 +70,10 @@ PAPER = "Wang et al. 2025 (AegisGuard, NeurIPS 2025, OpenReview i99ZhFw6GN)"
 RANKINGS = ("rsm", "magnitude", "probe", "shallow", "deep")
 GROUP = 4  # output units per pruning group ("head")
 SAC_RATIO = 0.3  # the ablation's "Shield-LoRA + SAC (30%)"
-COMM_SHARE = 0.6  # communication share of full-shield latency (digest: "over 60%")
+#: the paper's LLaMA-7B numbers (digest; docs/papers/aegisguard.md, A2-A3): TEE memory with every
+#: adapter shielded and with AegisGuard (MB), and AegisGuard's end-to-end speed-up over the former
+PAPER_MEMORY_MB = (224.4, 54.96)
+PAPER_SPEEDUP = 3.33
 
 SIZES = sizes(
     smoke=dict(reps=2, n_blocks=2, n_train=256, n_test=256, steps=40, queries=32, epochs=4,
@@ -202,6 +227,14 @@ def _lambda(acc, bb, wb):
     return (acc - bb) / (wb - bb)
 
 
+def _above_black_box(acc, bb):
+    """The paper's gap of ``acc`` over RSM, which it puts at black-box level (A1): ``acc - bb``
+    averaged; None (a two-valued rule) where that is not positive, the paper's effect then being
+    no gap, which no ``> 0`` rule can test."""
+    gap = float(np.mean(acc - bb))
+    return gap if gap > 0 else None
+
+
 def _se(x):
     x = np.asarray(x, np.float64)
     return float(x.std(ddof=1) / np.sqrt(x.size))
@@ -215,9 +248,17 @@ def _se(x):
     "(acc - acc_bb)/(acc_wb - acc_bb) <= 0.1 (at 2 SE), while the white-box surrogate beats the "
     "black-box one by more than 5 SE.",
     where="abstract ('black-box level MS resilience', ~39% vs 38.9%); "
-    "docs/papers/aegisguard.md A1, Q1/Q3",
+    "docs/papers/aegisguard.md A1, Q1/Q3; paper's effect: leakage 0 (the surrogate at "
+    "black-box accuracy)",
     sizes=SIZES,
     replicates=plan,
+    recorded=record(
+        quick="not reproduced",
+        reason="RSM's top half leaves leakage 0.23 (SE 0.04 over 16 replicates, seed 0) "
+        "against the black-box level <= 0.1 that the paper's ~0 passes with power ~1: partial "
+        "shielding by this ranking leaks (docs/papers/aegisguard.md: RSM's probe is "
+        "magnitude-like in expectation, not what a label-only attacker needs).",
+    ),
     mutants=[
         wrap(
             "dynamics.aegisguard.bandit._reward",
@@ -242,7 +283,15 @@ def _black_box_level(size, seed) -> Measurement:
         ]
         smallest[f"smallest k with mean leakage <= 0.1: {name}"] = ok[0]
     return measure(
-        at_most(float(np.mean(lam)), 0.1, tol=2 * _se(lam), name=f"leakage of RSM top-{k}"),
+        at_most(
+            float(np.mean(lam)),
+            0.1,
+            tol=2 * _se(lam),
+            name=f"leakage of RSM top-{k}",
+            paper=0.0,
+            se=_se(lam),
+            replicates=lam.size,
+        ),
         paired_gap(wb, bb, n_se=5.0, name="acc white box - black box"),
         extra={
             "surrogate acc RSM / black box / white box": [
@@ -266,9 +315,17 @@ def _black_box_level(size, seed) -> Measurement:
     "replicates at 2 SE), and on the planted task it finds the planted layers (precision at "
     "|S*| >= 0.8; random 3/8). Magnitude and the one-shot probe are reported beside it.",
     where="docs/papers/aegisguard.md A5 (random control worse than RSM), Q2 (pass criteria "
-    "fixed before running: both rules; magnitude and probe recorded, not required)",
+    "fixed before running: both rules; magnitude and probe recorded, not required); paper's "
+    "effect: RSM's top-k at black-box level (A1), so random - RSM = random - black box, and "
+    "the sensitive layers ranked first (precision 1)",
     sizes=SIZES,
     replicates=plan,
+    recorded=record(
+        quick="not reproduced",
+        reason="RSM beats random at both budgets, but its top 3 hold 0.42 of the planted layers "
+        "(seed 0; random 3/8) against the required 0.8, which the paper's effect (precision 1) "
+        "passes with power ~1 at the measured SE: the bandit does not find the sensitive layers.",
+    ),
     mutants=[
         wrap(
             "dynamics.aegisguard.bandit._score_update",
@@ -282,15 +339,17 @@ def _ranking(size, seed) -> Measurement:
     r = run(*run_args(size), seed)
     L = r["table_b"].shape[1].bit_length() - 1
     rules, extra = [], {}
+    bb, _ = _ends(r)
     for k in budgets(L):
-        rsm = selected_accuracy(r, "rsm", "b", k)
+        rsm, rand = selected_accuracy(r, "rsm", "b", k), selected_accuracy(r, "random", "b", k)
         rules.append(
             paired_gap(
-                selected_accuracy(r, "random", "b", k),
+                rand,
                 rsm,
                 n_se=2.0,
                 name=f"k={k}: acc random - acc RSM",
-            )  # fmt: skip
+                paper=_above_black_box(rand, bb),
+            )
         )
         for base in ("magnitude", "probe"):  # Q2: recorded, not required
             gap = selected_accuracy(r, base, "b", k) - rsm
@@ -313,7 +372,16 @@ def _ranking(size, seed) -> Measurement:
     ]
     extra["Spearman(RSM scores, magnitude)"] = float(np.mean(rho))
     extra["rounds trained per layer (mean)"] = r["trained"].mean(0).tolist()
-    rules.append(at_least(float(np.mean(prec)), 0.8, name="precision@|S*| of RSM (random 3/8)"))
+    rules.append(
+        at_least(
+            float(np.mean(prec)),
+            0.8,
+            name="precision@|S*| of RSM (random 3/8)",
+            paper=1.0,
+            se=_se(prec),
+            replicates=len(prec),
+        )
+    )
     return measure(
         *rules,
         extra=extra,
@@ -323,8 +391,9 @@ def _ranking(size, seed) -> Measurement:
 
 
 def sac_costs(r):
-    """Per replicate: TEE memory ratio and TEE-path byte ratio of RSM top quarter + SAC against
-    shielding every adapter (exact integers from :mod:`theory.aegisguard`)."""
+    """Per replicate: TEE memory ratio of RSM top quarter + SAC against shielding every adapter,
+    and the largest fraction of the full-shield TEE path's time it leaves for any hardware
+    (:func:`theory.aegisguard.path_fraction`; exact integers from :mod:`theory.aegisguard`)."""
     L = r["table_b"].shape[1].bit_length() - 1
     # (out, in) of the planted task's layers (planted_task defaults: d_in 16, width 32, 8 classes)
     shapes = [(32, 16), *[(32, 32)] * (L - 2), (8, 32)]
@@ -334,21 +403,41 @@ def sac_costs(r):
         part = C.shielded_cost(shapes, [bool(x) for x in sh], 4,
                                kept_out=[int(x) for x in kept])  # fmt: skip
         mem.append(full.param_bytes / part.param_bytes)
-        path.append(part.transfer_bytes / full.transfer_bytes)
+        path.append(C.path_fraction(part, full))
     return np.asarray(mem), np.asarray(path), shapes
+
+
+def paper_tee_share() -> float:
+    """The share ``f`` of full-shield latency on the TEE path that the paper's LLaMA-7B numbers
+    imply (derived here): its q/v adapters all have one shape and rank, so the TEE path's bytes
+    and FLOPs keep the fraction of TEE memory kept, ``c = 54.96 / 224.4`` (module formulas of
+    :mod:`theory.aegisguard`; the transitions keep at least that, so ``f`` is at least), and a
+    3.33x speed-up at that ``c`` needs ``f = (1 - 1/3.33) / (1 - c)``
+    (:func:`theory.aegisguard.tee_share`)."""
+    full, kept = PAPER_MEMORY_MB
+    return C.tee_share(PAPER_SPEEDUP, kept / full)
 
 
 @claim(
     "aegisguard.cost",
     paper=PAPER,
-    statement="Shielding only the RSM top quarter of the adapters, compressed by SAC (30% of "
-    "their output groups), cuts TEE memory by at least 4x against shielding every adapter and "
-    "end-to-end latency by 2-3x (Amdahl with the TEE transfers 60% of full-shield latency), "
-    "without losing more than 1 point of victim accuracy.",
+    statement="One configuration, RSM's top quarter of the adapters shielded and compressed by "
+    "SAC (30% of their output groups), cuts TEE memory by at least 4x against shielding every "
+    "adapter, end-to-end latency by at least 2x (at the TEE-path share of latency the paper's "
+    "LLaMA-7B numbers imply), loses at most 1 point of victim accuracy, and keeps the label-only "
+    "surrogate at black-box level (normalised leakage <= 0.1 at 2 SE).",
     where="abstract ('cutting TEE memory usage by 4x', 'reducing latency by 2-3x', 'no accuracy "
-    "loss'); docs/papers/aegisguard.md A2-A4, Q5",
+    "loss', 'black-box level MS resilience'); docs/papers/aegisguard.md A1-A4, Q5; paper's "
+    "effects: memory 224.4 / 54.96 MB = 4.08x, 3.33x on LLaMA-7B, -0.12 points, leakage ~0",
     sizes=SIZES,
     replicates=plan,
+    recorded=record(
+        quick="not reproduced",
+        reason="the configuration that cuts TEE memory 4x (RSM's top quarter + SAC) leaves the "
+        "surrogate far above black-box level (leakage 0.52, SE 0.06 over 16 replicates, seed "
+        "0; the paper's ~0 passes with power ~1); memory (5.2x), latency (3.3x at the paper's "
+        "f = 0.93; 1.8x at f = 0.6) and accuracy (-0.01 points) hold.",
+    ),
     mutants=[
         patch(
             "paper_checks.aegisguard.SAC_RATIO",
@@ -361,24 +450,59 @@ def sac_costs(r):
 def _cost(size, seed) -> Measurement:
     r = run(*run_args(size), seed)
     mem, path, shapes = sac_costs(r)
-    speed = np.array([C.amdahl_speedup(COMM_SHARE, c) for c in path])
+    f = paper_tee_share()
+    speed = np.array([C.amdahl_speedup(f, c) for c in path])
     drop = r["acc_b"] - r["acc_sac"]
     bb, wb = _ends(r, "sac")
     pairs = zip(r["table_sac"], r["shield_sac"], strict=True)
-    at_s = np.array([t[A.subset_index(m)] for t, m in pairs])
+    lam = _lambda(np.array([t[A.subset_index(m)] for t, m in pairs]), bb, wb)
+    full, kept = PAPER_MEMORY_MB
     return measure(
-        at_least(float(mem.mean()), 4.0, name="TEE memory ratio (full / AegisGuard)"),
-        within(float(speed.mean()), 2.5, 0.5, name="latency speed-up (f = 0.6)"),
-        at_most(float(drop.mean()), 0.01, tol=2 * _se(drop), name="victim accuracy drop by SAC"),
+        at_least(
+            float(mem.mean()),
+            4.0,
+            name="TEE memory ratio (full / AegisGuard)",
+            paper=full / kept,
+            se=_se(mem),
+            replicates=mem.size,
+        ),
+        at_least(
+            float(speed.mean()),
+            2.0,
+            name=f"latency speed-up (f = {f:.3f})",
+            paper=PAPER_SPEEDUP,
+            se=_se(speed),
+            replicates=speed.size,
+        ),
+        at_most(
+            float(drop.mean()),
+            0.01,
+            tol=2 * _se(drop),
+            name="victim accuracy drop by SAC",
+            paper=0.0012,
+            se=_se(drop),
+            replicates=drop.size,
+        ),
+        at_most(
+            float(lam.mean()),
+            0.1,
+            tol=2 * _se(lam),
+            name="leakage of the same configuration",
+            paper=0.0,
+            se=_se(lam),
+            replicates=lam.size,
+        ),
         extra={
-            "TEE-path byte fraction c": float(path.mean()),
-            "Amdahl bound 1/(1-f)": 1 / (1 - COMM_SHARE),
-            "leakage of the pruned top quarter": float(np.mean(_lambda(at_s, bb, wb))),
+            "TEE-path time fraction left c (upper bound, any hardware)": float(path.mean()),
+            "speed-up at f = 0.6 (the digest's 'communication over 60%')": float(
+                np.mean([C.amdahl_speedup(0.6, c) for c in path])
+            ),
             "kept outputs per layer (replicate 0)": r["kept_out"][0].tolist(),
             "paper: memory 224.4 MB / 54.96 MB, latency 3.33x LLaMA-7B, 2.16x ViT-B": [4.08, 3.33],
         },
         detail=f"layers (out, in) {shapes}, rank 4, fp32; RSM top {budgets(len(shapes))[0]} of "
-        f"{len(shapes)}; {size.reps} replicates",
+        f"{len(shapes)} + SAC; f = (1 - 1/3.33) / (1 - 54.96/224.4) from the paper's LLaMA-7B "
+        f"numbers; {size.reps} replicates",
     )
 
 
