@@ -476,7 +476,13 @@ def _ssl_agnostic(size, seed) -> Measurement:
             lambda f: lambda self, g: g,
             "flux c(g) g replaced by g (the conductance dropped)",
             name="no_conductance",
-        )
+        ),
+        wrap(
+            "dynamics.mri.tta.DiffusionBlock.flux",
+            lambda f: lambda self, g: f(self, g * 1e4) / 1e4,
+            "edge threshold K four decades too small: the conductance stops every flux",
+            name="tiny_k",
+        ),
     ],
 )
 def _no_oversmoothing(size, seed) -> Measurement:

@@ -18,7 +18,11 @@ attention logits carried across layers as a Hopfield hidden state (:mod:`nn.hopf
   batch 32, 400 steps, 3-4 seeds): vanilla 0.77-0.87 at depth 2 and chance (0.10) from depth 4 on;
   MHA alpha' = 0.5 and 0.8 are also at chance at depths 6 and 8, and alpha' = 0.8 trains in one
   seed of three at depth 4 (0.44). The claim is therefore registered at depths (2, 4) with
-  alpha' = 0.8, the most favourable setting found; whatever it measures is reported as is.
+  alpha' = 0.8, the most favourable setting found. The paper's effect (CIFAR-10, depth 4: MHA
+  85.74 % against vanilla 57.38 %, vanilla 63.72 % at depth 2) is registered as the same gaps
+  in accuracy (+0.28, +0.06; both tasks have 10 classes). Vanilla does degrade (0.83 -> near
+  chance), but MHA is no better at depth 4 (about -0.07 +- 0.08), which excludes +0.28 with
+  power >= 0.8: recorded ``not reproduced`` at ``quick``.
 
 - ``mha.token_uniformity``: with skips, 12-layer LMs on order-2 Markov languages (Fig. 1's
   analogue, ``docs/papers/mha.md#departures-and-why``) trained to near their entropy floor: MHA's
@@ -65,6 +69,7 @@ from paper_checks import (
     measure,
     memo,
     paired_gap,
+    record,
     sizes,
     unit,
     within,
@@ -307,6 +312,10 @@ VIT_SIZES = sizes(
     full=dict(seeds=10, steps=1500, depths=(2, 4, 6, 8)),
 )
 VIT = dict(d_model=32, num_heads=4, mlp_ratio=2, alpha_mha=0.8, lr=1e-3, batch=32)
+#: the paper's skip-free ViT on CIFAR-10 (docs/papers/mha.md C4), as accuracy fractions: MHA -
+#: vanilla at depth 4 (85.74 - 57.38 %) and vanilla's loss from depth 2 to 4 (63.72 - 57.38 %),
+#: registered as the same gaps in accuracy on the digits (both tasks have 10 classes)
+VIT_PAPER = dict(mha_gain=0.2836, vanilla_loss=0.0634)
 
 
 @functools.cache
@@ -384,9 +393,17 @@ def _vit_specs(size, seed):
     paper=PAPER,
     statement="Without skip connections a ViT's accuracy falls with depth, while MHA keeps it: "
     "at the deeper depth MHA beats vanilla, and vanilla is worse than when shallow.",
-    where="Sec. 5, skip-free ViT experiment (no-skip rank-collapse study)",
+    where="Sec. 5, skip-free ViT experiment (no-skip rank-collapse study); paper's effect: "
+    "CIFAR-10 depth 4, MHA 85.74 % against 57.38 %, vanilla 63.72 % at depth 2 (VIT_PAPER)",
     sizes=VIT_SIZES,
     replicates=lambda size, seed: [unit(train_vit, *a) for a in _vit_specs(size, seed)],
+    recorded=record(
+        quick="not reproduced",
+        reason="without skips vanilla attention does degrade with depth here (0.83 at depth 2, "
+        "near chance at 4), but MHA (alpha' = 0.8, the most favourable setting found) is no "
+        "better at depth 4 (MHA - vanilla about -0.07, SE about 0.08), while the paper's CIFAR-10 "
+        "gap of +0.28 would pass with power >= 0.8.",
+    ),
     mutants=[NO_STATE],
 )
 def _vit(size, seed) -> Measurement:
@@ -400,6 +417,7 @@ def _vit(size, seed) -> Measurement:
             n_se=2,
             margin=0.0,
             name=f"acc MHA - vanilla, L={deep}",
+            paper=VIT_PAPER["mha_gain"],
         ),
         paired_gap(
             r[("vanilla", shallow)][0],
@@ -407,6 +425,7 @@ def _vit(size, seed) -> Measurement:
             n_se=2,
             margin=0.0,
             name=f"vanilla acc L={shallow} - L={deep}",
+            paper=VIT_PAPER["vanilla_loss"],
         ),
         extra={f"{n} acc L={L}": float(r[(n, L)][0].mean()) for (n, L) in r}
         | {f"{n} log10 res L={L}": float(r[(n, L)][1].mean()) for (n, L) in r},
