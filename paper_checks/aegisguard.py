@@ -413,7 +413,8 @@ def paper_tee_share() -> float:
     and FLOPs keep the fraction of TEE memory kept, ``c = 54.96 / 224.4`` (module formulas of
     :mod:`theory.aegisguard`; the transitions keep at least that, so ``f`` is at least), and a
     3.33x speed-up at that ``c`` needs ``f = (1 - 1/3.33) / (1 - c)``
-    (:func:`theory.aegisguard.tee_share`)."""
+    (:func:`theory.aegisguard.tee_share`). The equal fractions are checked exactly in
+    ``tests/theory/test_aegisguard.py``."""
     full, kept = PAPER_MEMORY_MB
     return C.tee_share(PAPER_SPEEDUP, kept / full)
 

@@ -90,6 +90,24 @@ def test_path_fraction_bounds_the_serial_path_for_any_hardware():
         C.path_fraction(1.0, full)
 
 
+def test_same_shape_adapters_keep_the_memory_fraction_of_the_path():
+    # derived here (paper_checks.aegisguard.paper_tee_share): with one rank and one shape, the
+    # bytes and FLOPs of the TEE path keep exactly the fraction of TEE memory kept
+    from fractions import Fraction
+
+    shapes = C.llama_lora_shapes(("q_proj", "v_proj"), n_layers=4)
+    full = C.shielded_cost(shapes, [True] * 8, 8, n_tokens=5)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        on = [bool(x) for x in rng.integers(0, 2, 8)]
+        on[0] = True
+        kept = [int(k) for k in rng.integers(1, 4097, 8)]
+        part = C.shielded_cost(shapes, on, 8, n_tokens=5, kept_out=kept)
+        mem = Fraction(part.param_bytes, full.param_bytes)
+        assert Fraction(part.transfer_bytes, full.transfer_bytes) == mem
+        assert Fraction(part.flops, full.flops) == mem
+
+
 @pytest.mark.parametrize(
     "kwargs, name",
     [
