@@ -10,6 +10,33 @@ rank-k compression. Replicates of one configuration train side by side
 (:func:`dynamics.koopman.fit_koopman_batch`). Tolerances: a canonical correlation from N pairs has
 standard error about (1 - s^2) / sqrt(N); each tolerance is 4 standard errors (or the spread over
 replicates, when larger) plus a stated allowance.
+
+Verdicts (issue 44). Rules that compare with the exact answer the paper's method should reach
+(singular values, eigenvalues, unbiasedness) carry it as the paper's effect (``paper=``, power
+about 1 at these SEs); bounds stay two-valued.
+
+- ``koopman.lora_vs_baselines``: every loss trained at each learning rate of one grid (quick:
+  2e-3 and 1e-2, 2,000 Adam steps with cosine decay, 8 replicates; full: 1e-3, 2e-3, 5e-3 at
+  the paper's ~31,000 steps) on the same data, initialisation and batches; each loss's best
+  grid point is compared with LoRA's by the paired log-ratio of the mean relative error of
+  s_1..s_4. The
+  paper gives the direction (LoRA better) but its logistic-map numbers could not be read, so its
+  effect is registered as a baseline error 1.5x LoRA's. At the shared 2e-3 of the earlier
+  design every loss was under-trained (errors 1-3 %) and the verdict followed the seed; tuned
+  alike, VAMP-2 and DPNet reach LoRA's error (about 0.15 %, the read-out's sampling floor), which
+  excludes the paper's 1.5x: recorded not reproduced at quick. Relaxed DPNet stays far worse.
+  (At the paper's k = 20, VAMP-2 diverged at 3e-3 and matched LoRA's eigenvalue error at 3e-4;
+  not registered.)
+- ``koopman.multistep_prediction``: the learned forecast of E[cos 2 pi X_t | x] is compared in
+  L2(pi) with the exact rank-k compression's, against a tolerance derived from the measured
+  largest principal angles of the learned f and g spans to the exact singular functions:
+  ||(P_F K P_G)^t - K_k^t|| <= t (sin_F + sin_G) on mean-zero functions (derived here), plus the
+  read-out's sampling error. The earlier pointwise tolerance (10 % of the forecast's spread)
+  ignored the subspace error that the forecast inherits, and failed by 1.2x at horizon 2 while
+  the forecast was as close to the truth as the compression. That bound (measured at 0.07 of it,
+  sines 0.15-0.4 at quick) does not by itself catch a forecast one power of K_fwd off, so the
+  read-out's forecast is also held to the paper's formula phi~(x)^T K_fwd^(t-1) E[psi~ h]
+  evaluated from its own matrices (mutant ``power_off_by_one``).
 """
 
 from __future__ import annotations
@@ -42,6 +69,7 @@ from paper_checks import (
     memo,
     paired_gap,
     patch,
+    record,
     scaled,
     sizes,
     within,
@@ -51,9 +79,9 @@ from paper_checks import (
 PAPER = "Jeong, Ryu, Yun & Wornell 2025 (arXiv 2507.07222)"
 OPT_ALLOWANCE = 0.01  # relative optimisation error allowed on top of 4 standard errors
 LOGISTIC = sizes(
-    smoke=dict(n_train=4000, steps=150, n_test=20_000, seeds=2),
-    quick=dict(n_train=50_000, steps=2000, n_test=100_000, seeds=4),
-    full=dict(n_train=50_000, steps=31_000, n_test=200_000, seeds=8),
+    smoke=dict(n_train=4000, steps=150, n_test=20_000, seeds=2, lr_grid=(2e-3, 1e-2)),
+    quick=dict(n_train=50_000, steps=2000, n_test=100_000, seeds=8, lr_grid=(2e-3, 1e-2)),
+    full=dict(n_train=50_000, steps=31_000, n_test=200_000, seeds=8, lr_grid=(1e-3, 2e-3, 5e-3)),
 )
 LANGEVIN = sizes(
     smoke=dict(n_train=4000, steps=150, n_test=20_000, seeds=2),
@@ -62,7 +90,9 @@ LANGEVIN = sizes(
 )
 BASELINES = ("lora", "vamp2", "dpnet", "dpnet_relaxed")
 K_LOGISTIC = 5  # constant + 4 learned: the two close pairs 0.923/0.892, 0.696/0.657
-LR = {"lora": 2e-3, "vamp2": 2e-3, "dpnet": 2e-3, "dpnet_relaxed": 2e-3}  # same tuning for all
+LR = {"lora": 2e-3, "vamp2": 2e-3, "dpnet": 2e-3, "dpnet_relaxed": 2e-3}  # the shared fits
+GRID_SCALE = {loss: 1.0 for loss in BASELINES}  # each loss's grid = lr_grid * this (a mutant's)
+PAPER_RATIO = 1.5  # "outperforms", as the ratio of a baseline's error to LoRA's (see the claim)
 
 
 def _se(s, n):
@@ -83,22 +113,62 @@ def logistic_fits(n_train, steps, n_test, seeds, seed) -> dict:
     keys = [jax.random.fold_in(jax.random.key(seed), i) for i in range(seeds)]
     out = {"system": L, "test": te, "n_test": n_test, "steps": steps, "seeds": seeds, "fits": {}}
     for loss in BASELINES:
-        models = fit_koopman_batch(
-            [t[:-1] for t in tr],
-            [t[1:] for t in tr],
-            K_LOGISTIC,
-            keys=keys,
-            loss=loss,
-            nesting="jnt",
-            embedding="fourier",
-            width=64,
-            depth=2,
-            batch_size=256,
-            steps=steps,
-            lr=LR[loss],
-            progress=False,
-        )
+        models = _fit_logistic(tr, keys, loss, steps, LR[loss])
         out["fits"][loss] = [(m, m.readout(t[:-1], t[1:])) for m, t in zip(models, te, strict=True)]
+    return out
+
+
+def _fit_logistic(tr, keys, loss, steps, lr):
+    """``fit_koopman_batch`` with the logistic-map settings of :func:`logistic_fits`."""
+    return fit_koopman_batch(
+        [t[:-1] for t in tr],
+        [t[1:] for t in tr],
+        K_LOGISTIC,
+        keys=keys,
+        loss=loss,
+        nesting="jnt",
+        embedding="fourier",
+        width=64,
+        depth=2,
+        batch_size=256,
+        steps=steps,
+        lr=lr,
+        progress=False,
+    )
+
+
+@memo
+def tuned_errors(n_train, steps, n_test, seeds, lr_grid, scale, seed) -> dict:
+    """Mean relative error of s_1..s_4 per replicate for each loss at each learning rate of its
+    grid (``lr_grid`` times ``dict(scale)[loss]``), the replicates (data, initialisation,
+    batches) of :func:`logistic_fits`; a run that diverges counts as error 1. The fits at the shared
+    learning rate are :func:`logistic_fits`' own."""
+    sim = logistic_fits(n_train, steps, n_test, seeds, seed)
+    L, scale = sim["system"], dict(scale)
+    s = L.singular_values(K_LOGISTIC)
+    tr = [L.trajectory(n_train, rng=np.random.default_rng([seed, i, 0])) for i in range(seeds)]
+    keys = [jax.random.fold_in(jax.random.key(seed), i) for i in range(seeds)]
+
+    def errors(readouts):
+        return np.array(
+            [np.mean(relative_singular_value_errors(ro.singular_values, s)[1:]) for ro in readouts]
+        )
+
+    out = {}
+    for loss in BASELINES:
+        out[loss] = {}
+        for lr in (round(v * scale[loss], 12) for v in lr_grid):
+            if lr == LR[loss]:
+                out[loss][lr] = errors([ro for _, ro in sim["fits"][loss]])
+                continue
+            try:
+                models = _fit_logistic(tr, keys, loss, steps, lr)
+            except FloatingPointError:  # diverged: the grid point loses
+                out[loss][lr] = np.ones(seeds)
+                continue
+            out[loss][lr] = errors(
+                [m.readout(t[:-1], t[1:]) for m, t in zip(models, sim["test"], strict=True)]
+            )
     return out
 
 
@@ -132,7 +202,15 @@ def _logistic_svals(size, seed) -> Measurement:
     # the last learned mode is the least determined (close pair 0.696 / 0.657): allowance 5 %
     allow = np.r_[OPT_ALLOWANCE, OPT_ALLOWANCE, OPT_ALLOWANCE, 0.05] * s
     return measure(
-        within(est.mean(0).round(5), s.round(5), (4 * se + allow).round(5), name="s_1..s_4"),
+        within(
+            est.mean(0).round(5),
+            s.round(5),
+            (4 * se + allow).round(5),
+            name="s_1..s_4",
+            paper=s.round(5),
+            se=se,
+            replicates=size.seeds,
+        ),
         extra={"relative errors": np.round(np.abs(est.mean(0) - s) / s, 4).tolist()},
         detail=f"mean over {size.seeds} trained replicates (own data, init), {size.steps} Adam "
         f"steps on {size.n_train} pairs, CCA on {size.n_test} fresh pairs each; tolerance "
@@ -193,9 +271,15 @@ def _logistic_eigs(size, seed) -> Measurement:
     # allowance: eigenvalues of a 3 x 3 compression move by about the singular-value error of its
     # modes (4 SE + 1 %, ~0.01) times the eigenvector conditioning (<= ~3): 0.03
     return measure(
-        at_most(round(float(d.mean()), 4), 0.03, name="Hausdorff(learned, exact rank-3)"),
+        at_most(
+            round(float(d.mean()), 4),
+            0.03,
+            name="Hausdorff(learned, exact rank-3)",
+            paper=0.0,
+            se=float(d.std(ddof=1) / np.sqrt(d.size)),
+            replicates=size.seeds,
+        ),
         extra={
-            "SE over replicates": round(float(d.std(ddof=1) / np.sqrt(d.size)), 4),
             "learned (replicate 0)": [[round(z.real, 4), round(z.imag, 4)] for z in lam[0]],
             "exact rank-3": [[round(z.real, 4), round(z.imag, 4)] for z in exact],
             "d_H(learned rank-5 -> true spectrum)": round(float(np.mean(d_true)), 4),
@@ -263,6 +347,8 @@ def _langevin(size, seed) -> Measurement:
             s.round(5),
             (4 * se + 0.005 * s).round(5),
             name="lambda_1..lambda_3",
+            paper=s.round(5),
+            se=se,
         ),
         extra={
             "singular values": np.round(
@@ -279,36 +365,61 @@ def _langevin(size, seed) -> Measurement:
 @claim(
     "koopman.lora_vs_baselines",
     paper=PAPER,
-    statement="With the same encoder, data and budget, LoRA learns the top singular values "
-    "more accurately than VAMP-2 and DPNet (plain and relaxed).",
-    where="Sec. 5 (comparisons with VAMPnet and DPNet)",
+    statement="With the same encoder, data and budget, and each loss's learning rate tuned on "
+    "the same grid, LoRA learns the top singular values more accurately than VAMP-2 and DPNet "
+    "(plain and relaxed).",
+    where="Sec. 5 (comparisons with VAMPnet and DPNet); abstract",
     sizes=LOGISTIC,
     mutants=[
         patch(
-            "paper_checks.koopman.LR",
-            {**LR, "lora": 2e-4},
-            "LoRA given a 10x smaller learning rate than the baselines",
-            name="lora_lr_10x_low",
+            "paper_checks.koopman.GRID_SCALE",
+            {**GRID_SCALE, "lora": 0.1},
+            "LoRA tuned on a learning-rate grid 10x below the baselines'",
+            name="lora_grid_10x_low",
         )
     ],
+    recorded=record(
+        quick="not reproduced",
+        reason="tuned alike (best of the grid per loss), VAMP-2 and DPNet reach LoRA's accuracy "
+        "(errors at the read-out's sampling floor, about 0.15 %): their error ratio to LoRA's is "
+        "about 1, and the paper's 1.5x is excluded at 2 SE; relaxed DPNet is far worse",
+    ),
 )
 def _baselines(size, seed) -> Measurement:
-    sim = logistic_fits(size.n_train, size.steps, size.n_test, size.seeds, seed)
-    s = sim["system"].singular_values(K_LOGISTIC)
-    err = {
-        loss: np.array(
-            [np.mean(relative_singular_value_errors(ro.singular_values, s)[1:]) for _, ro in fits]
-        )
-        for loss, fits in sim["fits"].items()
-    }
+    grid = tuned_errors(
+        size.n_train,
+        size.steps,
+        size.n_test,
+        size.seeds,
+        size.lr_grid,
+        tuple(GRID_SCALE.items()),
+        seed,
+    )
+    best = {loss: min(g, key=lambda lr, g=g: g[lr].mean()) for loss, g in grid.items()}
+    log_err = {loss: np.log(grid[loss][lr]) for loss, lr in best.items()}
     return measure(
         *[
-            paired_gap(err[b], err["lora"], n_se=2, name=f"{b} error - LoRA error")
+            paired_gap(
+                log_err[b],
+                log_err["lora"],
+                n_se=2,
+                name=f"log({b} error / LoRA error)",
+                paper=float(np.log(PAPER_RATIO)),
+            )
             for b in BASELINES[1:]
         ],
-        extra={f"mean relative error {k}": round(float(v.mean()), 5) for k, v in err.items()},
-        detail=f"mean relative error of s_1..s_4 per replicate, paired over {size.seeds} "
-        "replicates (same data, init, steps and learning rate for every loss)",
+        extra={
+            "tuned learning rate": {k: v for k, v in best.items()},
+            "mean relative error per learning rate": {
+                loss: {f"{lr:g}": round(float(e.mean()), 5) for lr, e in g.items()}
+                for loss, g in grid.items()
+            },
+        },
+        detail=f"mean relative error of s_1..s_4 per replicate at each loss's best learning rate "
+        f"of the grid {list(size.lr_grid)} ({size.steps} Adam steps, cosine decay; same data, "
+        f"init and batches for every loss), log-ratio to LoRA's paired over {size.seeds} "
+        f"replicates; the paper's effect registered as a ratio of {PAPER_RATIO} (its "
+        "logistic-map numbers could not be read)",
     )
 
 
@@ -424,7 +535,14 @@ def _bias(size, seed) -> Measurement:
     sim = gradient_bias(size.batches, size.reps, seed)
     zl = sim["lora (U-statistic)"]["z"]
     return measure(
-        within(np.round(zl, 2), np.zeros_like(zl), 4.0, name="z(LoRA U-statistic bias)"),
+        within(
+            np.round(zl, 2),
+            np.zeros_like(zl),
+            4.0,
+            name="z(LoRA U-statistic bias)",
+            paper=np.zeros_like(zl),
+            se=np.ones_like(zl),
+        ),
         *[
             at_least(
                 round(float(sim[n]["z"][0]), 2), 4.0, name=f"z({n} bias) at B={size.batches[0]}"
@@ -471,23 +589,59 @@ def _exact_rank_k_forecast(x0: tuple, k: int, n_nodes: int = 400) -> np.ndarray:
     return np.stack([phi0 @ np.linalg.matrix_power(C, t - 1) @ b for t in HORIZONS])
 
 
+def _pi_quadrature(n_nodes: int = 400):
+    """Gauss-Legendre nodes on [0, 1] with weights ``w`` of the invariant density (sum 1)."""
+    L = NoisyLogisticMap(N=20)
+    t, w = roots_legendre(n_nodes)
+    q = (t + 1) / 2
+    return q, w / 2 * L.invariant_density(q)
+
+
+def _sin_max_angle(B, E, w) -> float:
+    """Sine of the largest principal angle in L2(pi) between ``span(B)`` and the orthonormal
+    ``E`` (columns at the quadrature nodes, weights ``w``): ``sqrt(1 - sigma_min^2)``,
+    ``sigma`` the singular values of ``G_BB^{-1/2} G_BE``."""
+    Gbb, Gbe = B.T @ (w[:, None] * B), B.T @ (w[:, None] * E)
+    lam, V = np.linalg.eigh(Gbb)
+    cos = np.linalg.svd((V / np.sqrt(lam)) @ V.T @ Gbe, compute_uv=False)
+    return float(np.sqrt(max(0.0, 1.0 - min(1.0, cos.min()) ** 2)))
+
+
 @memo
 def forecasts(n_train, steps, n_test, seeds, seed) -> dict:
     """Forecasts of E[cos(2 pi X_t) | X_0 = x] from each trained LoRA replicate, from the exact
-    rank-k compression, and the exact conditional expectation (transfer-matrix formula)."""
+    rank-k compression, and the exact conditional expectation (transfer-matrix formula), on a
+    grid of starting points and at the pi-weighted quadrature nodes; with the sines of the
+    largest principal angles of each replicate's learned f and g spans to the exact ones."""
     sim = logistic_fits(n_train, steps, n_test, seeds, seed)
     L = sim["system"]
     x0 = np.linspace(0.0, 1.0, 201)[:-1]
-    learned = []
+    q, w = _pi_quadrature()
+    phi, psi = L.left_singular_functions(q, K_LOGISTIC), L.right_singular_functions(q, K_LOGISTIC)
+    learned, learned_q, formula_q, sin_f, sin_g = [], [], [], [], []
     for (model, ro), te in zip(sim["fits"]["lora"], sim["test"], strict=True):
         dec = ro.decoder(model.g(te[1:]), _h(te[1:]))
         learned.append(ro.forecast(model.f(x0), dec, HORIZONS)[..., 0])
+        learned_q.append(ro.forecast(model.f(q), dec, HORIZONS)[..., 0])
+        # Sec. 3.2.1: phi~(x)^T K_fwd^(t-1) E[psi~ h], from the read-out's matrices
+        Kp = [np.linalg.matrix_power(ro.koopman_matrix, t - 1) for t in HORIZONS]
+        formula_q.append(np.stack([(model.f(q) @ ro.coef_f) @ P @ dec[:, 0] for P in Kp]))
+        sin_f.append(_sin_max_angle(model.f(q), phi, w))
+        sin_g.append(_sin_max_angle(model.g(q), psi, w))
     exact = np.stack([L.conditional_expectation(_h, x0, t) for t in HORIZONS])
     return {
         "x0": x0,
         "learned": np.array(learned),
         "rank_k": _exact_rank_k_forecast(tuple(x0), K_LOGISTIC),
         "exact": exact,
+        "q": q,
+        "w": w,
+        "learned_q": np.array(learned_q),
+        "formula_q": np.array(formula_q),
+        "rank_k_q": _exact_rank_k_forecast(tuple(q), K_LOGISTIC),
+        "exact_q": np.stack([L.conditional_expectation(_h, q, t) for t in HORIZONS]),
+        "sin_f": np.array(sin_f),
+        "sin_g": np.array(sin_g),
         "n_test": n_test,
         "seeds": seeds,
     }
@@ -496,9 +650,9 @@ def forecasts(n_train, steps, n_test, seeds, seed) -> dict:
 @claim(
     "koopman.multistep_prediction",
     paper=PAPER,
-    statement="Multi-step forecasts of observables from the learned singular functions match, "
-    "pointwise, those of the exact rank-k Koopman compression at horizons where the "
-    "forecast still depends on the starting point.",
+    statement="Multi-step forecasts of observables from the learned singular functions match "
+    "those of the exact rank-k Koopman compression up to the error of the learned subspaces, "
+    "at horizons where the forecast still depends on the starting point.",
     where="Sec. 3.2 (forward prediction), Sec. 5 (multi-step prediction)",
     sizes=LOGISTIC,
     mutants=[
@@ -512,28 +666,49 @@ def forecasts(n_train, steps, n_test, seeds, seed) -> dict:
 )
 def _forecast(size, seed) -> Measurement:
     sim = forecasts(size.n_train, size.steps, size.n_test, size.seeds, seed)
-    info = sim["exact"].std(1)  # RMSE of the constant forecast E_pi h
-    rank_err = np.sqrt(np.mean((sim["rank_k"] - sim["exact"]) ** 2, 1))
+    w = sim["w"]
+
+    def norm(v):  # L2(pi) norm over x by the pi-weighted quadrature, per leading index
+        return np.sqrt(np.sum(w * v**2, axis=-1))
+
+    h_sd = float(norm(_h(sim["q"]) - np.sum(w * _h(sim["q"]))))
+    info = norm(sim["exact_q"] - np.sum(w * sim["exact_q"], -1, keepdims=True))
+    rank_err = norm(sim["rank_k_q"] - sim["exact_q"])
     # informative: the forecast varies with x, and the exact rank-k compression carries it
     keep = np.flatnonzero((info > INFORMATIVE) & (rank_err < 0.5 * info))
-    mean = sim["learned"].mean(0)[keep]
-    se = sim["learned"].std(0, ddof=1)[keep] / np.sqrt(size.seeds)
-    # per point: 4 SE over replicates + 10 % of the signal's spread (singular-value and subspace
-    # error of the learned rank-5 model, ~ the 1-5 % of koopman.logistic_singular_values)
-    tol = 4 * se + 0.1 * info[keep, None]
-    worst = np.max(np.abs(mean - sim["rank_k"][keep]) / tol, 1)
+    t = np.array(HORIZONS)[keep]
+    err = norm(sim["learned_q"][:, keep] - sim["rank_k_q"][keep])  # (replicates, horizons)
+    # derived here: ||(P_F K P_G)^t - K_k^t|| <= t (sin_F + sin_G) on mean-zero functions
+    # (||K|| = 1, ||P_F - P_Phi|| = sin of the largest principal angle), plus the read-out's
+    # sampling error, 4 SD_pi(h)/sqrt(n_test) per step
+    sub = (sim["sin_f"] + sim["sin_g"])[:, None]
+    tol = t[None, :] * (sub + 4 / np.sqrt(size.n_test)) * h_sd
+    gap = float(np.max(np.abs(sim["learned_q"] - sim["formula_q"])))
     return measure(
-        at_most(worst.round(3), 1.0, name="max_x |learned - exact rank-k| / tol"),
+        at_most(
+            round(float(np.max(err / tol)), 4),
+            1.0,
+            name="max ||learned - exact rank-k||_pi / subspace bound",
+        ),
+        at_most(gap, 1e-9, name="max |forecast - phi~^T K_fwd^(t-1) E[psi~ h]|"),
         extra={
-            "horizons": [HORIZONS[i] for i in keep],
-            "SD_x of exact forecast": info.round(4).tolist(),
-            "RMSE(exact rank-k vs exact) / SD_x": (rank_err / info).round(3).tolist(),
-            "RMSE(learned vs exact) / SD_x": np.round(
-                np.sqrt(np.mean((sim["learned"].mean(0) - sim["exact"]) ** 2, 1)) / info, 3
-            ).tolist(),
+            "horizons": t.tolist(),
+            "sin(angle) f, g per replicate": np.c_[sim["sin_f"], sim["sin_g"]].round(4).tolist(),
+            "||learned - exact rank-k||_pi (mean)": err.mean(0).round(4).tolist(),
+            "bound (mean)": tol.mean(0).round(4).tolist(),
+            "RMSE_pi(exact rank-k vs exact) / SD_pi": (rank_err / info).round(3).tolist(),
+            "RMSE_pi(learned vs exact) / SD_pi": (
+                norm(sim["learned_q"].mean(0) - sim["exact_q"]) / info
+            )
+            .round(3)
+            .tolist(),
         },
-        detail=f"200 starting points; judged at horizons where SD_x(E[h(X_t)|x]) > {INFORMATIVE} "
-        "and the exact rank-k compression's RMSE to the truth is below half of it (the "
-        f"constant forecast's); mean of {size.seeds} replicates; tolerance per point 4 SE "
-        "+ 10 % of the forecast's spread",
+        detail=f"E[cos(2 pi X_t) | x] from each of {size.seeds} LoRA replicates, compared in "
+        "L2(pi) (400-node quadrature) with the exact rank-k compression's forecast at horizons "
+        f"where SD_pi(E[h(X_t)|x]) > {INFORMATIVE} and the compression's error to the truth is "
+        "below half of it; bound per replicate t (sin_F + sin_G + 4/sqrt(n_test)) SD_pi(h), "
+        "from the measured largest principal angles of the learned f and g spans to the exact "
+        "top-k singular functions (derived here: ||K|| = 1 and a projection error of sin); "
+        "and the read-out's forecast equals the paper's formula phi~(x)^T K_fwd^(t-1) "
+        "E[psi~ h] evaluated from its own matrices",
     )
