@@ -20,16 +20,27 @@ import base64
 import contextlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from _core.runtime import float64
 
 from ._mutants import Mutant, find_mutant
 from ._registry import Registry
 
-__all__ = ["Property", "PROPERTIES", "prop", "verify", "replay", "encode", "decode"]
+__all__ = [
+    "Property",
+    "PROPERTIES",
+    "prop",
+    "verify",
+    "replay",
+    "encode",
+    "decode",
+    "default_db",
+]
 
 
 @dataclass(frozen=True)
@@ -107,42 +118,89 @@ class _Violation(AssertionError):
     pass
 
 
-def verify(p: Property, examples: int, seed: int = 0, mutant: str | None = None) -> dict:
+def default_db() -> Path:
+    """The example database's folder: ``$XDG_CACHE_HOME/theorylab/hypothesis``, else
+    ``~/.cache/theorylab/hypothesis``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "theorylab" / "hypothesis"
+
+
+def _tightest_path(db: Path, pid: str, mutant: str | None) -> Path:
+    return db / "tightest" / f"{pid}{'' if mutant is None else '@' + mutant}.json"
+
+
+def _stored(db: Path | None, pid: str, mutant: str | None) -> list[dict]:
+    """The instances stored by earlier runs (the tightest first), replayed before the search."""
+    if db is None:
+        return []
+    path = _tightest_path(db, pid, mutant)
+    try:
+        blobs = json.loads(path.read_text())
+        return [decode(b) for b in blobs]
+    except (OSError, ValueError):  # none yet, or a file this version cannot read: start afresh
+        return []
+
+
+def verify(
+    p: Property,
+    examples: int,
+    seed: int = 0,
+    mutant: str | None = None,
+    *,
+    db: Path | str | None = None,
+) -> dict:
     """Search ``examples`` instances of ``p`` (Hypothesis, targeted at the smallest slack).
 
+    ``db``: a folder for Hypothesis's example database (counterexamples are replayed first)
+    and for the tightest instance found per property, which the next run evaluates first, so a
+    second run never starts from a worse slack than the best the first found; None: no memory.
+
     Returns a row: ``status`` ("holds", "counterexample" or "error"), ``examples`` tried,
-    ``min_slack`` with the ``tightest`` instance, and for a counterexample the shrunk instance
-    with its replay ``blob``.
+    ``min_slack`` with the ``tightest`` instance, ``first_slack`` (the slack of the first
+    example evaluated: the stored tightest one when there is one), ``caught_at`` (the number of
+    the first example with negative slack, None when none), and for a counterexample the shrunk
+    instance with its replay ``blob``.
     """
     from hypothesis import HealthCheck, Phase, given, settings, target
+    from hypothesis import example as hypothesis_example
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
+    from hypothesis.database import DirectoryBasedExampleDatabase
 
-    state = dict(n=0, min=math.inf, tightest=None, fail=None)
+    db = None if db is None else Path(db)
+    state = dict(n=0, min=math.inf, tightest=None, fail=None, first=None, caught=None)
 
     def body(ex):
         s = float(p.slack(ex))
         state["n"] += 1
         if math.isnan(s):
             raise ValueError(f"slack is NaN at instance {ex}")
+        if state["first"] is None:
+            state["first"] = s
         if s < state["min"]:
             state["min"], state["tightest"] = s, ex
         target(-s, label="negative slack")
         if s < 0:
             state["fail"] = (ex, s)
+            if state["caught"] is None:
+                state["caught"] = state["n"]
             raise _Violation(f"slack {s:.3g} < 0")
 
     test = settings(
         max_examples=examples,
-        database=None,
+        database=None if db is None else DirectoryBasedExampleDatabase(str(db / "examples")),
         deadline=None,
         derandomize=False,
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
-        phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink),
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
         print_blob=False,
     )(given(p.strategy(st))(body))
+    for ex in _stored(db, p.id, mutant):  # explicit examples run before the search
+        test = hypothesis_example(ex)(test)
     test = hypothesis_seed(seed)(test)
+    # one database entry per property and mutant (the wrapped body is the same function for all)
+    test._hypothesis_internal_database_key = f"theorylab:{p.id}:{mutant}".encode()  # pyright: ignore
     t0 = time.perf_counter()
     row = dict(id=p.id, paper=p.paper, statement=p.statement, where=p.where, mutant=mutant)
     try:
@@ -162,8 +220,14 @@ def verify(p: Property, examples: int, seed: int = 0, mutant: str | None = None)
         examples=state["n"],
         min_slack=state["min"],
         tightest=state["tightest"],
+        first_slack=state["first"],
+        caught_at=state["caught"],
         seconds=round(time.perf_counter() - t0, 3),
     )
+    if db is not None and state["tightest"] is not None:
+        path = _tightest_path(db, p.id, mutant)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps([encode(state["tightest"])]))
     return row
 
 

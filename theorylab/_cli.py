@@ -5,7 +5,9 @@
   figure, the report in DIR; ``--mutants`` also runs every declared mutant (killed / declared
   column); without workers, a claim's declared independent runs use ``--threads`` threads.
 - ``verify [--only GLOB] [--examples N] [--seed S] [--out DIR] [--mutant NAME] [--replay BLOB]
-  [--workers N | --scheduler ADDRESS]``: the properties, searched by Hypothesis.
+  [--db PATH | --no-db] [--workers N | --scheduler ADDRESS]``: the properties, searched by
+  Hypothesis; the example database (counterexamples and each property's tightest instance,
+  replayed first) lives in ``$XDG_CACHE_HOME/theorylab/hypothesis`` unless ``--db``/``--no-db``.
 - ``check ID [--scale] [--seed] [--mutant NAME] [--out DIR] [--threads N]``: one claim.
 - ``report OLD.json NEW.json``: the claims whose verdict or measured value (beyond 3 SE) moved;
   ``report --markdown``: the README's claims table from the registry's recorded outcomes.
@@ -174,6 +176,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="BLOB",
         help="evaluate one instance printed by an earlier run (with --only ID)",
     )
+    ver.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help="example database folder (default $XDG_CACHE_HOME/theorylab/hypothesis): "
+        "counterexamples and each property's tightest instance, replayed first next run",
+    )
+    ver.add_argument("--no-db", action="store_true", help="no example database (start afresh)")
     common(ver, "theorylab-out")
     rep.add_argument(
         "--compare",
@@ -387,7 +397,12 @@ def _verify(args, properties, cache: bool) -> int:
         print(f"{r['id']}: slack {r['slack']:.6g} at {r['instance']} -> {r['status']}")
         return 0 if r["status"] == "holds" else 1
     out = Path(args.out)
-    jobs = [(property_row, (p, args.examples, args.seed, args.mutant), {}) for p in chosen]
+    from paper_checks._properties import default_db
+
+    db = None if args.no_db else str(Path(args.db) if args.db else default_db())
+    jobs = [
+        (property_row, (p, args.examples, args.seed, args.mutant), {"db": db}) for p in chosen
+    ]
     rows: list[dict] = []
     meta = dict(examples=args.examples, seed=args.seed, device=device_name())
     try:

@@ -400,13 +400,19 @@ def figure_row(
 
 
 def property_row(
-    p, examples: int, seed: int, mutant: str | None = None, compile_cache: bool | None = None
+    p,
+    examples: int,
+    seed: int,
+    mutant: str | None = None,
+    compile_cache: bool | None = None,
+    db: str | None = None,
 ) -> dict:
-    """One property's verification row (:func:`paper_checks.verify`)."""
+    """One property's verification row (:func:`paper_checks.verify`; ``db`` its example
+    database folder, None for none)."""
     from paper_checks import verify
 
     _on_worker(compile_cache)
-    return verify(p, examples, seed, mutant)
+    return verify(p, examples, seed, mutant, db=db)
 
 
 class Progress:
