@@ -141,3 +141,66 @@ def _layout(ex) -> float:
         ]
         worst = max(worst, *errs)
     return 1.0 - worst / 1e-12
+
+
+@prop(
+    "dnd.weighted_loss",
+    paper=PAPER,
+    statement="The criterion weight of tile t is mean_d (mean_{e in t} s_e / mean_e s_e) with s_e "
+    "the std over a dataset's checkpoints (valid entries only), and the loss is "
+    "mean_e w_t(e) (M (pred - target))^2 with M = ~isnan(target), for any datasets, checkpoints, "
+    "tiles and padding.",
+    where="official criterion_weight_for_0.5B.py, decoderonly.py::criterion; docs/papers/dnd.md",
+    strategy=lambda st: st.fixed_dictionaries(
+        {
+            "seed": st.integers(0, 2**31 - 1),
+            "config": st.sampled_from(range(len(_CONFIGS))),
+            "datasets": st.integers(1, 3),
+            "checkpoints": st.integers(2, 4),
+            "spread": st.floats(0.01, 10.0),
+            "log_scale": st.floats(-3.0, 3.0),
+            "constant": st.just(False),
+        }
+    ),
+    mutants=[
+        wrap(
+            "nn.dnd.criterion_weight",
+            lambda f: lambda tokens: f(jnp.nan_to_num(tokens)),
+            "the padding counted as zeros in the per-tile std",
+            name="padding_in_weight",
+        ),
+        wrap(
+            "nn.dnd.dnd_loss",
+            lambda f: lambda pred, target, weight: f(pred, target, jnp.ones_like(weight)),
+            "the per-tile weight ignored",
+            name="weight_ignored",
+        ),
+    ],
+)
+def _loss(ex) -> float:
+    g = np.random.default_rng(ex["seed"])
+    _, c, _ = _CONFIGS[ex["config"]]
+    base = np.asarray(D.tokenize(_factors(ex), c))  # (T, h, w), NaN at padding
+    D_, J = ex["datasets"], ex["checkpoints"]
+    tokens = base + ex["spread"] * g.random((D_, J, 1, 1, 1)) * g.standard_normal(
+        (D_, J, *base.shape)
+    )  # checkpoints that move by different amounts per dataset (NaN stays NaN)
+    s = np.std(tokens, axis=1, ddof=1)  # (D, T, h, w)
+    valid = ~np.isnan(base)
+    w_want = np.mean(
+        [
+            [s[d][t][valid[t]].mean() / s[d][valid].mean() for t in range(base.shape[0])]
+            for d in range(D_)
+        ],
+        axis=0,
+    )
+    w_got = np.asarray(D.criterion_weight(tokens))
+    pred = g.standard_normal(base.shape)
+    diff = np.where(valid, pred - np.nan_to_num(base), 0.0)
+    loss_want = np.mean(w_want[:, None, None] * diff**2)
+    loss_got = float(D.dnd_loss(pred, base, w_got))
+    err = max(
+        float(np.max(np.abs(w_got - w_want) / np.abs(w_want))),
+        abs(loss_got - loss_want) / abs(loss_want),
+    )
+    return 1.0 - err / 1e-10
