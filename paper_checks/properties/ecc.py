@@ -121,3 +121,46 @@ def _mp_variance(ex) -> float:
     limit, finite = out
     dev = max(abs(float(finite[k] - limit[k])) / abs(float(limit[k])) for k in limit)
     return 1.0 - p * dev / MP_FLUCT
+
+
+@prop(
+    "ecc.debias_inverts_naive",
+    paper=PAPER,
+    statement="The debiasing inverts the naive limits: for every estimator (INT, NR, DR), split "
+    "(2, 3), ratio gamma, ridge penalties and (theta, psi), debias(naive_limit(theta, psi), "
+    "theta_hat) returns (psi, theta), theta_hat being the plug-in's limit s_a s_y theta (three "
+    "splits) or Gamma theta + zeta psi (two splits).",
+    where="Sec. 3, bias of the plug-in estimators and their debiased versions "
+    "(docs/papers/ecc_ridge.md#bias-and-debiasing)",
+    strategy=lambda st: st.fixed_dictionaries(
+        {
+            "estimator": st.sampled_from(["int", "nr", "dr"]),
+            "split": st.sampled_from([2, 3]),
+            "gamma": st.floats(0.05, 4.0),
+            "lam_a": st.floats(0.05, 10.0),
+            "lam_y": st.floats(0.05, 10.0),
+            "theta": st.floats(-3.0, 3.0),
+            "psi": st.floats(-3.0, 3.0),
+        }
+    ),
+    mutants=[
+        wrap(
+            "theory.ecc.debias_factors",
+            lambda f: lambda *a: (lambda k, M: (k * 1.01, M))(*f(*a)),
+            "the debiasing factor k 1 % large",
+            name="k_1pct",
+        )
+    ],
+)
+def _debias(ex) -> float:
+    c = ecc.bias_constants(ecc.SpectralIntegrator(ex["gamma"], ex["lam_a"], ex["lam_y"]))
+    est, split, theta, psi = ex["estimator"], ex["split"], ex["theta"], ex["psi"]
+    naive = ecc.naive_limit(est, split, c, theta, psi)
+    if split == 3:
+        theta_hat = c["s_a"] * c["s_y"] * theta
+    else:
+        theta_hat = c["Gamma"] * theta + c["zeta"] * psi
+    psi2, theta2 = ecc.debias(est, split, naive, theta_hat, c)
+    size = 1.0 + abs(theta) + abs(psi)
+    err = max(abs(float(psi2) - psi), abs(float(theta2) - theta)) / size
+    return 1.0 - err / 1e-8
