@@ -10,17 +10,27 @@ third-party sources; the method section itself could not be read.
 Design (one compiled program: seeds x learning rates vmapped, rounds scanned, clients vmapped):
 the student MLP of :func:`._base.pretrained` is adapted to a new 4-class task (its teacher's
 hidden weight moved by a rank-4 shift of size 2; labels the argmax) by ``C = 8`` clients whose
-training data are label-skewed (class proportions ``Dirichlet(0.3)`` per client: data
-heterogeneity; an IID split is run beside it). Both hidden layers are adapted, nothing else is
-trained; uploads are matched: LoRA r = 2 (224 numbers, FedAvg of ``A`` and ``B`` separately,
-:func:`nn.adapters.fedavg`) against Ravan with 2 heads of rank 7 (200 numbers, orthogonal bases,
-:func:`nn.adapters.ravan_aggregate`). Each round every client runs ``K`` full-batch SGD steps on
-its data from the broadcast model; the server aggregates. The learning rate of each method is
-the best of one grid by the mean validation loss over seeds (heterogeneous split); test
-accuracy and loss on a balanced test set after the last round, paired over seeds. The grid
-was ``(0.1, 0.3, 1)`` with 10 seeds until Ravan's choice hit its lower edge (seed 0) and its
-upper edge (seed 2) while the gap changed sign over seeds 0-2 (+0.055 +- 0.042, -0.062 +-
-0.020, +0.039 +- 0.028); it now spans ``0.03 .. 3`` for both methods, with 16 seeds.
+training data are label-skewed: each client's class proportions are ``Dirichlet(0.3 * 4 * p)``
+with ``p`` the task's class frequencies (Hsu, Qi & Brown 2019), so that the clients together
+hold the task's distribution (an IID split is run beside it). Both hidden layers are adapted,
+nothing else is trained; uploads are matched: LoRA r = 2 (224 numbers, FedAvg of ``A`` and
+``B`` separately, :func:`nn.adapters.fedavg`) against Ravan with 2 heads of rank 7 (200
+numbers, orthogonal bases, :func:`nn.adapters.ravan_aggregate`). Each round every client runs
+``K`` full-batch SGD steps on its data from the broadcast model; the server aggregates. The
+learning rate of each method is the best of one grid by the mean validation loss over seeds
+(heterogeneous split); test accuracy and loss on a test set of the task after the last round,
+paired over seeds. Reported beside: the base model's accuracy, and each method's aggregation
+error (how far the server's update is from the mean of the clients' updates, averaged over
+rounds): exactly 0 for Ravan, about 0.13 for LoRA's factor averaging at quick.
+
+Redesign (issue 44). The earlier design drew every client's proportions from ``Dirichlet(0.3)``
+around uniform classes, so the clients together over-represented the task's rare classes;
+with 20 rounds of 5 local steps both methods ended at 42 %, below the base model's accuracy
+(about 0.5), and LoRA's factor averaging was close to exact. Now the clients together hold the
+task's distribution and quick runs 40 rounds of 10 local steps: both methods learn (0.63 and
+0.61 against 0.54 for the base in a 4-seed probe; IID 0.67 and 0.65), and the local drift makes
+FedAvg of LoRA's factors inexact (aggregation error above). Paper's effect: the abstract's
+"2-8 %" (test accuracy over PEFT baselines), taken at its midpoint, 0.05 accuracy.
 """
 
 from __future__ import annotations
@@ -39,10 +49,11 @@ RAVAN = "Raje, Askin, Jhunjhunwala & Joshi 2025 (Ravan, arXiv 2506.05568)"
 TARGETS = ["layers.0", "layers.1"]
 CONFIG = {"lora": dict(r=2, alpha=4.0), "ravan": dict(r=7, heads=2, init="orthogonal")}
 CLIENTS, DIRICHLET = 8, 0.3
-LRS = (0.03, 0.1, 0.3, 1.0, 3.0)  # brackets both methods' choices (0.1 .. 1.0 hit both edges)
+LRS = (0.03, 0.1, 0.3, 1.0)  # brackets both methods' choices (3.0 diverged for both)
+PAPER = 0.05  # the abstract's "2-8 %" (accuracy points), its midpoint
 SIZES = sizes(
-    smoke=dict(seeds=2, n_client=64, rounds=4, local=3, n_test=512),
-    quick=dict(seeds=16, n_client=128, rounds=20, local=5, n_test=2048),
+    smoke=dict(seeds=2, n_client=32, rounds=4, local=3, n_test=512),
+    quick=dict(seeds=16, n_client=64, rounds=40, local=10, n_test=2048),
     full=dict(seeds=24, n_client=256, rounds=100, local=10, n_test=8192),
 )
 
@@ -56,9 +67,10 @@ def _split_data(teacher, rng, n_client, n_test):
     pool = rng.standard_normal((20 * CLIENTS * n_client, D_IN))
     y = np.argmax(np_mlp(teacher, pool, {1: w1}), -1)
     by_class = [np.flatnonzero(y == k) for k in range(D_OUT)]
-    present = np.array([len(c) > 0 for c in by_class])  # a class the task never labels: p = 0
+    prior = np.array([len(c) for c in by_class]) / len(y)  # the task's class frequencies
+    present = prior > 0  # a class the task never labels: p = 0
     het = []
-    for p in rng.dirichlet(np.full(D_OUT, DIRICHLET), CLIENTS):
+    for p in rng.dirichlet(DIRICHLET * D_OUT * np.where(present, prior, 1.0), CLIENTS):
         p = np.where(present, p, 0.0)
         k = rng.choice(D_OUT, n_client, p=p / p.sum())
         het.append(np.concatenate([rng.choice(by_class[c], (k == c).sum()) for c in range(D_OUT)]))
@@ -67,6 +79,20 @@ def _split_data(teacher, rng, n_client, n_test):
     xe = rng.standard_normal((2 * n_test, D_IN))
     ye = np.argmax(np_mlp(teacher, xe, {1: w1}), -1)
     return (pool[idx], y[idx]), (xe[:n_test], ye[:n_test]), (xe[n_test:], ye[n_test:])
+
+
+def aggregation_error(clients, agg):
+    """``||Delta W(agg) - mean_c Delta W(client c)||_F / ||mean_c Delta W(client c)||_F`` over
+    the adapted layers stacked: how far the server's model is from FedAvg of the updates (0
+    for Ravan's exact aggregation; for LoRA's factor averaging it grows with client drift)."""
+    per = [ad.delta_weights(c) for c in clients]
+    got = ad.delta_weights(agg)
+    num = den = 0.0
+    for k, w in got.items():
+        mean = sum(p[k] for p in per) / len(per)
+        num = num + jnp.sum((w - mean) ** 2)
+        den = den + jnp.sum(mean**2)
+    return jnp.sqrt(num / jnp.maximum(den, 1e-300))
 
 
 def _aggregate(method, clients):
@@ -92,12 +118,18 @@ def _runner(method, rounds, local):
             clients = [
                 nn.combine(jax.tree.map(lambda a, c=c: a[c], ts), fr) for c in range(CLIENTS)
             ]
-            return nn.split(_aggregate(method, clients))[0], None
+            agg = _aggregate(method, clients)
+            return nn.split(agg)[0], aggregation_error(clients, agg)
 
-        t = jax.lax.scan(rnd, tr, None, length=rounds)[0]
+        t, err = jax.lax.scan(rnd, tr, None, length=rounds)
         m = nn.combine(t, fr)
         lt = m(xt)
-        return jnp.mean(xent(m(xv), yv)), jnp.mean(jnp.argmax(lt, -1) == yt), jnp.mean(xent(lt, yt))
+        return (
+            jnp.mean(xent(m(xv), yv)),
+            jnp.mean(jnp.argmax(lt, -1) == yt),
+            jnp.mean(xent(lt, yt)),
+            err.mean(),
+        )
 
     over_lr = jax.vmap(run, in_axes=(None, None, 0, None))
     return eqx.filter_jit(jax.vmap(over_lr, in_axes=(0, 0, None, 0)))
@@ -127,7 +159,12 @@ def federated_runs(
             return jnp.asarray(np.repeat(a, 2, axis=0))
 
         data = ((per_split(xc), per_split(yc)), (twice(xv), twice(yv)), (twice(xt), twice(yt)))
-        out = {"lrs": LRS}
+        out = {
+            "lrs": LRS,
+            "acc_base": np.array(
+                [np.mean(np_mlp(student, x).argmax(-1) == y) for x, y in zip(xt, yt, strict=True)]
+            ),
+        }
         for method, cfg in CONFIG.items():
             models = [
                 ad.inject(student, method, targets=TARGETS, key=jax.random.key(k), **cfg)
@@ -136,7 +173,7 @@ def federated_runs(
             ]
             halves = [nn.split(m) for m in models]
             tr, fr = (stack_trees([h[i] for h in halves]) for i in (0, 1))
-            val, acc, loss = (
+            val, acc, loss, err = (
                 np.asarray(a).reshape(seeds, 2, len(LRS))
                 for a in _runner(method, rounds, local)(tr, fr, jnp.asarray(LRS), data)
             )
@@ -149,6 +186,7 @@ def federated_runs(
                 "lr": LRS[best],
                 "acc": acc[..., best],
                 "loss": loss[..., best],
+                "agg_error": err[..., best],
                 "upload": nn.count_params(models[0]),
             }
         return out
@@ -187,8 +225,12 @@ def _check_ravan(size, seed) -> Measurement:
             n_se=2,
             direction="greater",
             name="acc_ravan - acc_lora (heterogeneous)",
+            paper=PAPER,
         ),
         extra={
+            "acc_base": float(r["acc_base"].mean()),
+            "aggregation error LoRA (het, mean over rounds)": float(lo["agg_error"][:, 0].mean()),
+            "aggregation error Ravan (het)": float(ra["agg_error"][:, 0].mean()),
             "acc_lora_het": lo["acc"][:, 0].mean(),
             "acc_ravan_het": ra["acc"][:, 0].mean(),
             "loss_lora_het": lo["loss"][:, 0].mean(),
@@ -199,8 +241,9 @@ def _check_ravan(size, seed) -> Measurement:
             "upload_lora": lo["upload"],
             "upload_ravan": ra["upload"],
         },
-        detail=f"{CLIENTS} clients, Dirichlet({DIRICHLET}) label skew, {size.n_client} samples "
-        f"each, {size.rounds} rounds x {size.local} local SGD steps; LoRA r = 2 "
+        detail=f"{CLIENTS} clients, Dirichlet({DIRICHLET} x 4 x the task's class frequencies) "
+        f"label skew, {size.n_client} samples each, {size.rounds} rounds x {size.local} local "
+        f"SGD steps; paper's effect +{PAPER:g} (midpoint of the abstract's 2-8 %); LoRA r = 2 "
         f"({lo['upload']} numbers) vs Ravan 2 heads x rank 7 ({ra['upload']}); lr best of "
         f"{LRS} on validation per method; {size.seeds} seeds, paired",
     )
