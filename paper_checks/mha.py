@@ -404,7 +404,17 @@ def _vit_specs(size, seed):
         "better at depth 4 (MHA - vanilla about -0.07, SE about 0.08), while the paper's CIFAR-10 "
         "gap of +0.28 would pass with power >= 0.8.",
     ),
-    mutants=[NO_STATE],
+    # NO_STATE makes MHA vanilla (gap -0.07 -> 0, about 1 SE: not a 3-SE move); the causal mask
+    # leaves the CLS token (first) blind to the patches at every depth
+    mutants=[
+        NO_STATE,
+        wrap(
+            "nn.hopfield.hopfield_attention",
+            lambda f: lambda q, k, v, h=None, **kw: f(q, k, v, h, **(kw | {"causal": True})),
+            "the ViT's attention under the LM's causal mask",
+            name="vit_causal",
+        ),
+    ],
 )
 def _vit(size, seed) -> Measurement:
     specs = _vit_specs(size, seed)
