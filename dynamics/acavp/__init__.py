@@ -6,11 +6,13 @@ and the pre-training / adaptation pipeline (:mod:`.pipeline`) around the prompts
 
 from .augment import LEVELS, OPS, apply_ops, trivial_augment
 from .data import SHIFTS, TASKS, Task, digits, render, source_task, target_task
-from .pipeline import LR_GRID, METHODS, AdaptResult, adapt, build, pretrain
+from .pipeline import LABEL_MAPS, LR_GRID, METHODS, TA_SIDE, AdaptResult, adapt, build, pretrain
 
 __all__ = [
     "METHODS",
     "LR_GRID",
+    "LABEL_MAPS",
+    "TA_SIDE",
     "AdaptResult",
     "adapt",
     "build",
