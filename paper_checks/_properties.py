@@ -148,12 +148,14 @@ def verify(
     mutant: str | None = None,
     *,
     db: Path | str | None = None,
+    shrink: bool = True,
 ) -> dict:
     """Search ``examples`` instances of ``p`` (Hypothesis, targeted at the smallest slack).
 
     ``db``: a folder for Hypothesis's example database (counterexamples are replayed first)
     and for the tightest instance found per property, which the next run evaluates first, so a
     second run never starts from a worse slack than the best the first found; None: no memory.
+    ``shrink=False`` stops at the first counterexample unshrunk (what a strength run needs).
 
     Returns a row: ``status`` ("holds", "counterexample" or "error"), ``examples`` tried,
     ``min_slack`` with the ``tightest`` instance, ``first_slack`` (the slack of the first
@@ -193,7 +195,8 @@ def verify(
         derandomize=False,
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
-        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target)
+        + ((Phase.shrink,) if shrink else ()),
         print_blob=False,
     )(given(p.strategy(st))(body))
     for ex in _stored(db, p.id, mutant):  # explicit examples run before the search

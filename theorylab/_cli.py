@@ -7,7 +7,9 @@
 - ``verify [--only GLOB] [--examples N] [--seed S] [--out DIR] [--mutant NAME] [--replay BLOB]
   [--db PATH | --no-db] [--workers N | --scheduler ADDRESS]``: the properties, searched by
   Hypothesis; the example database (counterexamples and each property's tightest instance,
-  replayed first) lives in ``$XDG_CACHE_HOME/theorylab/hypothesis`` unless ``--db``/``--no-db``.
+  replayed first) lives in ``$XDG_CACHE_HOME/theorylab/hypothesis`` unless ``--db``/``--no-db``;
+  ``--time 10m`` shares a time budget among the properties; ``--strength`` runs each property
+  under each of its mutants and reports the share caught and the median examples to catch.
 - ``check ID [--scale] [--seed] [--mutant NAME] [--out DIR] [--threads N]``: one claim.
 - ``report OLD.json NEW.json``: the claims whose verdict or measured value (beyond 3 SE) moved;
   ``report --markdown``: the README's claims table from the registry's recorded outcomes.
@@ -33,7 +35,15 @@ import time
 from pathlib import Path
 
 from . import _report, _verify_report
-from ._tasks import claim_row, device_name, execute, figure_row, property_row, setup_jax
+from ._tasks import (
+    claim_row,
+    device_name,
+    execute,
+    figure_row,
+    property_row,
+    setup_jax,
+    strength_row,
+)
 
 __all__ = ["main"]
 
@@ -184,6 +194,20 @@ def _parser() -> argparse.ArgumentParser:
         "counterexamples and each property's tightest instance, replayed first next run",
     )
     ver.add_argument("--no-db", action="store_true", help="no example database (start afresh)")
+    ver.add_argument(
+        "--time",
+        default=None,
+        type=_duration,
+        metavar="DURATION",
+        help="a time budget (90s, 10m, 1h) shared among the properties, more to those whose "
+        "slack is still falling; replaces --examples",
+    )
+    ver.add_argument(
+        "--strength",
+        action="store_true",
+        help="run each property under each of its mutants (--examples each): caught?, after "
+        "how many examples",
+    )
     common(ver, "theorylab-out")
     rep.add_argument(
         "--compare",
@@ -225,6 +249,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _duration(text: str) -> float:
+    from paper_checks._campaign import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _validate(args, registry, properties) -> None:
     from paper_checks import SCALES
 
@@ -258,6 +291,8 @@ def _validate(args, registry, properties) -> None:
             raise _UsageError(
                 f"no {'claim' if pool is registry else 'property'} matches {args.only!r}"
             )
+    if args.command == "verify" and args.strength and (args.mutant or args.replay or args.time):
+        raise _UsageError("--strength runs every mutant: not with --mutant, --replay or --time")
     if args.command == "verify" and (args.mutant or args.replay):
         chosen = properties.select(args.only)
         if args.only is None or len(chosen) != 1:
@@ -400,9 +435,15 @@ def _verify(args, properties, cache: bool) -> int:
     from paper_checks._properties import default_db
 
     db = None if args.no_db else str(Path(args.db) if args.db else default_db())
-    jobs = [
-        (property_row, (p, args.examples, args.seed, args.mutant), {"db": db}) for p in chosen
-    ]
+    if args.strength:
+        return _strength(args, chosen, out, cache)
+    if args.time:
+        from paper_checks._campaign import verify_budget
+
+        meta = dict(examples=None, seed=args.seed, device=device_name(), budget=args.time)
+        rows = verify_budget(chosen, args.time, args.seed, db=db)
+        return _verify_done(rows, out, meta)
+    jobs = [(property_row, (p, args.examples, args.seed, args.mutant), {"db": db}) for p in chosen]
     rows: list[dict] = []
     meta = dict(examples=args.examples, seed=args.seed, device=device_name())
     try:
@@ -422,6 +463,10 @@ def _verify(args, properties, cache: bool) -> int:
             file=sys.stderr,
         )
         return 130
+    return _verify_done(rows, out, meta)
+
+
+def _verify_done(rows, out: Path, meta: dict) -> int:
     _verify_report.write_verify_report(rows, out, **meta)
     print(_verify_report.verify_table(rows))
     for r in rows:
@@ -435,6 +480,27 @@ def _verify(args, properties, cache: bool) -> int:
             print(f"{r['id']}: error: {r['error']}")
     print(f"report: {out / 'verify.md'}")
     return 0 if all(r["status"] == "holds" for r in rows) else 1
+
+
+def _strength(args, chosen, out: Path, cache: bool) -> int:
+    from paper_checks._campaign import strength_summary
+
+    jobs = [(strength_row, (p, args.examples, args.seed), {}) for p in chosen if p.mutants]
+    rows: list[dict] = []
+    execute(
+        jobs,
+        desc="mutants",
+        rows=rows,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        compile_cache=cache,
+    )
+    summary = strength_summary(rows, within=args.examples)
+    meta = dict(examples=args.examples, seed=args.seed, device=device_name())
+    _verify_report.write_strength_report(rows, summary, out, **meta)
+    print(_verify_report.strength_table(rows, summary))
+    print(f"report: {out / 'verify.md'}")
+    return 0 if summary["caught"] == summary["mutants"] else 1
 
 
 def _list(registry, properties) -> int:

@@ -415,6 +415,14 @@ def property_row(
     return verify(p, examples, seed, mutant, db=db)
 
 
+def strength_row(p, examples: int, seed: int, compile_cache: bool | None = None) -> dict:
+    """One property run under each of its mutants (:func:`paper_checks._campaign.strength`)."""
+    from paper_checks._campaign import strength
+
+    _on_worker(compile_cache)
+    return strength(p, examples, seed)
+
+
 class Progress:
     """Progress of a run on stderr: tqdm's bar on a terminal; otherwise (a log file, CI) one line
     per finished task, as pytest and pip write: ``[done/total] id status seconds, ~N s left``

@@ -21,7 +21,8 @@ def test_property_holds_at_a_small_budget(prop_id):
 
 @pytest.mark.parametrize("prop_id,mutant", MUTANTS)
 def test_every_property_mutant_is_found(prop_id, mutant):
-    row = verify(PROPERTIES[prop_id], examples=300, seed=0, mutant=mutant)
+    # found is what counts here; shrinking is tested below (and costs most of a slow property)
+    row = verify(PROPERTIES[prop_id], examples=300, seed=0, mutant=mutant, shrink=False)
     assert row["status"] == "counterexample", row
     assert row["counterexample_slack"] < 0
 

@@ -250,7 +250,7 @@ def test_interrupted_run_leaves_a_partial_report(registry, tmp_path):
 
 
 def test_verify_reports_holds_and_finds_and_shrinks_a_planted_bug(properties, tmp_path, capsys):
-    argv = ["verify", "--examples", "50", "--out", str(tmp_path)]
+    argv = ["verify", "--examples", "50", "--no-db", "--out", str(tmp_path)]
     assert main(argv, properties=properties) == 0
     row = json.loads((tmp_path / "verify.json").read_text())["properties"][0]
     assert row["status"] == "holds" and row["examples"] == 50 and row["min_slack"] >= 0
