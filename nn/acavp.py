@@ -465,7 +465,8 @@ class SmallCNN(eqx.Module):
 
     def __call__(self, x, *, key=None):
         f = self.features(x)
-        return f @ self.head.weight.T + self.head.bias
+        # eqx types Linear.bias as optional; this head is built with one
+        return f @ self.head.weight.T + self.head.bias  # pyright: ignore[reportOperatorIssue]
 
 
 class Prompted(eqx.Module):
@@ -489,7 +490,9 @@ class Prompted(eqx.Module):
         self.prompt, self.backbone, self.label_map = prompt, backbone, tuple(int(i) for i in lm)
 
     def __call__(self, x, *, key=None):
-        return self.backbone(self.prompt(x))[..., jnp.asarray(self.label_map)]
+        # eqx.Module declares no __call__; every prompt module defines one
+        prompt = self.prompt(x)  # pyright: ignore[reportCallIssue]
+        return self.backbone(prompt)[..., jnp.asarray(self.label_map)]
 
     def trainable_mask(self):
         mask = jax.tree.map(lambda _: False, self)
@@ -513,7 +516,9 @@ class LinearProbe(eqx.Module):
         self.backbone = backbone
 
     def __call__(self, x, *, key=None):
-        return self.backbone.features(x) @ self.head.weight.T + self.head.bias
+        # eqx types Linear.bias as optional; this head is built with one
+        feats = self.backbone.features(x)
+        return feats @ self.head.weight.T + self.head.bias  # pyright: ignore[reportOperatorIssue]
 
     def trainable_mask(self):
         mask = jax.tree.map(lambda _: False, self)

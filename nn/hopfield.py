@@ -212,7 +212,7 @@ class HopfieldAttention(eqx.Module):
         _dims(d_model=d_model, num_heads=num_heads)
         if d_model % num_heads:
             raise ValueError(f"`num_heads` must divide d_model={d_model}; got {num_heads}.")
-        self.alpha_prime = _check_alpha(alpha_prime, "alpha_prime")
+        self.alpha_prime = check_scalar(alpha_prime, "alpha_prime", lower=0.0, upper=1.0)
         self.init = check_choice(init, "init", ("first", "zero"))
         if scale is not None:
             scale = check_scalar(scale, "scale", lower=0.0, closed="neither")
@@ -251,7 +251,7 @@ class HopfieldAttention(eqx.Module):
         q = self._heads(self.q_proj(x, key=kq))
         k = self._heads(self.k_proj(x, key=kk))
         v = self._heads(self.v_proj(x, key=kv))
-        out, h = self._attend(q, k, v, h_prev)
+        out, h = self._attend(q, k, v, h_prev)[:2]
         return self._merge(out, ko), h
 
     def decode_step(self, x_t, h_row, k_cache, v_cache, t):
@@ -266,7 +266,7 @@ class HopfieldAttention(eqx.Module):
         v = self._heads(self.v_proj(x_t))
         k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, k, t, axis=-2)
         v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, v, t, axis=-2)
-        out, h = self._attend(q, k_cache, v_cache, h_row, q_offset=t)
+        out, h = self._attend(q, k_cache, v_cache, h_row, q_offset=t)[:2]
         return self._merge(out, None), h, k_cache, v_cache
 
 

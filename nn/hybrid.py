@@ -77,7 +77,7 @@ class HybridLayer(eqx.Module):
     mlp: SwiGLU
 
     def parts(self, x):
-        a = self.mixer(self.norm1(x))
+        a = self.mixer(self.norm1(x))  # pyright: ignore[reportCallIssue]  # eqx.Module: no __call__ declared
         x = x + a
         return a, x + self.mlp(self.norm2(x))
 

@@ -465,7 +465,7 @@ def _check_adapted(adapted, who="adapted"):
 def inject(
     model,
     method: str,
-    targets="all-linear",
+    targets: str | Sequence[str] = "all-linear",
     *,
     key,
     name: str | None = None,
@@ -617,7 +617,7 @@ def merge(adapted: Adapted, **context):
         ds = [slot.adapters[n].delta_weight(ctxs[n]) for n in active if n in slot.adapters]
         if not ds:
             return slot.base
-        return t.with_weight(slot.base, w + sum(ds).astype(w.dtype))
+        return t.with_weight(slot.base, w + sum(ds[1:], ds[0]).astype(w.dtype))
 
     return jax.tree.map(fold, adapted.model, is_leaf=_is_slot)
 

@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-def ctu(x, beta, c=0.5):
+def ctu(x, beta, c: float | jax.Array = 0.5):
     """``phi_{beta,c}(x)`` (arXiv 2502.07783, official ``utils/curvature_tuning.py``); exact ReLU
     where ``beta == 1``. ``beta, c`` broadcast against ``x``.
 

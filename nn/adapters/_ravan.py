@@ -37,6 +37,7 @@ averages each head over the clients that trained it.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -44,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import nn as _nn
-from _core.validation import check_choice, check_int, check_key
+from _core.validation import _is_tracer, check_choice, check_int, check_key
 from nn import riemannian as _rm
 
 from ._core import Adapted, AdapterLayer, register_method
@@ -128,7 +129,7 @@ def _check_clients(clients, weights):
             f"`weights` must be {n} nonnegative numbers summing to 1; got shape "
             f"{getattr(w, 'shape', None)} ({weights!r})."
         )
-    if isinstance(w, jax.core.Tracer):
+    if _is_tracer(w):
         return w
     v = np.asarray(w, dtype=float)
     if np.any(~np.isfinite(v)) or np.any(v < 0) or abs(v.sum() - 1) > 1e-12:
@@ -160,6 +161,12 @@ def fedavg(clients: list[Adapted], weights=None) -> Adapted:
     (``avg(B) avg(A) = (B/2)(3A/2)``, not the average update ``BA/2``.)
     """
     return _average(clients, _check_clients(clients, weights))
+
+
+def _ravan_layers(model: Adapted) -> dict[str, RavanLinear]:
+    """``model.layers()`` of a Ravan-adapted model (checked by :func:`_check_ravan`), typed as
+    the Ravan layers they are."""
+    return cast(dict[str, RavanLinear], model.layers())
 
 
 def _check_ravan(model, who):
@@ -201,7 +208,7 @@ def ravan_aggregate(clients: list[Adapted], weights=None, masks=None) -> Adapted
     w = _check_clients(clients, weights)
     _check_ravan(clients[0], "clients")
     paths = list(clients[0].layers())
-    h = clients[0].layers()[paths[0]].s.shape[0]
+    h = _ravan_layers(clients[0])[paths[0]].s.shape[0]
     if masks is None:
         m = jnp.ones((len(clients), len(paths), h), bool)
     else:
@@ -223,7 +230,9 @@ def ravan_aggregate(clients: list[Adapted], weights=None, masks=None) -> Adapted
     out = _average(clients, w)
     new = []
     for j, p in enumerate(paths):
-        sh = jnp.stack([c.layers()[p].s[:, None, None] * c.layers()[p].H for c in clients])
+        sh = jnp.stack(
+            [_ravan_layers(c)[p].s[:, None, None] * _ravan_layers(c)[p].H for c in clients]
+        )
         wm = w[:, None] * m[:, j]  # (C, h)
         den = jnp.sum(wm, 0)
         avg = jnp.einsum("ch,chrs->hrs", wm, sh) / jnp.where(den > 0, den, 1.0)[:, None, None]
@@ -258,7 +267,7 @@ def ravan_select_heads(
     [False, True, True]
     """
     _check_ravan(model, "model")
-    layers = model.layers()
+    layers = _ravan_layers(model)
     h = next(iter(layers.values())).s.shape[0]
     k = check_int(k, "k", lower=1, upper=h)
     check_choice(score, "score", ("random", "weight", "gradient"))
@@ -279,7 +288,7 @@ def ravan_select_heads(
                 "`grads` must be the gradient of the trainable half (an Adapted "
                 f"pytree) for score='gradient'; got {type(grads).__name__}."
             )
-        glayers = grads.layers()
+        glayers = _ravan_layers(grads)
         scores = {p: jnp.linalg.norm(glayers[p].H, axis=(1, 2)) for p in layers}
     out = {}
     for p, sc in scores.items():

@@ -158,7 +158,7 @@ def tfb_bayesianize(adapted: Adapted, sigma: float, *, name: str | None = None) 
             f"`adapted` must be a LoRA-adapted model (inject(..., 'lora')); adapter "
             f"{name!r} is {spec.method!r}."
         )
-    if isinstance(sigma, jax.core.Tracer):
+    if _is_tracer(sigma):
         sigma_arr = sigma  # traced (inside jit): the caller validated it
     else:
         sigma_arr = check_scalar(sigma, "sigma", lower=0)
@@ -261,7 +261,7 @@ def expected_calibration_error(probs, labels, *, bins: int = 15) -> float:
     0.4
     """
     probs = as_array(probs, "probs", ndim=2, min_size=1, lower=0.0, upper=1.0)
-    as_array(labels, "labels", shape=(probs.shape[0],), dtype=float, lower=0)
+    as_array(labels, "labels", shape=(probs.shape[0],), dtype=np.float64, lower=0)
     labels = np.asarray(labels)
     if labels.dtype.kind not in "iu":
         raise TypeError(f"`labels` must hold integer classes; got dtype {labels.dtype}.")

@@ -97,7 +97,7 @@ def project(theta, index, value):
 
 def _check_projection(index, value, d):
     """``(index, value)`` validated: equal shapes, ``0 <= index < d`` when concrete."""
-    as_array(index, "index", dtype=float, lower=0, upper=d - 1)
+    as_array(index, "index", dtype=np.float64, lower=0, upper=d - 1)
     index = jnp.asarray(index)
     if not jnp.issubdtype(index.dtype, jnp.integer):
         raise TypeError(f"`index` must hold integers; got dtype {index.dtype}.")
