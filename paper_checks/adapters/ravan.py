@@ -31,6 +31,12 @@ task's distribution and quick runs 40 rounds of 10 local steps: both methods lea
 0.61 against 0.54 for the base in a 4-seed probe; IID 0.67 and 0.65), and the local drift makes
 FedAvg of LoRA's factors inexact (aggregation error above). Paper's effect: the abstract's
 "2-8 %" (test accuracy over PEFT baselines), taken at its midpoint, 0.05 accuracy.
+
+Verdict at quick (16 seeds): Ravan trails LoRA, -0.066 +- 0.013 at seed 1 (power 0.97 to see
++0.05: not reproduced, as recorded) and -0.10 +- 0.033 at seed 0 (power 0.31: inconclusive, the
+SE inflated by a few replicates), by about as much with IID clients (-0.09, -0.10): at this
+size Ravan's frozen random bases cost more than its exact aggregation gains, and LoRA's
+aggregation error at its chosen lr is about 0.01. Seed 2 not yet run.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import numpy as np
 
 import nn
 import nn.adapters as ad
-from paper_checks import Measurement, claim, measure, memo, paired_gap, sizes, wrap
+from paper_checks import Measurement, claim, measure, memo, paired_gap, record, sizes, wrap
 from paper_checks.adapters._base import D_IN, D_OUT, WIDTH, np_mlp, pretrained, stack_trees, xent
 
 RAVAN = "Raje, Askin, Jhunjhunwala & Joshi 2025 (Ravan, arXiv 2506.05568)"
@@ -205,6 +211,14 @@ def _server_keeps_first(f):
     where="Abstract ('improves test accuracy by 2-8 %' over PEFT baselines); the experiments "
     "section could not be read",
     sizes=SIZES,
+    recorded=record(
+        quick="not reproduced",
+        reason="both methods learn the task (0.63-0.65 LoRA, 0.55-0.56 Ravan against 0.47-0.49 "
+        "for the base) and LoRA's factor averaging is inexact, but Ravan at a matched upload "
+        "trails LoRA with heterogeneous clients (-0.066 +- 0.013, power 0.97 to see +0.05, "
+        "seed 1) and as much with IID clients: its frozen random bases cost more than exact "
+        "aggregation gains here. Seed 0 (-0.10 +- 0.033) had power 0.31: not yet seed-stable",
+    ),
     mutants=[
         wrap(
             "nn.adapters.ravan_aggregate",
