@@ -10,13 +10,14 @@ declares mutants (:func:`patch`, :func:`wrap`) and ends with typed rules (:func:
 live in ``paper_checks.properties``.
 """
 
+from ._campaign import parse_duration, strength, strength_summary, verify_budget
 from ._index import entries as index_entries
 from ._index import load as load_index
 from ._measurement import STATUSES, Measurement, Recorded, measure, moved, record
 from ._memo import clear_caches, memo
 from ._mutants import Mutant, find_mutant, patch, resolve_target, scaled, wrap
 from ._power import TARGET, Power
-from ._properties import PROPERTIES, Property, prop, replay, verify
+from ._properties import PROPERTIES, Property, default_db, prop, replay, verify
 from ._registry import (
     REGISTRY,
     SCALES,
@@ -55,6 +56,11 @@ __all__ = [
     "prop",
     "replay",
     "verify",
+    "default_db",
+    "parse_duration",
+    "strength",
+    "strength_summary",
+    "verify_budget",
     "REGISTRY",
     "SCALES",
     "STATUSES",

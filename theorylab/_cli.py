@@ -250,7 +250,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _duration(text: str) -> float:
-    from paper_checks._campaign import parse_duration
+    from paper_checks import parse_duration
 
     try:
         return parse_duration(text)
@@ -432,13 +432,13 @@ def _verify(args, properties, cache: bool) -> int:
         print(f"{r['id']}: slack {r['slack']:.6g} at {r['instance']} -> {r['status']}")
         return 0 if r["status"] == "holds" else 1
     out = Path(args.out)
-    from paper_checks._properties import default_db
+    from paper_checks import default_db
 
     db = None if args.no_db else str(Path(args.db) if args.db else default_db())
     if args.strength:
         return _strength(args, chosen, out, cache)
     if args.time:
-        from paper_checks._campaign import verify_budget
+        from paper_checks import verify_budget
 
         meta = dict(examples=None, seed=args.seed, device=device_name(), budget=args.time)
         rows = verify_budget(chosen, args.time, args.seed, db=db)
@@ -483,7 +483,7 @@ def _verify_done(rows, out: Path, meta: dict) -> int:
 
 
 def _strength(args, chosen, out: Path, cache: bool) -> int:
-    from paper_checks._campaign import strength_summary
+    from paper_checks import strength_summary
 
     jobs = [(strength_row, (p, args.examples, args.seed), {}) for p in chosen if p.mutants]
     rows: list[dict] = []

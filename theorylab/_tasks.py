@@ -416,8 +416,8 @@ def property_row(
 
 
 def strength_row(p, examples: int, seed: int, compile_cache: bool | None = None) -> dict:
-    """One property run under each of its mutants (:func:`paper_checks._campaign.strength`)."""
-    from paper_checks._campaign import strength
+    """One property run under each of its mutants (:func:`paper_checks.strength`)."""
+    from paper_checks import strength
 
     _on_worker(compile_cache)
     return strength(p, examples, seed)
