@@ -39,8 +39,8 @@ def _swapped_fft2c(x):
 @jax.jit
 def _apply_h_no_conj(y, m, s):
     if s is None:
-        return P._ifft2c(m * y)
-    return jnp.sum(s * P._ifft2c(m * y), axis=-3)
+        return P.ifft2c(m * y)
+    return jnp.sum(s * P.ifft2c(m * y), axis=-3)
 
 
 @prop(
