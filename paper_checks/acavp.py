@@ -67,6 +67,7 @@ from paper_checks import (
     measure,
     memo,
     paired_gap,
+    record,
     shared,
     sizes,
     unit,
@@ -326,6 +327,12 @@ def _vs_linear_probe(size, seed) -> Measurement:
     where="abstract ('TrivialAugment ... up to 12 percentage points'); docs/papers/acavp.md A4, P6",
     sizes=SIZES,
     replicates=plan(_ta_specs),
+    recorded=record(
+        quick="not reproduced",
+        reason="quick, seed 0: with the translation scaled to the canvas and 160 steps, "
+        "TrivialAugment still lowers every VP method's low-data accuracy, each rule failing "
+        "with power 0.84-1.00 to see a 3-point gain",
+    ),
     mutants=[
         wrap(
             "dynamics.acavp.pipeline.trivial_augment",
@@ -439,6 +446,11 @@ def _drop(res):
     "(made strict: superior, not non-inferior)",
     sizes=SIZES,
     replicates=plan(_robust_specs),
+    recorded=record(
+        quick="inconclusive",
+        reason="quick, seed 0: drop LP - drop ACAVP 1.78 +- 0.93 points over 8 sources (1.9 SE); "
+        "a 1-point effect needs about 114 sources for power 0.8, beyond quick and full",
+    ),
     mutants=[
         wrap(
             "nn.acavp.warp_affine",
