@@ -568,6 +568,13 @@ def _tu_specs(size, seed):
     sizes=TU_SIZES,
     replicates=lambda size, seed: [unit(train_lm_seeds, *a) for a in _tu_specs(size, seed)],
     mutants=[NO_STATE],
+    recorded=record(
+        quick="not reproduced",
+        reason="as designed, not as the paper defines MHA: the models drop the paper's alpha "
+        "skip and nothing collapses in either (final-layer cosine about 0.16 for both; gap "
+        "+0.0022 +- 0.0014, -0.0007 +- 0.0020, -0.0010 +- 0.0014 at seeds 0-2); the fair test "
+        "(MHA with its skip, where vanilla tokens do become uniform) is open (issue 44)",
+    ),
 )
 def _token_uniformity(size, seed) -> Measurement:
     runs = (computed(train_lm_seeds, *a) for a in _tu_specs(size, seed))

@@ -95,7 +95,7 @@ import optax
 import nn
 import nn.adapters as ad
 from _core.streams import stream_key, substream_seed
-from paper_checks import Measurement, claim, measure, memo, paired_gap, sizes, wrap
+from paper_checks import Measurement, claim, measure, memo, paired_gap, record, sizes, wrap
 from paper_checks._stats import mean_se
 from paper_checks.adapters._base import stack_trees, xent
 
@@ -487,6 +487,14 @@ def _quarter_columns(f):
             name="quarter_columns",
         )
     ],
+    recorded=record(
+        quick="not reproduced",
+        reason="judged where the paper's ratio does not mean what it means in the paper: at this "
+        "base's width the paper's 2.9 % of LoRA's count (d = 112) trails LoRA by 3.6-4.9 points "
+        "(SE 0.3-0.9, seeds 0-2) and parity needs d = 448 (11.7 %); at a base about 256 wide "
+        "2.9 % is near that parity d, at about 4x this claim's cost: the fair redesign is open "
+        "(issue 44)",
+    ),
 )
 def _check_unilora(size, seed) -> Measurement:
     runs = {
