@@ -4,7 +4,7 @@ A run's seed ``s`` feeds many streams (replicates, sources, tasks). Arithmetic s
 ``s * 1000 + k`` collides (stream ``k = 1000`` of seed 0 is stream 0 of seed 1) and correlates
 runs across seeds; the package instead derives stream ``path`` of ``s`` as NumPy's
 ``SeedSequence(s).spawn`` child at that path (:func:`substream`, :func:`substream_seed`) or as
-JAX's ``fold_in`` chain from ``key(s)`` (:func:`stream_key`), as DESIGN.md's randomness
+JAX's ``fold_in`` chain from ``key(s)`` (:func:`stream_key`), as the package's randomness
 convention says. ``tests/test_conventions.py`` rejects seed arithmetic.
 """
 

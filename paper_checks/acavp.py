@@ -79,7 +79,7 @@ PAPER = "Enomoto 2025 (ACAVP, NeurIPS 2025, arXiv 2510.07823)"
 VP = ("pad", "evp", "acavp")
 SUITE = ("lp", *VP)
 PAPER_TA_GAIN = 12.0  # percentage points, "up to" (abstract)
-# The paper's effects where its body (tables) could not be read (acavp.md Sec. 1): the smallest
+# The paper's effects where its body (tables) could not be read (docs/papers/acavp.md): the smallest
 # effect its wording asserts at this size, in the rule's units (module docstring says why each).
 PAPER_SOTA_GAIN = 1.0  # points on the suite average over the best additive prompt
 PAPER_LP_GAIN = 2.2  # points: EVP's own margin over linear probing (arXiv 2212.10556, abstract)
@@ -271,7 +271,7 @@ def _beats_additive_vp(size, seed) -> Measurement:
     "permutation, which the frequency map undoes); tasks outside it are reported as negative "
     "controls.",
     where="abstract ('surpasses linear probing in average accuracy'); official code "
-    "--evp_output_mapping (acavp.md Sec. 2); acavp.md A6, criterion P4",
+    "--evp_output_mapping (docs/papers/acavp.md); docs/papers/acavp.md A6, criterion P4",
     sizes=SIZES,
     replicates=plan(_vs_lp_specs),
     mutants=[
@@ -442,8 +442,8 @@ def _drop(res):
     statement="ACAVP is more robust to shifted test sets (pixel noise, darkening, extra "
     "translation; never trained on) than linear probing: its relative accuracy drop is smaller "
     "than the probe's by more than 2 SE over independent source models and task draws.",
-    where="abstract ('superior robustness to distribution shifts'); acavp.md A7, criterion P7 "
-    "(made strict: superior, not non-inferior)",
+    where="abstract ('superior robustness to distribution shifts'); docs/papers/acavp.md A7, "
+    "criterion P7 (made strict: superior, not non-inferior)",
     sizes=SIZES,
     replicates=plan(_robust_specs),
     recorded=record(
@@ -543,8 +543,9 @@ def vit_macs(side: int = 224, patch: int = 32, d: int = 768, layers: int = 12, m
     return (n - 1) * 3 * patch * patch * d + layers * per_layer + d * out
 
 
-#: the paper's backbones (acavp.md Sec. 3: CLIP ViT-B/32, and ResNet-50 of the code's torchvision
-#: models), FLOPs per 224 px image (two per multiply-accumulate, as XLA counts a product)
+#: the paper's backbones (docs/papers/acavp.md: CLIP ViT-B/32, and ResNet-50 of the code's
+#: torchvision models), FLOPs per 224 px image (two per multiply-accumulate, as XLA counts a
+#: product)
 BACKBONES = {"CLIP ViT-B/32": 2 * vit_macs(), "ResNet-50": 2 * resnet50_macs()}
 SIDE = 224
 
@@ -602,7 +603,8 @@ def _shape_only_backbone():
     "the least time their FLOPs take at this CPU's matmul rate; and each image costs what the "
     "mechanism needs, one bilinear warp plus elementwise work under a quarter of one (the "
     "mask's warp is shared by the batch).",
-    where="abstract ('minimal inference overhead'); acavp.md A8, criterion P8, Sec. 3 (backbones)",
+    where="abstract ('minimal inference overhead'); docs/papers/acavp.md A8, criterion P8, "
+    "Sec. 3 (backbones)",
     sizes=SIZES,
     mutants=[
         wrap(

@@ -1,4 +1,4 @@
-"""The randomness conventions of DESIGN.md, checked rather than advised (issue 49, part 5).
+"""The package's randomness conventions, checked rather than advised (issue 49, part 5).
 
 (a) every public function or method whose parameter is named ``key`` takes it keyword-only;
 (b) no ``jax.random.PRNGKey`` in code, doctests or tests: typed keys from ``jax.random.key``

@@ -454,6 +454,7 @@ def test_a_unit_reads_the_need_handed_to_it_and_computes_one_that_failed():
 
 
 def test_units_that_share_a_source_model_share_one_task_for_it():
+    from _core.streams import substream_seed
     from paper_checks import REGISTRY
     from paper_checks.acavp import source_model
     from theorylab._tasks import _submit, claim_row, replicate_chunk
@@ -466,9 +467,11 @@ def test_units_that_share_a_source_model_share_one_task_for_it():
     sources = {
         (args[0].args[1], args[3]) for _, args, _ in tasks if args[0].args[0] is source_model
     }
-    # 8 sources (run seeds 3000-3007), once for both claims, once more under each mutant
+    # 8 sources (run seeds: the spawned children j = 0..7 of seed 3), once for both claims,
+    # once more under each mutant
     size = rob.sizes["quick"]
-    assert {a for (a, m) in sources if m is None} == {(size.pretrain, 3000 + j) for j in range(8)}
+    want = {(size.pretrain, substream_seed(3, j)) for j in range(8)}
+    assert {a for (a, m) in sources if m is None} == want
     assert len(sources) == 8 * (1 + len(rob.mutants))
     for run, per in client.submitted[row][2]["chunks"].items():
         for reps, keys in per:

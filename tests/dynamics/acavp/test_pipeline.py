@@ -89,7 +89,7 @@ def test_replicas_train_as_each_alone_in_a_scan(cnn, task):
     idx = jnp.asarray(np.tile(np.arange(20), (2, 1)))
     counts = jnp.asarray([20, 12])
     x, y = jnp.asarray(task.x_train), jnp.asarray(task.y_train)
-    final, losses = PL._fit(tr0, frozen, lrs, keys, idx, counts, x, y, 4, 5, False)
+    final, losses = PL._fit(tr0, frozen, lrs, keys, idx, counts, x, y, 4, 5, None)
     for r in range(2):
 
         def loss(m, t, r=r):
