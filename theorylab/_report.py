@@ -428,7 +428,7 @@ def readme_table(registry, scale: str = "quick") -> str:
     """The README's tables, from the registry (``theorylab report --markdown``): per paper, the
     claims it records as reproduced at ``scale`` and the command that reproduces just that
     paper; then each claim recorded otherwise, with the outcome and why."""
-    claims = list(registry)
+    claims = sorted(registry, key=lambda c: c.id)  # not import order, which tests can change
     papers: dict[tuple[str, str], list] = {}
     for c in claims:
         papers.setdefault((c.id.split(".")[0], _paper_name(c.paper)), []).append(c)

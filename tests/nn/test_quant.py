@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import nn
@@ -172,6 +172,7 @@ def test_nvfp4_scales_and_error_bound():
 
 @settings(max_examples=8)
 @given(st.integers(0, 2**31 - 1), st.floats(-30, 30), st.sampled_from(["nvfp4", "mxfp4"]))
+@example(1048574, 1.5, "nvfp4")
 def test_sr_block_scales_in_range_never_clip_and_two_neighbours(seed, log2_mag, fmt):
     """With stochastic rounding the block scale is rounded up on its grid: finite, <= 448 and on
     the E4M3 grid (NVFP4), no scaled element above 6 (so SR stays unbiased), and each element is
@@ -185,7 +186,9 @@ def test_sr_block_scales_in_range_never_clip_and_two_neighbours(seed, log2_mag, 
     c = np.repeat(s / float(b.tensor_scale), x.shape[1] // s.shape[1], axis=-1)
     live = c > 0
     y = np.abs(x)[live] / c[live]
-    assert np.all(y <= 6)
+    # <= 6 up to the rounding of this float64 recomputation (seed 1048574, 2^1.5: 6 + 1 ulp)
+    assert np.all(y <= 6 * (1 + 1e-12))
+    y = np.minimum(y, 6.0)
     lo, hi = _two_point(y, "e2m1")
     v = np.abs(np.asarray(b.values).reshape(x.shape))[live]
     assert np.all((v == lo) | (v == hi))
