@@ -24,7 +24,8 @@ _EXACT = {"identity", "rotate", "solarize", "posterize", "shear_x", "shear_y", "
 
 def _pil_op(image, op, level, sign):
     """TrivialAugment's standard-space operation as the authors run it (Pillow, on the uint8
-    image; ``strategy_augment.py``); the reference of ``tests/dynamics/acavp/test_augment.py``."""
+    image; ``strategy_augment.py``); ``tests/dynamics/acavp/test_augment.py`` compares with it
+    too."""
     img = Image.fromarray(
         np.round(np.transpose(image, (1, 2, 0)) * 255).astype(np.uint8), mode="RGB"
     )

@@ -4,9 +4,9 @@ each op on the PIL image), and the sampler's ranges."""
 import jax
 import numpy as np
 import pytest
-from PIL import Image, ImageEnhance, ImageOps
 
 from dynamics.acavp import augment as TA
+from paper_checks.properties.acavp import _pil_op as pil_op  # the one Pillow reference
 
 RNG = np.random.default_rng(0)
 IMGS = RNG.integers(0, 256, (4, 3, 16, 16)).astype(np.float64) / 255.0
@@ -14,33 +14,6 @@ IMGS[1] = np.clip(IMGS[1] * 0.4 + 0.1, 0, 1)  # low contrast: auto_contrast / eq
 IMGS[2] = np.round(IMGS[2] * 8) / 8  # few grey levels: equalize's histogram is coarse
 EXACT = {"identity", "rotate", "solarize", "posterize", "shear_x", "shear_y", "translate_x",
          "translate_y", "equalize", "brightness"}  # fmt: skip
-
-
-def pil_op(image, op, level, sign):
-    """The authors' operation (``strategy_augment.py``, standard space) on one image."""
-    img = Image.fromarray(
-        np.round(np.transpose(image, (1, 2, 0)) * 255).astype(np.uint8), mode="RGB"
-    )
-    m = level / 30
-    f = 0.1 + 1.8 * m
-    t = 10 * m
-    out = {
-        "identity": lambda: img,
-        "auto_contrast": lambda: ImageOps.autocontrast(img),
-        "equalize": lambda: ImageOps.equalize(img),
-        "rotate": lambda: img.rotate(sign * 30.0 * m),
-        "solarize": lambda: ImageOps.solarize(img, 256 - int(level * 256 / 30)),
-        "color": lambda: ImageEnhance.Color(img).enhance(f),
-        "posterize": lambda: ImageOps.posterize(img, 8 - int(level * 4 / 30)),
-        "contrast": lambda: ImageEnhance.Contrast(img).enhance(f),
-        "brightness": lambda: ImageEnhance.Brightness(img).enhance(f),
-        "sharpness": lambda: ImageEnhance.Sharpness(img).enhance(f),
-        "shear_x": lambda: img.transform(img.size, Image.AFFINE, (1, sign * 0.3 * m, 0, 0, 1, 0)),
-        "shear_y": lambda: img.transform(img.size, Image.AFFINE, (1, 0, 0, sign * 0.3 * m, 1, 0)),
-        "translate_x": lambda: img.transform(img.size, Image.AFFINE, (1, 0, sign * t, 0, 1, 0)),
-        "translate_y": lambda: img.transform(img.size, Image.AFFINE, (1, 0, 0, 0, 1, sign * t)),
-    }[TA.OPS[op]]()
-    return np.transpose(np.asarray(out, np.float64), (2, 0, 1)) / 255.0
 
 
 @pytest.mark.parametrize("op", range(len(TA.OPS)), ids=TA.OPS)
