@@ -518,11 +518,9 @@ def execute(
         with Client(scheduler or cluster) as client:
             slots = max(1, sum(cast(dict, client.nthreads()).values()))
             futures = [_submit(client, job, compile_cache, slots) for job in jobs]
-            t0 = time.perf_counter()
             for fut in progress.wrap(as_completed(futures)):
                 progress.done(fut.result(), None)
             rows.extend(client.gather(futures))
-            del t0
     finally:
         if cluster is not None:
             cluster.close()
