@@ -15,6 +15,7 @@ from _core.validation import (
     NumericalError,
     as_array,
     as_generator,
+    check_finite_result,
     check_instance,
     check_int,
     check_memory,
@@ -202,10 +203,16 @@ def nonlinear_laplacian(Y, sigma) -> np.ndarray:
     """
     Y = _check_square_symmetric(Y)
     sig = as_sigma(sigma)
+    diag = np.asarray(sig(Y.sum(1)), dtype=float)
+    if diag.shape != Y.shape[:1] or not np.all(np.isfinite(diag)):
+        raise ValueError(
+            f"`sigma` must map the {Y.shape[0]} row sums of `Y` to as many finite values; got "
+            f"shape {diag.shape} with {int((~np.isfinite(diag)).sum())} non-finite."
+        )
     L = Y.copy()
     idx = np.arange(Y.shape[0])
-    L[idx, idx] += sig(Y.sum(1))
-    return L
+    L[idx, idx] += diag
+    return check_finite_result(L, "L = Y + diag(σ(Y1))", max_abs_sigma=float(np.abs(diag).max()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -315,10 +322,14 @@ def finite_sample_limits(instance: Instance, sigma) -> tuple[float | None, float
     from theory.roots import find_root
 
     check_instance(instance, "instance", Instance, "an Instance (e.g. planted_submatrix(n, beta))")
+    Y = _check_square_symmetric(instance.Y, "instance.Y")
+    x = as_array(instance.x, "instance.x", shape=Y.shape[:1])
+    beta = check_scalar(instance.beta, "instance.beta", upper=1e150)
+    x2 = x**2
+    if abs(x2.sum() - 1.0) > 1e-6:
+        raise ValueError(f"`instance.x` must be a unit vector; got squared norm {x2.sum():.6g}.")
     sig = as_sigma(sigma)
-    d = instance.Y.sum(1)
-    gap = sig.gap_upper(d)
-    x2, beta = instance.x**2, instance.beta
+    gap = sig.gap_upper(Y.sum(1))
     if beta <= 0:
         return None, 0.0
     res = find_root(
@@ -331,4 +342,6 @@ def finite_sample_limits(instance: Instance, sigma) -> tuple[float | None, float
     if hp <= 0:
         return None, 0.0
     lam = sig.upper + u + np.mean(1.0 / (u + gap))
-    return float(lam), float(hp / (beta * beta * np.sum(x2 / (u + gap) ** 2)))
+    overlap = hp / (beta * beta * np.sum(x2 / (u + gap) ** 2))
+    check_finite_result([lam, overlap], "the finite-sample (eigenvalue, overlap)", beta=beta)
+    return float(lam), float(overlap)

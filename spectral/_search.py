@@ -164,6 +164,10 @@ FAMILIES = {
 }
 
 
+#: the most jumps of a ``stepK`` family (the official search uses K = 16)
+MAX_STEPS = 256
+
+
 def family(name: str) -> Family:
     """``"tanh"`` (a, b), ``"zshape"`` (a, b, c) or ``"stepK"`` (a_0..a_{K-1}, b_0..b_{K-1}):
     breaks cumsum(a), levels (0, cumsum(b)) as in the official ``beta_to_sigma`` (K = 16 there).
@@ -176,10 +180,12 @@ def family(name: str) -> Family:
         )
     if name in FAMILIES:
         return FAMILIES[name]
-    if name.startswith("step") and name[4:].isdigit() and int(name[4:]) >= 1:
-        return _make_step_family(int(name[4:]))
+    k = name[4:]
+    if name.startswith("step") and k.isdecimal() and k == str(int(k)) and 1 <= int(k) <= MAX_STEPS:
+        return _make_step_family(int(k))
     raise ValueError(
-        f"`name` must be a family name, 'tanh', 'zshape' or 'stepK' (K >= 1); got {name!r}."
+        f"`name` must be a family name, 'tanh', 'zshape' or 'stepK' (K in 1..{MAX_STEPS}, no "
+        f"leading zeros); got {name!r}."
     )
 
 
@@ -342,10 +348,25 @@ def threshold_grid(fam: str, axes: dict, fixed: dict, prior="planted_submatrix")
             f"`axes` (two names) and `fixed` must cover {names}; got {list(axes)} "
             f"and {list(fixed)}."
         )
+    if set(axes) & set(fixed):
+        raise ValueError(
+            f"`fixed` must not repeat a name of `axes`; got {sorted(set(axes) & set(fixed))} "
+            f"in both."
+        )
     (nx, gx), (ny, gy) = axes.items()
-    gx, gy = as_array(gx, "axes", ndim=1), as_array(gy, "axes", ndim=1)
+    gx = as_array(gx, "axes", ndim=1, min_size=1, lower=-1e100, upper=1e100)
+    gy = as_array(gy, "axes", ndim=1, min_size=1, lower=-1e100, upper=1e100)
+    if gx.size * gy.size > 10**6:
+        raise ValueError(f"`axes` must span at most 10^6 cells; got {gx.size} x {gy.size}.")
     eta = as_prior(prior)
     maker = getattr(_sigmas, fam)
+    # a and b are >= 0 in both families, c any real
+    fixed = {k: check_scalar(v, "fixed", lower=None if k == "c" else 0.0) for k, v in fixed.items()}
+    for ex, ey in ((gx.min(), gy.min()), (gx.max(), gy.max())):
+        try:  # every σ of the grid valid (the families' checks are monotone in each parameter)
+            maker(**dict(fixed, **{nx: ex, ny: ey}))
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"`axes` gives an invalid σ: {err}") from None
     vals = np.empty((gx.size, gy.size))
     for i in tqdm(range(gx.size), desc=f"beta* grid {nx}x{ny}", leave=False, disable=None):
         for j in range(gy.size):
@@ -412,10 +433,16 @@ def optimize_threshold(
     method = check_choice(method, "method", ("gradient", "nelder-mead"))
     maxiter = check_int(maxiter, "maxiter", lower=1, upper=10**6)
     tol = check_scalar(tol, "tol", lower=0.0, upper=1.0)
+    for i, (v, (lo, hi)) in enumerate(zip(x0, fam_.bounds, strict=True)):
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise ValueError(f"`x0`[{i}] must lie in the family's domain [{lo}, {hi}]; got {v:g}.")
     if initial_simplex is not None:
+        if method != "nelder-mead":
+            raise ValueError("`initial_simplex` applies to method='nelder-mead' only.")
         initial_simplex = as_array(
-            initial_simplex, "initial_simplex", shape=(fam_.size + 1, fam_.size)
-        )
+            initial_simplex, "initial_simplex", shape=(fam_.size + 1, fam_.size),
+            lower=-1e100, upper=1e100,
+        )  # fmt: skip
     eta = as_prior(prior)
     hist: list[float] = []
     best_p: list[Any] = [x0, np.inf]

@@ -8,6 +8,8 @@ lower`` without cancellation, so that the theory never sees a fake atom at sup �
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from _core.validation import as_array, call_real, check_instance, check_scalar
@@ -57,12 +59,29 @@ class Sigma:
 
     def __add__(self, c):
         c = check_scalar(c, "c")
-        return _Shifted(self, c)
+        return _finite_span(_Shifted(self, c), "c")
 
     __radd__ = __add__
 
     def __repr__(self):
         return self.name
+
+
+def _finite_span(sig: Sigma, name: str) -> Sigma:
+    """``sig`` if its bounds and their span ``upper - lower`` are finite floats with ``lower <=
+    upper`` (the theory subtracts them); else ``ValueError`` naming ``name``."""
+    try:
+        up, lo = float(sig.upper), float(sig.lower)
+    except (AttributeError, TypeError, ValueError) as err:
+        raise TypeError(f"`{name}` must have real bounds `upper` and `lower` ({err}).") from None
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = np.float64(up) - np.float64(lo)
+    if not (math.isfinite(up) and math.isfinite(lo) and math.isfinite(span) and lo <= up):
+        raise ValueError(
+            f"`{name}` must give a σ with finite bounds lower <= upper and a finite span "
+            f"upper - lower; got lower={lo:g}, upper={up:g}."
+        )
+    return sig
 
 
 class _Shifted(Sigma):
@@ -111,7 +130,7 @@ def tanh(a: float, b: float) -> Sigma:
     """
     a = check_scalar(a, "a", lower=0.0)
     b = check_scalar(b, "b", lower=0.0)
-    return _Tanh(a, b)
+    return _finite_span(_Tanh(a, b), "a")
 
 
 class _Step(Sigma):
@@ -149,14 +168,14 @@ def step(breaks, levels) -> Sigma:
         raise ValueError(
             f"`levels` must have len(breaks) + 1 = {b.size + 1} entries; got {v.size}."
         )
-    if np.any(np.diff(b) < 0):
+    if np.any(b[1:] < b[:-1]):
         raise ValueError("`breaks` must be non-decreasing.")
-    if np.any(np.diff(v) < 0):
+    if np.any(v[1:] < v[:-1]):
         raise ValueError(
             "`levels` must be non-decreasing (σ non-decreasing); got a decrease at "
-            f"index {int(np.argmax(np.diff(v) < 0)) + 1}."
+            f"index {int(np.argmax(v[1:] < v[:-1])) + 1}."
         )
-    return _Step(b, v)
+    return _finite_span(_Step(b, v), "levels")
 
 
 class _ZShape(Sigma):
@@ -228,7 +247,8 @@ class _MonotoneMLP(Sigma):
     def __init__(self, v, w, b, c0):
         self.v, self.w, self.b, self.c0 = v, w, b, c0
         self.amp, self.slope = _softplus(v), _softplus(w)
-        tot = float(self.amp.sum())
+        with np.errstate(over="ignore"):  # an overflowing sum is refused by _finite_span
+            tot = float(self.amp.sum())
         self.upper, self.lower = c0 + tot, c0 - tot
         self.name = f"monotone_mlp({v.size} units)"
 
@@ -262,7 +282,7 @@ def monotone_mlp(v, w, b, c0: float = 0.0) -> Sigma:
     v = as_array(v, "v", ndim=1)
     w = as_array(w, "w", shape=v.shape)
     b = as_array(b, "b", shape=v.shape)
-    return _MonotoneMLP(v, w, b, check_scalar(c0, "c0"))
+    return _finite_span(_MonotoneMLP(v, w, b, check_scalar(c0, "c0")), "v")
 
 
 class _Custom(Sigma):
@@ -317,9 +337,10 @@ def custom(fn, *, upper: float, lower: float, breaks=(), name: str = "custom") -
 
 
 def as_sigma(sigma, name: str = "sigma") -> Sigma:
-    """Validate a σ argument: a :class:`Sigma`, or a number (constant σ)."""
+    """Validate a σ argument: a :class:`Sigma` (finite bounds and span), or a number (constant
+    σ)."""
     if isinstance(sigma, Sigma):
-        return sigma
+        return _finite_span(sigma, name)
     if isinstance(sigma, (int, float, np.floating, np.integer)) and not isinstance(sigma, bool):
         return constant(float(sigma))
     if callable(sigma):

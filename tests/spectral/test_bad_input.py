@@ -80,3 +80,87 @@ NOT_ENTRY_POINTS = {  # result and record types the library builds
     test_bad_input,
     test_bad_input_exhaustive,
 ) = make_tests("spectral", CASES, NOT_ENTRY_POINTS, max_examples=250)
+
+
+# --- classes of fixes from the hostile fuzz (issue 50) ----------------------------------------
+
+
+def test_a_sigma_whose_bounds_span_overflows_is_refused_where_it_is_built():
+    import pytest
+
+    for make, arg in (
+        (lambda: sigmas.constant(1e308) + 1e308, "c"),
+        (lambda: sigmas.tanh(1e308, 1.0), "a"),
+        (lambda: sigmas.step(np.array([0.0]), np.array([-1e308, 1e308])), "levels"),
+        (lambda: sigmas.monotone_mlp(np.array([1e308]), np.array([1e-300]), np.zeros(1)), "v"),
+    ):
+        with pytest.raises(ValueError, match=rf"`{arg}` must give a σ with finite bounds"):
+            make()
+
+    class Unbounded(sigmas.Sigma):  # a user subclass: checked at every entry point
+        upper, lower = 1e308, -1e308
+
+        def gap_upper(self, t):
+            return np.zeros_like(np.asarray(t, dtype=float))
+
+    for call in (
+        lambda s: S.bulk_density(s, points=51),
+        lambda s: S.nonlinear_laplacian(Y, s),
+        lambda s: S.finite_sample_limits(INST, s),
+    ):
+        with pytest.raises(ValueError, match="`sigma` must give a σ with finite bounds"):
+            call(Unbounded())
+
+
+def test_nonlinear_laplacian_refuses_a_sigma_with_non_finite_values():
+    import pytest
+
+    class Bad(sigmas.Sigma):
+        upper, lower = 1.0, 0.0
+
+        def gap_upper(self, t):
+            return np.full(np.shape(t), np.nan)
+
+    with pytest.raises(ValueError, match="`sigma` must map the 12 row sums"):
+        S.nonlinear_laplacian(Y, Bad())
+
+
+def test_finite_sample_limits_checks_the_instance_it_is_given():
+    import pytest
+
+    bad = (
+        (S.Instance(Y * np.nan, INST.x, INST.beta, "x"), "`instance.Y` must be finite"),
+        (S.Instance(Y, INST.x[:-1], INST.beta, "x"), "`instance.x` must have shape"),
+        (S.Instance(Y, 2 * INST.x, INST.beta, "x"), "`instance.x` must be a unit vector"),
+        (S.Instance(Y, INST.x, np.inf, "x"), "`instance.beta` must be finite"),
+    )
+    for inst, msg in bad:
+        with pytest.raises(ValueError, match=msg):
+            S.finite_sample_limits(inst, SIG)
+
+
+def test_family_names_and_grid_arguments_are_checked():
+    import pytest
+
+    assert S.family("step16").size == 32
+    for name in ("step02", "step999999"):
+        with pytest.raises(ValueError, match=r"`name` must be a family name.*K in 1\.\.256"):
+            S.family(name)
+    axes = {"a": np.array([0.5, 1.0]), "b": np.array([1.0, 2.0])}
+    with pytest.raises(ValueError, match="`fixed` must not repeat a name of `axes`"):
+        S.threshold_grid("tanh", axes, {"a": 1.0})
+    with pytest.raises(ValueError, match="`axes` must hold at least 1 element"):
+        S.threshold_grid("tanh", {"a": np.array([1.0]), "b": np.array([])}, {})
+    with pytest.raises(ValueError, match="`axes` gives an invalid σ: `a` must lie in"):
+        S.threshold_grid("tanh", {"a": np.array([-1.0, 1.0]), "b": np.array([1.0])}, {})
+    with pytest.raises(TypeError, match="`fixed` must be a real number"):
+        S.threshold_grid("zshape", axes, {"c": "0"})
+
+
+def test_optimize_threshold_refuses_a_start_outside_the_family():
+    import pytest
+
+    with pytest.raises(ValueError, match=r"`x0`\[1\] must lie in the family's domain"):
+        S.optimize_threshold("tanh", [1.0, -0.5], maxiter=2)
+    with pytest.raises(ValueError, match="`initial_simplex` applies to method='nelder-mead'"):
+        S.optimize_threshold("tanh", [1.0, 0.5], maxiter=2, initial_simplex=np.eye(3, 2))
