@@ -40,6 +40,7 @@ from ._tasks import (
     device_name,
     execute,
     figure_row,
+    peak_rss_mb,
     property_row,
     setup_jax,
     strength_row,
@@ -321,10 +322,10 @@ def _check(args, registry) -> int:
     return 0 if row["matches"] else 1
 
 
-def _header(args, t0: float, partial: bool = False) -> dict:
-    """The run's header: scale, seed, device, wall time, peak memory, threads, version, commit."""
+def _header(args, t0: float, partial: bool = False, areas: dict | None = None) -> dict:
+    """The run's header: scale, seed, device, wall time, peak memory, threads, version, commit,
+    and (serial runs) each area's wall seconds and the peak memory when it ended."""
     import importlib.metadata
-    import resource
     import subprocess
 
     try:
@@ -346,12 +347,13 @@ def _header(args, t0: float, partial: bool = False) -> dict:
         seed=args.seed,
         device=device_name(),
         wall_seconds=round(time.perf_counter() - t0, 1),
-        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        peak_rss_mb=peak_rss_mb(),
         threads=getattr(args, "threads", 1),
         workers=getattr(args, "workers", None),
         version=version,
         commit=commit,
         partial=partial,
+        areas=areas or {},
     )
 
 
@@ -383,6 +385,7 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
     jobs.sort(key=lambda job: _area_of(job))
     last_of_area = {_area_of(job): i for i, job in enumerate(jobs)}
     done: list = []
+    areas: dict = {}
     t0 = time.perf_counter()
     try:
         execute(
@@ -390,19 +393,20 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
             desc="claims and figures",
             rows=done,
             quiet=args.quiet,
-            release_after=set(last_of_area.values()),
+            release_after={i: area for area, i in last_of_area.items()},
+            areas=areas,
             **par,
         )
     except KeyboardInterrupt:
         rows, figs = _split(done)
-        _report.write_report(rows, figs, out, header=_header(args, t0, partial=True))
+        _report.write_report(rows, figs, out, header=_header(args, t0, partial=True, areas=areas))
         print(
             f"theorylab: interrupted; partial report of {len(rows)} claims: {out / 'report.md'}",
             file=sys.stderr,
         )
         return 130
     rows, figs = _split(done)
-    body = _report.write_report(rows, figs, out, header=_header(args, t0))
+    body = _report.write_report(rows, figs, out, header=_header(args, t0, areas=areas))
     print(_report.claims_table(rows))
     for fid, status, _ in figs:
         if status != "written":

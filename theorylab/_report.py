@@ -106,6 +106,17 @@ def _header_line(h: dict) -> str:
     return "; ".join(parts)
 
 
+def _areas_line(h: dict) -> str:
+    """Each area's wall seconds and the peak memory when it ended, slowest first ('' if none)."""
+    areas = sorted((h.get("areas") or {}).items(), key=lambda kv: -kv[1]["seconds"])
+    return (
+        "per area (wall s, peak GB at its end): "
+        + ", ".join(f"{a} {v['seconds']:.0f} ({v['peak_rss_mb'] / 1024:.1f})" for a, v in areas)
+        if areas
+        else ""
+    )
+
+
 # ------------------------------------------------------------------------------ the documents
 def _one_line(r) -> str:
     """Measured against expected, in one line."""
@@ -194,6 +205,8 @@ def render_markdown(report: dict) -> str:
         _header_line(h) + (" — PARTIAL: the run was interrupted" if h.get("partial") else ""),
         "",
     ]
+    if _areas_line(h):
+        md += [_areas_line(h), ""]
     changed = _changed(rows)
     md += ["## Changed or errored", ""]
     if not changed:
@@ -281,6 +294,7 @@ def render_html(report: dict, out: Path) -> str:
         f"<style>{_CSS}</style></head><body>",
         f"<h1>theorylab report — {e(verdict_line(rows))}</h1>",
         f"<p>{e(_header_line(h))}{' — PARTIAL' if h.get('partial') else ''}</p>",
+        f"<p>{e(_areas_line(h))}</p>" if _areas_line(h) else "",
         "<h2>Changed or errored</h2>",
     ]
     changed = _changed(rows)

@@ -17,6 +17,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
 
@@ -111,6 +112,13 @@ def _release_area() -> None:
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):  # glibc only
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far, in MB (Linux reports KiB)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def device_name() -> str:
@@ -468,7 +476,8 @@ def execute(
     compile_cache: bool = True,
     rows: list | None = None,
     quiet: bool = False,
-    release_after: set[int] | frozenset[int] = frozenset(),
+    release_after: Mapping[int, str] | None = None,
+    areas: dict | None = None,
 ) -> list:
     """Run ``jobs`` (``(function, args, kwargs)``) and return their results in job order.
 
@@ -476,22 +485,30 @@ def execute(
     each finishes, so an interrupted run keeps what it has); else as Dask tasks, one per job, and
     for a claim with declared replicates also one per chunk of them. Progress goes to stderr: a
     bar on a terminal, else one line per finished task (:class:`Progress`); none if ``quiet``.
-    Serially, after each job whose index is in ``release_after`` (the last of a paper's area)
-    the memoised simulations and JAX's compiled programs are released (no later job reads
-    them; a seeded cache, so no number changes), which bounds the run's memory by its largest
-    area's instead of the sum of all areas'.
+    Serially, after each job whose index is a key of ``release_after`` (the last of the paper's
+    area it names) the memoised simulations and JAX's compiled programs are released (no later
+    job reads them; a seeded cache, so no number changes), which bounds the run's memory by its
+    largest area's instead of the sum of all areas'; ``areas``, if given, receives each area's
+    wall seconds and the process's peak resident memory when it ended (MB).
     """
     rows = [] if rows is None else rows
+    release_after = {} if release_after is None else release_after
     progress = Progress(len(jobs), desc, quiet)
     if workers is None and scheduler is None:
         from _core.runtime import release_compiled
 
+        t_area = time.perf_counter()
         for i, (fn, args, kwargs) in enumerate(progress.wrap(jobs)):
             t0 = time.perf_counter()
             rows.append(fn(*args, **kwargs))
             progress.done(rows[-1], time.perf_counter() - t0)
             if i in release_after:
+                if areas is not None:
+                    areas[release_after[i]] = dict(
+                        seconds=round(time.perf_counter() - t_area, 1), peak_rss_mb=peak_rss_mb()
+                    )
                 _release_area()
+                t_area = time.perf_counter()
             else:
                 release_compiled()
         return rows

@@ -70,6 +70,9 @@ def test_false_claim_fails_run_and_is_reported(registry, tmp_path):
     h = report["header"]
     assert (h["scale"], h["seed"], h["partial"]) == ("quick", 0, False)
     assert h["peak_rss_mb"] > 0 and h["wall_seconds"] >= 0 and h["version"]
+    assert set(h["areas"]) == {"demo", "other"}  # each area's time and memory at its end
+    assert all(0 < a["peak_rss_mb"] <= h["peak_rss_mb"] for a in h["areas"].values())
+    assert "per area (wall s" in (tmp_path / "report.md").read_text()
     rows = {r["id"]: r for r in report["claims"]}
     assert rows["demo.true"]["status"] == "reproduced" and rows["demo.true"]["matches"]
     assert (
