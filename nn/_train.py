@@ -17,6 +17,7 @@ import optax
 from tqdm.auto import tqdm
 
 from _core.validation import (
+    NumericalError,
     _is_tracer,
     as_path,
     batch_source,
@@ -30,7 +31,7 @@ from _core.validation import (
     to_array,
 )
 
-from ._tree import combine, split
+from ._tree import _none, check_model, combine, split
 
 __all__ = [
     "cross_entropy",
@@ -121,7 +122,9 @@ def fit(
     aux)`` (as in ``jax.value_and_grad``) and ``aux`` is recorded at every step.
 
     Returns ``(trainable, opt_state, losses)``, ``losses[t]`` the loss before step ``t``'s update
-    (with ``has_aux``, ``(losses, auxs)``, ``auxs`` stacked along a leading step axis).
+    (with ``has_aux``, ``(losses, auxs)``, ``auxs`` stacked along a leading step axis). Called
+    eagerly, a non-finite loss or trained array raises ``NumericalError``; under ``jit`` or
+    ``vmap`` nothing can raise, and the NaN is returned.
 
     >>> import jax.numpy as jnp, optax
     >>> w, _, losses = fit(lambda w, _: jnp.sum((w - 3.0) ** 2), optax.sgd(0.25), jnp.zeros(2),
@@ -131,11 +134,7 @@ def fit(
     """
     check_callable(loss_fn, "loss_fn")
     check_transform(optimizer, "optimizer")
-    if not any(eqx.is_inexact_array(leaf) for leaf in jax.tree.leaves(trainable)):
-        raise TypeError(
-            f"`trainable` must be a pytree with floating array leaves; got "
-            f"{type(trainable).__name__}."
-        )
+    check_model(trainable, "trainable")
     if frozen is not None:
         combine(trainable, frozen)  # raises unless the two halves of one split
     unroll = check_int(unroll, "unroll", lower=1)
@@ -153,19 +152,55 @@ def fit(
             f"{sorted(sizes, key=str)}."
         )
 
-    def model(tr):
-        return tr if frozen is None else combine(tr, frozen)
+    holes = frozen is None and None in jax.tree.leaves(trainable, is_leaf=_none)
+
+    def loss(tr, x):
+        if frozen is not None:
+            return loss_fn(combine(tr, frozen), x)
+        try:
+            return loss_fn(tr, x)
+        except (AttributeError, TypeError) as err:
+            if not holes:
+                raise
+            raise TypeError(
+                "`frozen` is None, so `trainable` is the whole model, and `loss_fn` failed on it "
+                f"({type(err).__name__}: {err}); if `trainable` is one half of nn.split, pass "
+                "the other half as `frozen`."
+            ) from err
 
     def step(carry, x):
         tr, st = carry
-        tr, st, loss = _update(lambda t: loss_fn(model(t), x), optimizer, tr, st, has_aux)
-        return (tr, st), loss
+        tr, st, val = _update(lambda t: loss(t, x), optimizer, tr, st, has_aux)
+        return (tr, st), val
 
     state = optimizer.init(trainable) if opt_state is None else opt_state
     (trainable, state), losses = jax.lax.scan(
         step, (trainable, state), xs, length=length, unroll=unroll
     )
+    trace = losses[0] if has_aux else losses
+    if not _is_tracer(trace):  # called eagerly: a diverged run raises (under jit it cannot)
+        _check_finite_run(trace, trainable)
     return trainable, state, losses
+
+
+def _check_finite_run(losses, trainable):
+    """Raise :class:`NumericalError` when a loss or a trained array is NaN or infinite."""
+    losses = np.asarray(jax.device_get(losses), dtype=float).reshape(-1)
+    bad = np.flatnonzero(~np.isfinite(losses))
+    if bad.size:
+        raise NumericalError(
+            f"the training loss is not finite at step {bad[0]} of this run; lower the "
+            "learning rate or check `loss_fn`.",
+            step=int(bad[0]),
+            losses=losses,
+        )
+    for leaf in jax.tree.leaves(trainable):
+        if eqx.is_inexact_array(leaf) and not bool(jnp.isfinite(leaf).all()):
+            raise NumericalError(
+                "the trained parameters are not finite after the last step (the losses were); "
+                "lower the learning rate.",
+                losses=losses,
+            )
 
 
 def make_step(loss_fn: Callable, optimizer: optax.GradientTransformation):
@@ -254,8 +289,11 @@ def train(
     eval_fn : optional ``eval_fn(model) -> float`` run every ``eval_every`` steps and at the end.
     progress : tqdm bar (``disable=None``: off when not a terminal).
     mask : trainable mask (:func:`nn.trainable_mask`); default the model's own.
+
+    A loss that turns non-finite (seen at each progress update and at the end), non-finite
+    trained arrays or a non-finite ``eval_fn`` value raise ``NumericalError``.
     """
-    _check_model(model)
+    check_model(model)
     check_callable(loss_fn, "loss_fn")
     steps = check_int(steps, "steps", lower=0, upper=10**9)
     start_step = check_int(start_step, "start_step", lower=0, upper=2**31 - 1 - steps)
@@ -288,11 +326,15 @@ def train(
             ev_steps.append(t + 1)
             ev_losses.append(float(eval_fn(combine(trainable, frozen))))
         if (t - start_step) % max(1, steps // 50) == 0:
+            if not np.isfinite(float(loss)):  # a diverged run stops here, not `steps` later
+                _check_finite_run(losses, trainable)
             bar.set_postfix(loss=f"{float(loss):.4f}")
+    _check_finite_run(losses, trainable)
     model = combine(trainable, frozen)
     if eval_fn is not None and (not ev_steps or ev_steps[-1] != start_step + steps):
         ev_steps.append(start_step + steps)
         ev_losses.append(float(eval_fn(model)))
+    check_finite_result(np.asarray(ev_losses, float), "`eval_fn`'s value", steps=ev_steps)
     return TrainResult(
         model,
         opt_state,
@@ -307,17 +349,9 @@ def _eval_one(model, loss_fn, batch, key):
     return loss_fn(model, batch, key=key)
 
 
-def _check_model(model):
-    if not any(eqx.is_inexact_array(leaf) for leaf in jax.tree.leaves(model)):
-        raise TypeError(
-            f"`model` must be a pytree (an equinox Module) with floating array leaves; got "
-            f"{type(model).__name__}."
-        )
-
-
 def evaluate(model, loss_fn: Callable, batches: Iterable, *, key=None) -> float:
     """Mean of ``loss_fn(model, batch, key=...)`` over ``batches`` (equal weight per batch)."""
-    _check_model(model)
+    check_model(model)
     check_callable(loss_fn, "loss_fn")
     check_key(key, optional=True)
     if isinstance(batches, str | bytes) or not hasattr(batches, "__iter__"):
@@ -328,12 +362,18 @@ def evaluate(model, loss_fn: Callable, batches: Iterable, *, key=None) -> float:
         vals.append(_eval_one(model, loss_fn, b, k))
     if not vals:
         raise ValueError("batches must contain at least one batch")
-    return float(jnp.mean(jnp.stack(vals)))
+    out = float(jnp.mean(jnp.stack(vals)))
+    return check_finite_result(out, "the mean of `loss_fn` over `batches`")
 
 
 def save(path: str | os.PathLike, tree) -> None:
     """Write the array leaves of ``tree`` (a model, or ``(model, opt_state)``) to ``path``,
     bit-exact."""
+    if not any(eqx.is_array(leaf) for leaf in jax.tree.leaves(tree)):
+        raise TypeError(
+            f"`tree` (a model, or (model, opt_state)) must be a pytree with array leaves; got "
+            f"{repr(tree)[:60]} of type {type(tree).__name__}."
+        )
     path = as_path(path, "path", kind="parent")
     with open(path, "wb") as f:
         eqx.tree_serialise_leaves(f, tree)

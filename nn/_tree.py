@@ -16,6 +16,8 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 
+from _core.validation import check_callable
+
 __all__ = ["trainable_mask", "split", "combine", "count_params"]
 
 
@@ -27,6 +29,9 @@ def trainable_mask(model, frozen: Callable | None = None):
     ``frozen`` (a ``where`` as in ``eqx.tree_at``, applied to the mask) sets the selected
     sub-trees to False, e.g. ``trainable_mask(lm, frozen=lambda m: (m.embed, m.head.weight))``.
     """
+    check_model(model)
+    if frozen is not None:
+        check_callable(frozen, "frozen")
     own = getattr(model, "trainable_mask", None)
     mask = own() if callable(own) else jax.tree.map(eqx.is_inexact_array, model)
     if frozen is None:
@@ -41,7 +46,16 @@ def split(model, mask=None):
     ``combine(trainable, frozen)`` rebuilds ``model`` exactly. Give the optimiser the trainable
     half only: ``optax.adamw(...).init(trainable)``.
     """
-    return eqx.partition(model, trainable_mask(model) if mask is None else mask)
+    if mask is None:
+        return eqx.partition(model, trainable_mask(model))
+    check_model(model)
+    try:
+        return eqx.partition(model, mask)
+    except (ValueError, TypeError) as err:
+        raise ValueError(
+            f"`mask` must be a filter spec over `model` (bools or callables, a prefix of its "
+            f"structure, e.g. nn.trainable_mask(model)); got {type(mask).__name__} ({err})."
+        ) from err
 
 
 def combine(trainable, frozen):
@@ -56,6 +70,17 @@ def combine(trainable, frozen):
 
 def _none(x):
     return x is None
+
+
+def check_model(model, name="model"):
+    """Refuse anything but a pytree with floating array leaves (an equinox Module): None, a
+    string or a number would otherwise count 0 parameters and split into nothing."""
+    if not any(eqx.is_inexact_array(leaf) for leaf in jax.tree.leaves(model)):
+        raise TypeError(
+            f"`{name}` must be a pytree with floating array leaves (an equinox Module); got "
+            f"{repr(model)[:60]} of type {type(model).__name__}."
+        )
+    return model
 
 
 def count_params(model, mask=None) -> int:
