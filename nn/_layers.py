@@ -24,6 +24,7 @@ from _core.validation import (
     check_callable,
     check_int,
     check_key,
+    check_memory,
     check_scalar,
 )
 
@@ -106,6 +107,11 @@ def _check_dim(name, v):
     return check_int(v, name, lower=1, upper=2**31)
 
 
+def _check_params(n, names, dtype):
+    """Refuse, before allocating, ``n`` parameters of ``dtype`` that this machine cannot hold."""
+    check_memory(n, names, itemsize=default_float(dtype).itemsize, what="the parameters")
+
+
 def _check_options(use_bias=True, key=None, **callables):
     """The options every layer shares: a bool ``use_bias``, a PRNG ``key``, callables or None."""
     check_bool(use_bias, "use_bias")
@@ -159,6 +165,7 @@ class Linear(eqx.Module):
         _check_dim("in_features", in_features)
         _check_dim("out_features", out_features)
         _check_options(use_bias, key, init=init, bias_init=bias_init, matmul=matmul)
+        _check_params((in_features + 1) * out_features, "`in_features`, `out_features`", dtype)
         dtype = default_float(dtype)
         wkey, bkey = jax.random.split(key)
         init = uniform_fan_in(in_features) if init is None else init
@@ -233,6 +240,8 @@ class MLP(eqx.Module):
         check_callable(final_activation, "final_activation")
         _check_options(use_bias, key)
         sizes = [in_features] + [width] * depth + [out_features]
+        n = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:], strict=False))
+        _check_params(n, "`in_features`, `out_features`, `width`, `depth`", dtype)
         keys = jax.random.split(key, len(sizes) - 1)
         self.layers = tuple(
             Linear(a, b, use_bias, dtype=dtype, key=k)
@@ -263,6 +272,7 @@ class Embedding(eqx.Module):
         _check_dim("dim", dim)
         init_std = check_scalar(init_std, "init_std", lower=0.0, upper=1e100)
         check_key(key)
+        _check_params(num_embeddings * dim, "`num_embeddings`, `dim`", dtype)
         self.weight = init_std * jax.random.normal(key, (num_embeddings, dim), default_float(dtype))
 
     def __call__(self, ids, *, key=None):
@@ -285,6 +295,7 @@ class RMSNorm(eqx.Module):
     def __init__(self, dim, *, eps=1e-6, dtype=None):
         _check_dim("dim", dim)
         eps = check_scalar(eps, "eps", lower=0.0, upper=1e100, closed="right")
+        _check_params(dim, "`dim`", dtype)
         self.scale = jnp.ones((dim,), default_float(dtype))
         self.eps = eps
 
@@ -309,10 +320,10 @@ def causal_attention(q, k, v, *, return_weights=False):
         check_array(a, name, min_ndim=2, max_abs=1e100)
         if a.shape[-1] == 0 or a.shape[-2] == 0:
             raise ValueError(f"`{name}` must have non-empty last two axes; got shape {a.shape}.")
-    if k.shape != v.shape or q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
+    if k.shape != v.shape or q.shape != k.shape:  # self-attention: one T, a square mask
         raise ValueError(
-            f"`q`, `k`, `v` must have shapes (..., T, d), (..., S, d), (..., S, dv) with `k` and "
-            f"`v` equal; got {q.shape}, {k.shape}, {v.shape}."
+            f"`q`, `k`, `v` must have one shape (..., heads, T, head_dim); got {q.shape}, "
+            f"{k.shape}, {v.shape}."
         )
     T = q.shape[-2]
     s = jnp.einsum("...td,...sd->...ts", q, k) / math.sqrt(q.shape[-1])
@@ -347,6 +358,7 @@ class CausalSelfAttention(eqx.Module):
             head_dim = d_model // num_heads
         _check_dim("head_dim", head_dim)
         inner = num_heads * head_dim
+        _check_params(4 * (d_model + 1) * inner, "`d_model`, `num_heads`, `head_dim`", dtype)
         kq, kk, kv, ko = jax.random.split(key, 4)
         self.q_proj = Linear(d_model, inner, use_bias, dtype=dtype, key=kq)
         self.k_proj = Linear(d_model, inner, use_bias, dtype=dtype, key=kk)
@@ -382,6 +394,7 @@ class TransformerBlock(eqx.Module):
         _check_dim("d_model", d_model)
         _check_dim("mlp_ratio", mlp_ratio)
         _check_options(use_bias, key)
+        _check_params((4 + 2 * mlp_ratio) * (d_model + 1) ** 2, "`d_model`, `mlp_ratio`", dtype)
         ka, km = jax.random.split(key)
         self.norm1 = RMSNorm(d_model, dtype=dtype)
         self.attn = CausalSelfAttention(d_model, num_heads, use_bias=use_bias, dtype=dtype, key=ka)
@@ -435,6 +448,9 @@ class TransformerLM(eqx.Module):
         _check_dim("mlp_ratio", mlp_ratio)
         check_int(num_layers, "num_layers", lower=0, upper=10_000)
         _check_options(use_bias, key, block=block)
+        n = (2 * vocab_size + max_len) * d_model + num_layers * (4 + 2 * mlp_ratio) * d_model**2
+        names = "`vocab_size`, `d_model`, `max_len`, `num_layers`, `mlp_ratio`"
+        _check_params(n, names, dtype)
         ke, kp, kh, kb = jax.random.split(key, 4)
         self.embed = Embedding(vocab_size, d_model, dtype=dtype, key=ke)
         self.pos_embed = Embedding(max_len, d_model, dtype=dtype, key=kp)

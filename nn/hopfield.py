@@ -129,7 +129,8 @@ def hopfield_attention(
     causal : mask key j for query i unless ``j <= q_offset + i``.
     scale : logit scale, default ``1/sqrt(dh)``.
     init : ``"first"`` (h_1 = S_1) or ``"zero"`` (h_0 = 0); used when ``h_prev`` is None.
-    q_offset : position of the first query row (int or traced int); default ``Tk - Tq``.
+    q_offset : position of the first query row, an int in ``[0, Tk)`` (or a traced int); default
+        ``Tk - Tq`` (causal attention then needs ``Tq <= Tk``).
 
     Returns ``(out (..., H, Tq, dh), h (..., H, Tq, Tk))`` and the weights if asked. ``h`` is never
     masked (Masumura & Taki 2025, MHA; the mask acts in the softmax only).
@@ -162,6 +163,17 @@ def hopfield_attention(
     if h_prev is not None:
         h_prev = _arr(h_prev, "h_prev", 2)
     Tq, Tk = q.shape[-2], k.shape[-2]
+    if q_offset is not None:  # every query row must see key 0: no empty softmax row
+        if _is_tracer(q_offset):
+            if q_offset.ndim or np.dtype(q_offset.dtype).kind not in "iu":
+                raise TypeError(f"`q_offset` must be an integer scalar; got {q_offset.dtype}.")
+        else:
+            q_offset = check_int(q_offset, "q_offset", lower=0, upper=Tk - 1)
+    elif causal and Tq > Tk:
+        raise ValueError(
+            f"`q` must have at most as many rows as `k` when causal (the first query sits at "
+            f"position Tk - Tq); got Tq = {Tq} > Tk = {Tk}: give `q_offset` or more keys."
+        )
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = jnp.einsum("...td,...sd->...ts", q, k) * scale
     if h_prev is None:

@@ -31,7 +31,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from _core.validation import _is_tracer, check_array, check_instance, check_int, check_key
+from _core.validation import (
+    _is_tracer,
+    check_array,
+    check_instance,
+    check_int,
+    check_key,
+    check_memory,
+)
 
 from ._layers import Linear
 from .mla import GQAttention
@@ -103,6 +110,10 @@ def ssd_chunked(x, dt, A, B, C, chunk=16):
     chunk = check_int(chunk, "chunk", lower=1, upper=2**16)
     x, dt, A, B, C = _check_ssd(x, dt, A, B, C)
     T = x.shape[-3]
+    chunk = min(chunk, T)  # a longer chunk only pads: the same result, exact for any chunk
+    n_chunks = -(-T // chunk)
+    lead = math.prod(x.shape[:-3]) * x.shape[-2]  # batch * heads
+    check_memory(lead * n_chunks * chunk**2, "`chunk`, `x`", what="the intra-chunk decays")
     pad = (-T) % chunk
     if pad:
 
