@@ -91,6 +91,7 @@ from _core.validation import (
     check_choice,
     check_int,
     check_key,
+    check_memory,
 )
 
 __all__ = [
@@ -169,8 +170,9 @@ def _as_float(x, name="x", check_finite=True):
 
 
 def _refuse_nonfinite(flag, name="x"):
-    """Raise the ValueError for non-finite concrete input when ``flag`` (a concrete bool) is set."""
-    if bool(flag):
+    """Raise the ValueError for non-finite concrete input when ``flag`` is set; a traced ``flag``
+    (concrete input read inside an outer ``jit``) is not inspected."""
+    if not _is_tracer(flag) and bool(flag):
         raise ValueError(
             f"`{name}` must be finite; got NaN or infinite value(s) (inside jit they propagate "
             "as NaN, see the module docstring)."
@@ -226,12 +228,16 @@ def rounding_uniform(shape, dtype=jnp.float32, *, key) -> jax.Array:
     ((1000,), True, True)
     """
     key = check_key(key)
-    if isinstance(shape, int):
-        shape = (shape,)
+    if not isinstance(shape, tuple | list):
+        shape = (check_int(shape, "shape", lower=0),)
     shape = tuple(check_int(s, "shape", lower=0) for s in shape)
-    dtype = jnp.dtype(dtype)
+    try:
+        dtype = jnp.dtype(dtype)
+    except TypeError as err:
+        raise TypeError(f"`dtype` must be float32 or float64; got {dtype!r}.") from err
     if dtype not in (jnp.float32, jnp.float64):
         raise TypeError(f"`dtype` must be float32 or float64; got {dtype}.")
+    check_memory(math.prod(shape), "`shape`", itemsize=dtype.itemsize, what="the draws")
     return _uniform(key, shape, dtype)
 
 
@@ -309,8 +315,7 @@ def round_to(x, fmt="e2m1", rounding="nearest", *, key=None):
     check_choice(fmt, "fmt", FORMATS)
     check_choice(rounding, "rounding", _ROUNDINGS)
     x = _as_float(x)
-    if rounding == "stochastic":
-        check_key(key)
+    check_key(key, optional=rounding != "stochastic")  # checked when given, needed for SR
     return _round_to(x, key, fmt, rounding)
 
 
@@ -383,10 +388,11 @@ class BlockFormat:
         check_bool(self.tensor_scale, "tensor_scale")
         if self.scale_rule != "nearest" and self.scale_fmt != "e8m0":
             raise ValueError(
-                f"scale_rule={self.scale_rule!r} needs scale_fmt='e8m0', got {self.scale_fmt!r}"
+                f"`scale_rule` {self.scale_rule!r} needs `scale_fmt` 'e8m0'; got "
+                f"{self.scale_fmt!r}."
             )
         if not FORMATS[self.elem_fmt].subnormal:
-            raise ValueError("elem_fmt must have a zero (not 'e8m0')")
+            raise ValueError(f"`elem_fmt` must have a zero (not 'e8m0'); got {self.elem_fmt!r}.")
 
     def replace(self, **kw) -> BlockFormat:
         return dataclasses.replace(self, **kw)
@@ -417,12 +423,12 @@ class BlockQuantized(eqx.Module):
         return jnp.moveaxis(out, -1, self.axis)
 
 
-def _resolve(fmt) -> BlockFormat:
+def _resolve(fmt, name="fmt") -> BlockFormat:
     if isinstance(fmt, BlockFormat):
         return fmt
-    if isinstance(fmt, str) and fmt in _NAMED:
-        return _NAMED[fmt]
-    raise ValueError(f"fmt must be 'nvfp4', 'mxfp4' or a BlockFormat, got {fmt!r}")
+    if not isinstance(fmt, str):
+        raise TypeError(f"`{name}` must be 'nvfp4', 'mxfp4' or a BlockFormat; got {fmt!r:.60}.")
+    return _NAMED[check_choice(fmt, name, _NAMED)]
 
 
 def _check_axis(axis, ndim):
@@ -521,8 +527,7 @@ def _block_args(x, fmt, rounding, key, axis, pad):
         raise ValueError(
             f"`x`: block_size={B} must divide the length {n} of axis {axis} (or pass pad=True)"
         )
-    if rounding == "stochastic":
-        check_key(key)
+    check_key(key, optional=rounding != "stochastic")
     return x, bf, ax
 
 
@@ -598,11 +603,16 @@ def quantize(
     True
     """
     if isinstance(fmt, str) and fmt in ("e2m1", "e4m3"):
-        return round_to(x, fmt, rounding, key=key)
-    if not isinstance(fmt, BlockFormat) and not (isinstance(fmt, str) and fmt in _NAMED):
-        raise ValueError(
-            f"fmt must be one of ['e2m1', 'e4m3', 'mxfp4', 'nvfp4'] or a BlockFormat, got {fmt!r}"
-        )
+        check_bool(pad, "pad")  # unused here, checked all the same
+        out = round_to(x, fmt, rounding, key=key)
+        check_int(axis, "axis") if out.ndim == 0 else _check_axis(axis, out.ndim)
+        return out
+    if not isinstance(fmt, BlockFormat):
+        if not isinstance(fmt, str):
+            raise TypeError(
+                f"`fmt` must be 'e2m1', 'e4m3', 'mxfp4', 'nvfp4' or a BlockFormat; got {fmt!r:.60}."
+            )
+        check_choice(fmt, "fmt", ("e2m1", "e4m3", "mxfp4", "nvfp4"))
     concrete = not _is_tracer(x)
     x, bf, ax = _block_args(x, fmt, rounding, key, axis, pad)
     out, nonfinite = _fake_quantize(x, key, bf, rounding, ax)
@@ -623,10 +633,7 @@ class Operand:
     rounding: str = "nearest"
 
     def __post_init__(self):
-        if isinstance(self.fmt, str):
-            object.__setattr__(self, "fmt", _resolve(self.fmt))
-        if not isinstance(self.fmt, BlockFormat):
-            raise ValueError(f"fmt must be 'nvfp4', 'mxfp4' or a BlockFormat, got {self.fmt!r}")
+        object.__setattr__(self, "fmt", _resolve(self.fmt))
         check_choice(self.rounding, "rounding", _ROUNDINGS)
 
     def __call__(self, x, axis, key):
@@ -662,13 +669,15 @@ class QuantMatmul:
         for name in _OPS:
             v = getattr(self, name)
             if v is not None and not isinstance(v, Operand):
-                raise ValueError(f"{name} must be an Operand or None, got {v!r}")
+                raise TypeError(f"`{name}` must be an Operand or None; got {v!r:.60}.")
 
     @classmethod
     def fqt(cls, fmt="nvfp4", *, sr_grad=True, sr_update_x=True) -> QuantMatmul:
         """The paper's fully quantised training recipe (Sec. 5): RtN weights and forward
         activations, SR for neural gradients (both GEMMs) and for the activations of the update
         GEMM."""
+        sr_grad = check_bool(sr_grad, "sr_grad")
+        sr_update_x = check_bool(sr_update_x, "sr_update_x")
         rn, sr = Operand(_resolve(fmt), "nearest"), Operand(_resolve(fmt), "stochastic")
         g = sr if sr_grad else rn
         return cls(rn, rn, g, rn, g, sr if sr_update_x else rn)
@@ -695,15 +704,13 @@ class QuantMatmul:
         return dataclasses.replace(self, **kw)
 
     def __call__(self, x, w, *, key=None):
-        x = jnp.asarray(x)
-        w = jnp.asarray(w)
-        if w.ndim != 2 or x.shape[-1] != w.shape[1]:
+        x, w = _as_float(x, "x"), _as_float(w, "w")
+        if x.ndim < 1 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
             raise ValueError(
-                f"w must be (out, in) with in = x.shape[-1]; got x {x.shape}, w {w.shape}"
+                f"`w` must be (out, in) with in = x.shape[-1]; got `x` {x.shape}, `w` {w.shape}."
             )
+        check_key(key, optional=not self.stochastic)  # required by stochastic rounding
         if key is None:
-            if self.stochastic:
-                raise ValueError("key is required: this QuantMatmul uses stochastic rounding")
             key = jax.random.key(0)
         lead = x.shape[:-1]
         y = _qmm(

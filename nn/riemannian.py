@@ -117,6 +117,29 @@ def _cholesky_qr(m):
     return m @ _t(jnp.linalg.inv(low))
 
 
+def _householder_q(m):
+    """Sign-fixed Q of the Householder QR: orthonormal even when ``m`` is rank-deficient (a zero
+    diagonal of R keeps its column's sign)."""
+    q, r = jnp.linalg.qr(m)
+    d = jnp.diagonal(r, axis1=-2, axis2=-1)
+    return q * jnp.where(d < 0, -1.0, 1.0).astype(q.dtype)[..., None, :]
+
+
+def _svd_polar(m):
+    """``U W^T`` of the thin SVD: a closest point of St(p, r) to ``m`` for any rank."""
+    u, _, wt = jnp.linalg.svd(m, full_matrices=False)
+    return u @ wt
+
+
+def _or_exact(y, m, exact):
+    """``y`` (a Gram-matrix retraction of ``m``) unless it is non-finite or off the manifold, as
+    when ``M = X + V`` is (nearly) rank-deficient; then ``exact(m)``, computed only in that case."""
+    tol = 10 * float(jnp.finfo(y.dtype).eps) ** 0.5
+    off = jnp.abs(_t(y) @ y - jnp.eye(y.shape[-1], dtype=y.dtype))
+    bad = ~(jnp.isfinite(y).all() & (jnp.max(off, initial=0.0) <= tol))
+    return jax.lax.cond(bad, exact, lambda _: y, m)
+
+
 def retract_qr(x, v):
     """QR retraction ``qf(X + V)``, the Q factor with ``diag(R) > 0`` (Absil et al. 2008, (4.8)).
 
@@ -127,7 +150,9 @@ def retract_qr(x, v):
     Cholesky factors gives the sign-fixed Q exactly. Accurate to working precision when
     ``M = X + V`` is well conditioned, which holds at ``X`` on St(p, r) with tangent ``V``: then
     ``M^T M = I + V^T V``, condition number ``1 + ||V||_2^2`` (derived here; tested against the
-    Householder QR in ``tests/nn/test_riemannian.py``).
+    Householder QR in ``tests/nn/test_riemannian.py``). Where it is not (``M`` rank-deficient or
+    nearly so, off the tangent space), the Householder QR is used instead, so the result is
+    always on St(p, r).
 
     Examples
     --------
@@ -138,7 +163,7 @@ def retract_qr(x, v):
     """
     x = _stiefel(x)
     v = _like(v, x, "v")
-    return _cholesky_qr(_cholesky_qr(x + v))
+    return _or_exact(_cholesky_qr(_cholesky_qr(x + v)), x + v, _householder_q)
 
 
 def retract_polar(x, v):
@@ -148,6 +173,8 @@ def retract_polar(x, v):
     Frobenius norm. Computed from the eigendecomposition of the ``r x r`` Gram matrix ``M^T M``
     (O(p r^2 + r^3)); as for :func:`retract_qr`, ``M^T M = I + V^T V`` at ``X`` on St(p, r) with
     tangent ``V``, so squaring the condition number costs no accuracy (tested against the SVD).
+    A rank-deficient ``M`` (no unique polar factor) gets ``U W^T`` of its SVD, one of the closest
+    points, so the result is always on St(p, r).
 
     Examples
     --------
@@ -160,7 +187,7 @@ def retract_polar(x, v):
     v = _like(v, x, "v")
     m = x + v
     w, q = jnp.linalg.eigh(_t(m) @ m)
-    return m @ ((q * jax.lax.rsqrt(w)[..., None, :]) @ _t(q))
+    return _or_exact(m @ ((q * jax.lax.rsqrt(w)[..., None, :]) @ _t(q)), m, _svd_polar)
 
 
 def retract_cayley(x, v):
