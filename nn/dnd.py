@@ -282,6 +282,12 @@ def dnd_loss(pred, target, weight) -> jax.Array:
             f"`pred` {tuple(pred.shape)} and `target` {tuple(target.shape)} must match and "
             f"`weight` must have shape ({pred.shape[-3]},); got {tuple(weight.shape)}."
         )
+    if not _is_tracer(weight) and bool(jnp.any(jnp.asarray(weight) < 0)):
+        raise ValueError(
+            f"`weight` must be >= 0 (per-tile loss weights); got {float(jnp.min(weight)):g}."
+        )
+    if not _is_tracer(target) and target.size and bool(jnp.isnan(jnp.asarray(target)).all()):
+        raise ValueError("`target` must hold at least one non-NaN entry (NaN is padding).")
     mask = ~jnp.isnan(target)
     diff = jnp.where(mask, pred, 0.0) - jnp.where(mask, target, 0.0)
     out = jnp.mean(weight[:, None, None] * diff**2)

@@ -290,6 +290,8 @@ class Adapted(eqx.Module):
             raise ValueError("`names` must name at least one adapter.")
         for n in names:
             self.spec_of(n)
+        if len(set(names)) < len(names):  # an adapter active twice would add its update twice
+            raise ValueError(f"`names` must name each adapter once; got {list(names)}.")
         return Adapted(self.model, self.banks, self.specs, tuple(names), True)
 
     def disable(self) -> Adapted:

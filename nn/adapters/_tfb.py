@@ -261,7 +261,15 @@ def expected_calibration_error(probs, labels, *, bins: int = 15) -> float:
     0.4
     """
     probs = as_array(probs, "probs", ndim=2, min_size=1, lower=0.0, upper=1.0)
-    as_array(labels, "labels", shape=(probs.shape[0],), dtype=np.float64, lower=0)
+    total = probs.sum(axis=1)
+    if np.abs(total - 1.0).max() > 1e-3:
+        worst = total[np.abs(total - 1.0).argmax()]
+        raise ValueError(
+            f"`probs` must have rows summing to 1 (probabilities over the classes); got a row "
+            f"summing to {worst:g}."
+        )
+    C = probs.shape[1]
+    as_array(labels, "labels", shape=(probs.shape[0],), dtype=np.float64, lower=0, upper=C - 1)
     labels = np.asarray(labels)
     if labels.dtype.kind not in "iu":
         raise TypeError(f"`labels` must hold integer classes; got dtype {labels.dtype}.")
@@ -270,9 +278,6 @@ def expected_calibration_error(probs, labels, *, bins: int = 15) -> float:
     correct = probs.argmax(axis=1) == labels
     edges = np.linspace(0, 1, bins + 1)
     which = np.clip(np.digitize(conf, edges[1:-1], right=True), 0, bins - 1)
-    ece = 0.0
-    for b in range(bins):
-        sel = which == b
-        if sel.any():
-            ece += sel.mean() * abs(correct[sel].mean() - conf[sel].mean())
-    return float(ece)
+    # sum_b (n_b / N) |acc_b - conf_b| = sum_b |sum_{i in b} (correct_i - conf_i)| / N
+    gap = np.bincount(which, weights=correct - conf, minlength=bins)
+    return float(np.abs(gap).sum() / len(conf))
