@@ -146,7 +146,7 @@ CASES = {
     "nn.riemannian.random_stiefel": Case(R.random_stiefel, dict(p=6, r=2, key=KEY)),
     "nn.hopfield.hidden_update": Case(HF.hidden_update, dict(h_prev=H33, s=H33, alpha_prime=0.5)),
     "nn.hopfield.hopfield_attention": Case(
-        HF.hopfield_attention, dict(q=QH, k=QH, v=QH, alpha_prime=0.5)
+        HF.hopfield_attention, dict(q=QH, k=QH, v=QH, alpha_prime=0.5, q_offset=0)
     ),
     "nn.hopfield.HopfieldAttention": Case(
         HF.HopfieldAttention, dict(d_model=8, num_heads=2, alpha_prime=0.5, key=KEY)
@@ -410,3 +410,174 @@ def test_set_matmul_needs_a_callable_and_a_linear():
     for model in (None, "model", np.ones(3), {"w": jnp.ones(2)}):
         with pytest.raises(ValueError, match="`model` must contain an nn.Linear"):
             nn.set_matmul(model, None)
+
+
+# --- issue 50: the hostile fuzz of the nn helpers ----------------------------------------------
+
+
+def test_model_arguments_refuse_none_strings_and_numbers():
+    import pytest
+
+    for bad in (None, "model", 3, 2.5):
+        for f in (nn.count_params, nn.split, nn.trainable_mask):
+            with pytest.raises(TypeError, match="`model` must be a pytree"):
+                f(bad)
+        with pytest.raises(TypeError, match="`tree` .* must be a pytree"):
+            nn.save("/tmp/_bad_input_nn_none.eqx", bad)
+    with pytest.raises(ValueError, match="`mask` must be a filter spec"):
+        nn.split(LIN, [True])
+    with pytest.raises(TypeError, match="`frozen` must be callable"):
+        nn.trainable_mask(LIN, "embed")
+    assert nn.count_params({"w": jnp.ones(3)}) == 3  # a plain pytree of arrays is a model
+
+
+def test_hopfield_attention_needs_a_key_for_every_query():
+    import math
+
+    import pytest
+
+    k2 = _g.standard_normal((1, 2, 2, 4))
+    with pytest.raises(ValueError, match=r"`q` must have at most as many rows as `k`"):
+        HF.hopfield_attention(QH, k2, k2, alpha_prime=0.5)  # 3 queries, 2 keys: a NaN row
+    out, _ = HF.hopfield_attention(QH, k2, k2, alpha_prime=0.5, causal=False)
+    assert np.isfinite(out).all()
+    for bad in (-1, 3, 10):
+        with pytest.raises(ValueError, match=r"`q_offset` must be an integer in \[0, 2\]"):
+            HF.hopfield_attention(QH, QH, QH, alpha_prime=0.5, q_offset=bad)
+    for bad in (0.5, math.inf, math.nan, "1", True):
+        with pytest.raises(TypeError, match="`q_offset` must be an integer"):
+            HF.hopfield_attention(QH, QH, QH, alpha_prime=0.5, q_offset=bad)
+    out, _ = HF.hopfield_attention(QH, k2, k2, alpha_prime=0.5, q_offset=0)
+    assert np.isfinite(out).all()
+
+
+def test_fit_frozen_none_is_nothing_frozen_and_names_a_missing_half():
+    import pytest
+
+    def loss(m, _):
+        return _mse(m, BATCH)
+
+    w, _, losses = nn.fit(loss, SGD, LIN, frozen=None, length=2)  # the whole model trains
+    assert np.isfinite(losses).all() and w.weight.shape == LIN.weight.shape
+    trainable, frozen = nn.split(AD)
+    X = jnp.ones((3, 8))
+    with pytest.raises(TypeError, match="`frozen` is None, so `trainable` is the whole model"):
+        nn.fit(lambda m, _: jnp.mean(m(X) ** 2), SGD, trainable, frozen=None, length=2)
+    _, _, losses = nn.fit(lambda m, _: jnp.mean(m(X) ** 2), SGD, trainable, frozen=frozen, length=2)
+    assert np.isfinite(losses).all()
+
+
+def test_diverging_training_raises_numerical_error():
+    import pytest
+
+    from _core.validation import NumericalError
+
+    huge = [(XR * 1e30, BATCH[1])] * 4
+    with pytest.raises(NumericalError, match="the training loss is not finite"):
+        nn.train(LIN, _mse, huge, optax.sgd(1e30), 4, key=KEY, progress=False)
+    with pytest.raises(NumericalError, match="the training loss is not finite"):
+        nn.fit(lambda m, _: _mse(m, huge[0]), optax.sgd(1e30), LIN, length=4)
+    run = jax.jit(lambda: nn.fit(lambda m, _: _mse(m, huge[0]), optax.sgd(1e30), LIN, length=4))
+    assert not np.isfinite(run()[2]).all()  # under jit nothing can raise: NaN, as documented
+    with pytest.raises(NumericalError, match="the mean of `loss_fn`"):
+        nn.evaluate(LIN, lambda m, b, key=None: jnp.nan * _mse(m, b), [BATCH])
+
+
+def test_adapters_refuse_a_repeated_name_and_invalid_calibration_input():
+    import pytest
+
+    with pytest.raises(ValueError, match="`names` must name each adapter once"):
+        AD.set_active("default", "default")
+    ece = AD_.expected_calibration_error
+    with pytest.raises(ValueError, match=r"`labels` must lie in \[0, 1\]"):
+        ece(PROBS, np.array([0, 1, 2]))  # class 2 of a 2-class problem
+    with pytest.raises(ValueError, match="`probs` must have rows summing to 1"):
+        ece(PROBS[:, :1], np.array([0, 0, 0]))
+    # confidences 0.9, 0.6, 0.8, the second wrong: one bin each, or one bin of mean gap 0.1
+    assert ece(PROBS, np.array([0, 1, 1]), bins=10) == pytest.approx((0.1 + 0.6 + 0.2) / 3)
+    assert ece(PROBS, np.array([0, 1, 1]), bins=2) == pytest.approx(abs(2 / 3 - 2.3 / 3))
+
+
+def test_causal_attention_is_self_attention_of_one_length():
+    import pytest
+
+    with pytest.raises(ValueError, match="`q`, `k`, `v` must have one shape"):
+        nn.causal_attention(ATT[:, :, :1], ATT, ATT)  # T = 1 query row against 2 keys
+    with pytest.raises(ValueError, match="`q`, `k`, `v` must have one shape"):
+        nn.causal_attention(ATT, ATT, ATT[..., :2])
+
+
+def test_quant_arguments_are_checked_when_given():
+    import pytest
+
+    with pytest.raises(TypeError, match="`key` must be a single JAX PRNG key"):
+        Q.round_to(XQ, key="x")  # nearest rounding reads no key, and yet it is checked
+    with pytest.raises(TypeError, match="`key` must be a single JAX PRNG key"):
+        Q.quantize_blocks(XQ, key="x")
+    with pytest.raises(ValueError, match="`axis` must be an integer in"):
+        Q.quantize(XQ, "e2m1", axis=9)
+    with pytest.raises(TypeError, match="`pad` must be a bool"):
+        Q.quantize(XQ, "e2m1", pad="x")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`fmt` must be"):
+        Q.quantize_blocks(XQ, None)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ValueError, match="`fmt` must be one of"):
+        Q.quantize(XQ, "e5m2")
+    with pytest.raises(TypeError, match="`fwd_x` must be an Operand or None"):
+        Q.QuantMatmul(fwd_x="nvfp4")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="`sr_grad` must be a bool"):
+        Q.QuantMatmul.fqt(sr_grad="x")  # pyright: ignore[reportArgumentType]
+    qm, W = Q.QuantMatmul.qaf(), np.ones((3, 32))
+    with pytest.raises(TypeError, match="`x` must be array-like"):
+        qm("x", W)
+    with pytest.raises(ValueError, match="`w` must be finite"):
+        qm(XQ, W * np.nan)
+    with pytest.raises(TypeError, match="`key` must be a single JAX PRNG key"):
+        qm(XQ, W, key="x")
+    with pytest.raises(ValueError, match="`w` must be"):
+        qm(np.float64(1.0), W)
+    with pytest.raises(ValueError, match="`key` must be a single JAX PRNG key"):
+        Q.QuantMatmul.fqt()(XQ, W)  # stochastic rounding needs one
+
+
+def test_sizes_no_machine_holds_are_refused_before_allocating():
+    import pytest
+
+    with pytest.raises(ValueError, match="`shape` too large"):
+        Q.rounding_uniform((10**12,), key=KEY)  # aborted the process inside XLA
+    with pytest.raises(TypeError, match="`shape` must be an integer"):
+        Q.rounding_uniform(None, key=KEY)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ValueError, match="`in_features`, `out_features` too large"):
+        nn.Linear(2**31, 2**31, key=KEY)
+    with pytest.raises(ValueError, match="`d_model`, `num_heads`, `head_dim` too large"):
+        nn.CausalSelfAttention(2**20, 2**4, key=KEY)
+    with pytest.raises(ValueError, match="`num_embeddings`, `dim` too large"):
+        nn.Embedding(2**31, 2**10, key=KEY)
+
+
+def test_warp_and_dnd_loss_refuse_what_they_would_ignore():
+    import pytest
+
+    from nn import acavp as A
+    from nn import dnd
+
+    m = np.eye(3)
+    m[2, 0] = 0.5  # a projective last row: the warp reads the 2 x 3 part only
+    with pytest.raises(ValueError, match="`matrix` must be affine, last row"):
+        A.warp_affine(IMG[:1], m)
+    with pytest.raises(ValueError, match="`weight` must be >= 0"):
+        dnd.dnd_loss(np.zeros((1, 1, 2)), np.zeros((1, 1, 2)), np.array([-1.0]))
+    with pytest.raises(ValueError, match="`target` must hold at least one non-NaN entry"):
+        dnd.dnd_loss(np.zeros((1, 1, 2)), np.full((1, 1, 2), np.nan), np.array([1.0]))
+
+
+def test_retractions_of_a_rank_deficient_point_stay_on_the_manifold():
+    dup = np.c_[Q64[:, :1], Q64[:, :1]]  # X + V of rank 1: the Gram-matrix forms gave NaN
+    for x, v in ((Q64, -Q64), (np.zeros((6, 2)), np.zeros((6, 2))), (dup, np.zeros((6, 2)))):
+        for retract in (R.retract_qr, R.retract_polar):
+            y = np.asarray(retract(x, v))
+            assert np.isfinite(y).all()
+            np.testing.assert_allclose(y.T @ y, np.eye(2), atol=1e-10)
+    # the fast path is untouched where it holds: a tangent step from a Stiefel point
+    y = R.retract_qr(Q64, np.asarray(R.project_tangent(Q64, V62)))
+    q, r = np.linalg.qr(Q64 + np.asarray(R.project_tangent(Q64, V62)))
+    np.testing.assert_allclose(y, q * np.sign(np.diag(r)), atol=1e-12)
