@@ -230,7 +230,7 @@ def tfb_search_sigma(
             f"`sigma_max` must be at least `sigma_min` = {sigma_min}; got sigma_max = {sigma_max}."
         )
     tol = check_scalar(tol, "tol", lower=0)
-    iters = check_int(iters, "iters", lower=1)
+    iters = check_int(iters, "iters", lower=1, upper=200)  # 2^-200: past float64 resolution
     sig, met = [sigma_max], [call_scalar(metric, sigma_max, "metric")]
     if not np.isfinite(met[0]):
         raise ValueError(f"`metric` returned {met[0]} at sigma = {sigma_max}.")
