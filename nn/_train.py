@@ -122,9 +122,10 @@ def fit(
     aux)`` (as in ``jax.value_and_grad``) and ``aux`` is recorded at every step.
 
     Returns ``(trainable, opt_state, losses)``, ``losses[t]`` the loss before step ``t``'s update
-    (with ``has_aux``, ``(losses, auxs)``, ``auxs`` stacked along a leading step axis). Called
-    eagerly, a non-finite loss or trained array raises ``NumericalError``; under ``jit`` or
-    ``vmap`` nothing can raise, and the NaN is returned.
+    (with ``has_aux``, ``(losses, auxs)``, ``auxs`` stacked along a leading step axis). A
+    primitive traced inside ``jit``/``vmap`` sweeps (where a diverged grid point is a result to
+    compare, not an error), it returns a diverged run's NaN losses as they are; :func:`train`
+    raises ``NumericalError`` on them.
 
     >>> import jax.numpy as jnp, optax
     >>> w, _, losses = fit(lambda w, _: jnp.sum((w - 3.0) ** 2), optax.sgd(0.25), jnp.zeros(2),
@@ -177,9 +178,6 @@ def fit(
     (trainable, state), losses = jax.lax.scan(
         step, (trainable, state), xs, length=length, unroll=unroll
     )
-    trace = losses[0] if has_aux else losses
-    if not _is_tracer(trace):  # called eagerly: a diverged run raises (under jit it cannot)
-        _check_finite_run(trace, trainable)
     return trainable, state, losses
 
 
