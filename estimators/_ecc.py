@@ -278,7 +278,7 @@ def _ols_result(y, a, X, estimator, level, center, names):
     y, a, X = _check_data(y, a, X)
     if center:
         y, a, X = _center(y, a, X)
-    fit = ols_fit(y, a, X, center=center, column_names=(names or {}).get("X"))
+    fit = ols_fit(y, a, X, center=center, column_names=(names or {}).get("X"), estimator=estimator)
     moments = {"var_eps": fit.s_e, "var_delta": fit.s_d, "dof": fit.k}
     if estimator == "ols":
         est = fit.residual()
@@ -290,6 +290,13 @@ def _ols_result(y, a, X, estimator, level, center, names):
         est = fit.loo()
         moments["var_leave_out"], moments["var_homoskedastic"] = fit.var_loo_hc(), fit.var_loo(est)
         var = max(moments["var_leave_out"], moments["var_homoskedastic"])
+    if not (np.isfinite(var) and var > 0):
+        raise NumericalError(
+            f"the variance of the {estimator} estimate is {var:.3g}, not finite and positive "
+            "(it underflows or overflows float64 for data on this scale); rescale `y` or `a`.",
+            variance=var,
+            estimate=est,
+        )
     se = float(np.sqrt(var))
     n, p = X.shape
     return ECCResult(
@@ -314,10 +321,27 @@ def _ols_result(y, a, X, estimator, level, center, names):
     )
 
 
+def _check_unlabeled_constants(X, XU, center):
+    """Refuse a column of ``X_unlabeled`` that is constant where ``X``'s varies (the unlabeled
+    rows cannot then share the law of ``X``'s rows) or, when centring, constant at all (its
+    centred covariance is singular)."""
+    if XU.ndim != 2 or XU.shape[1] != X.shape[1] or np.linalg.matrix_rank(XU) < XU.shape[1]:
+        return  # the shape and a rank deficiency are reported by the route's own checks
+    flat = np.ptp(XU, axis=0) == 0
+    bad = np.flatnonzero(flat & (np.ptp(X, axis=0) > 0 if not center else True))
+    if bad.size:
+        raise ValueError(
+            f"`X_unlabeled` must not have a constant column "
+            f"{'(centred, its covariance would be singular)' if center else 'where `X` varies'}; "
+            f"column(s) {bad.tolist()} are constant."
+        )
+
+
 def _hoif_result(y, a, X, XU, level, center, names):
     y, a, X = _check_data(y, a, X)
     n, p = X.shape
     XU = as_numeric(XU, "X_unlabeled", 2)
+    _check_unlabeled_constants(X, XU, center)
     N = XU.shape[0]
     if XU.shape[1] != p:
         raise ValueError(f"`X_unlabeled` must have the {p} columns of X; got {XU.shape[1]}.")
@@ -412,6 +436,7 @@ def _whitened_result(y, a, X, XU, estimator, split, lam, level, rng, center, nam
     if not np.any(np.ptp(X, axis=0) > 0):
         raise ValueError("`X` must have a non-constant column; got every column constant.")
     XU = as_numeric(XU, "X_unlabeled", 2)
+    _check_unlabeled_constants(X, XU, center)
     S, dof = _wh.unlabeled_covariance(XU, X.shape[1], center, extra=4)
     seed = int(as_generator(rng).integers(2**63))  # the same folds for the jackknife refits
 

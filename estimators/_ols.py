@@ -46,14 +46,14 @@ class OLSFit:
     ``columns`` are the column indices of ``X`` (after the intercept, if any) for messages.
     """
 
-    def __init__(self, y, a, X, *, center: bool, column_names=None):
+    def __init__(self, y, a, X, *, center: bool, column_names=None, estimator="ols"):
         n, p = X.shape
         Xd = np.column_stack([np.ones(n), X]) if center else X
         r_needed = Xd.shape[1]
         if r_needed >= n:
             extra = " plus the intercept" if center else ""
             raise ValueError(
-                f"estimator='ols' needs fewer columns than rows (p{extra} < n); got n={n}, "
+                f"estimator={estimator!r} needs fewer columns than rows (p{extra} < n); got n={n}, "
                 f"p={p}. With p >= n the ECC is not identified without more information: pass "
                 f"the known covariance of the rows as `cov=` (ridge estimators), or see the "
                 f"guidance of estimator='dr'."
@@ -72,7 +72,7 @@ class OLSFit:
             )
             dropped = [names[j] for j in piv[rank:]]
             raise ValueError(
-                f"`X` must have full column rank for estimator='ols'; got rank {rank} of "
+                f"`X` must have full column rank for estimator={estimator!r}; got rank {rank} of "
                 f"{r_needed} columns{' (intercept included)' if center else ''}: column(s) "
                 f"{dropped} are linear combinations of the others. Drop them."
             )
@@ -84,7 +84,7 @@ class OLSFit:
         if self.d.min() <= 1e-10:
             i = int(np.argmin(self.d))
             raise ValueError(
-                f"`X` must give every row a leverage below 1 for estimator='ols'; "
+                f"`X` must give every row a leverage below 1 for estimator={estimator!r}; "
                 f"row {i} has leverage {self.h[i]:.12g} (a row that alone "
                 f"determines a coefficient). Drop that row or column."
             )
@@ -227,6 +227,7 @@ class OLSFit:
         return total / n**2
 
 
-def ols_fit(y, a, X, *, center: bool, column_names=None) -> OLSFit:
-    """The route-0 fit of validated arrays (``p < n``, full column rank, leverages < 1)."""
-    return OLSFit(y, a, X, center=center, column_names=column_names)
+def ols_fit(y, a, X, *, center: bool, column_names=None, estimator="ols") -> OLSFit:
+    """The route-0 fit of validated arrays (``p < n``, full column rank, leverages < 1);
+    ``estimator`` ("ols" or "ols_loo") is named in the errors."""
+    return OLSFit(y, a, X, center=center, column_names=column_names, estimator=estimator)

@@ -195,7 +195,7 @@ def _guidance(n, p_fit):
         f"unlabeled rows of X (N >= p + 3, N >= 2p recommended) to estimate it "
         f"(estimator='hoif', X_unlabeled=...); or the assumption that the regression "
         f"coefficients are generic relative to the covariance's eigenvectors (route b, "
-        f"docs/papers/ecc_unknown_covariance.md#route-b; not implemented)."
+        f"assume='generic'; docs/papers/ecc_unknown_covariance.md#route-b)."
     )
 
 
@@ -276,6 +276,13 @@ class _Prepared:
     def __init__(self, y, a, X, split, cov, center, rng, vectors=True, check_isotropy=True):
         y, a, X = _check_data(y, a, X)
         self.n, self.p = X.shape
+        flat = np.flatnonzero(np.ptp(X, axis=0) == 0) if center and check_isotropy else ()
+        if len(flat):
+            raise ValueError(
+                f"`X` must not have a constant column with center=True: centred it is zero, "
+                f"so the rows cannot have the positive-definite covariance `cov` states "
+                f"(the identity when None); column(s) {list(flat)}. Drop them."
+            )
         if cov is not None:
             X = X @ _whitener(cov, self.p)
         self.split = split

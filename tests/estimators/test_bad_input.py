@@ -134,3 +134,33 @@ def test_data_at_the_float_limits_is_a_numerical_error_not_a_crash():
         E.ecc(Y, A, X * 1e-300, assume="generic", lam=0.5)
     with pytest.raises(NumericalError, match="plug-in variance"):
         E.ecc_test(Y * 1e-300, A, X, lam=0.5, rng=0)  # pyright: ignore[reportArgumentType]
+
+
+# --- classes of fixes from the hostile fuzz (issue 50) ----------------------------------------
+
+
+def test_a_constant_column_of_x_unlabeled_is_refused():
+    XUc = XU.copy()
+    XUc[:, 2] = 0.1
+    for kw in (dict(estimator="hoif"), dict(estimator="dr", lam=0.5, rng=0)):
+        with pytest.raises(ValueError, match=r"`X_unlabeled` must not have a constant column"):
+            E.ecc(Y, A, X, X_unlabeled=XUc, **kw)
+        with pytest.raises(ValueError, match=r"where `X` varies; column\(s\) \[2\]"):
+            E.ecc(Y, A, X, X_unlabeled=XUc, center=False, **kw)
+
+
+def test_a_constant_column_of_x_contradicts_the_stated_covariance():
+    with pytest.raises(ValueError, match=r"`X` must not have a constant column with center=True"):
+        E.ecc(Y, A, np.c_[X[:, :-1], np.ones(N)], lam=0.5, rng=0)
+
+
+def test_ols_errors_name_the_estimator_asked_for_and_variances_that_underflow_are_refused():
+    from _core.validation import NumericalError
+
+    with pytest.raises(ValueError, match="full column rank for estimator='ols_loo'"):
+        E.ecc(Y, A, np.c_[X, X[:, :1]], estimator="ols_loo")
+    with pytest.raises(ValueError, match="fewer columns than rows .* got n=5"):
+        E.ecc(Y[:5], A[:5], X[:5], estimator="ols_loo")
+    for est in ("ols", "ols_loo"):
+        with pytest.raises(NumericalError, match=f"variance of the {est} estimate is 0"):
+            E.ecc(Y, A * 1e-200, X, estimator=est)
