@@ -159,11 +159,6 @@ def warp_affine(x, matrix, *, order: int = 1, inverse: bool = False):
         m = np.asarray(matrix, np.float64)
         if np.abs(m).max() > 1e6 or np.any(np.abs(np.linalg.det(m[..., :2, :2])) < 1e-9):
             raise ValueError("`matrix` must be an invertible affine map with entries <= 1e6.")
-        if np.any(m[..., 2, :] != np.array([0.0, 0.0, 1.0])):
-            raise ValueError(
-                "`matrix` must be affine, last row (0, 0, 1) (a projective map is not "
-                f"supported); got last row(s) {m[..., 2, :].tolist()}."
-            )
         if np.abs(m[..., 2, :] - [0.0, 0.0, 1.0]).max() > 1e-9:  # the warp never reads it
             raise ValueError(
                 f"`matrix` must be affine, last row (0, 0, 1); got a projective last row "
