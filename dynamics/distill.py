@@ -25,9 +25,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from scipy.special import xlogy
 
 import nn
 from _core.validation import (
+    ConvergenceError,
     as_array,
     check_finite_result,
     check_instance,
@@ -86,12 +88,17 @@ class Order2Markov:
             if np.abs(new - pi).sum() < 1e-14:
                 return new
             pi = new
-        raise RuntimeError("pair-chain power iteration did not converge in 10000 steps.")
+        raise ConvergenceError(
+            "`P`: the pair chain's power iteration did not converge in 10000 steps (a periodic "
+            "or reducible chain, e.g. from zero probabilities).",
+            residual=float(np.abs(new - pi).sum()),
+        )
 
     @property
     def entropy_rate(self) -> float:
-        """``-sum pi(a, b) P(c | a, b) log P(c | a, b)`` (nats/token), the CE floor."""
-        return float(-np.sum(self.pair_stationary[..., None] * self.P * np.log(self.P)))
+        """``-sum pi(a, b) P(c | a, b) log P(c | a, b)`` (nats/token), the CE floor; a zero
+        probability contributes 0 (``0 log 0 = 0``)."""
+        return float(0.0 - np.sum(self.pair_stationary[..., None] * xlogy(self.P, self.P)))
 
     def sample(self, batch: int, length: int, *, key):
         """Integer tokens ``(batch, length)``."""
@@ -99,9 +106,11 @@ class Order2Markov:
         batch, length = _check_sizes(batch=batch, length=length)
         V = self.P.shape[0]
         k0, ks = jax.random.split(key)
+        with np.errstate(divide="ignore"):  # log 0 = -inf: a token never drawn
+            logP = np.log(self.P)
         pair = jax.random.choice(k0, V * V, (batch,), p=jnp.asarray(self.pair_stationary.ravel()))
         return _sample2(
-            jnp.asarray(np.log(self.P), jnp.float32),
+            jnp.asarray(logP, jnp.float32),
             pair // V,
             pair % V,
             jax.random.split(ks, length - 2),

@@ -40,13 +40,18 @@ from tqdm.auto import tqdm
 
 import nn
 from _core.validation import (
+    NumericalError,
     as_array,
     batch_source,
+    check_bool,
+    check_callable,
     check_choice,
     check_int,
+    check_key,
     check_scalar,
     check_transform,
 )
+from nn._tree import check_model
 from nn.quant import QuantMatmul
 from theory.fp4 import SQRT3
 
@@ -59,11 +64,34 @@ MODES = ("fqt", "backward", "none")
 
 
 def _configs(mode, fmt):
+    fqt = QuantMatmul.fqt(fmt)  # checks `fmt` whichever mode uses it
     if mode == "fqt":
-        return QuantMatmul.fqt(fmt), QuantMatmul.qaf(fmt)
+        return fqt, QuantMatmul.qaf(fmt)
     if mode == "backward":
         return QuantMatmul.backward_only(fmt), None
     return None, None
+
+
+def _check_call(model, loss_fn, key):
+    check_model(model)
+    check_callable(loss_fn, "loss_fn")
+    check_key(key)
+
+
+def _finite_tree(tree, what):
+    """Raise :class:`NumericalError` when a leaf of ``tree`` is NaN or infinite (concrete leaves
+    only: under ``jit``/``vmap`` nothing can be raised)."""
+    bad = [
+        i for i, g in enumerate(jax.tree.leaves(tree))
+        if eqx.is_inexact_array(g) and not isinstance(g, jax.core.Tracer)
+        and not bool(jnp.isfinite(g).all())
+    ]  # fmt: skip
+    if bad:
+        raise NumericalError(
+            f"{what} is not finite (leaves {bad}); check `loss_fn`, the model's parameters and "
+            "the learning rate.",
+            leaves=bad,
+        )
 
 
 def _check(mode, threshold, window):
@@ -126,8 +154,16 @@ def gradient_pair(model, loss_fn, batch, *, key, fmt="nvfp4", mode="fqt"):
     """``(g_q, g_hp)``: FP4-recipe and high-precision gradients of one batch from the same
     forward."""
     _check(mode, SQRT3, 1)
+    _check_call(model, loss_fn, key)
     tr, fr = nn.split(model)
-    return _pair(tr, fr, loss_fn, batch, key, *_configs(mode, fmt))
+    q_cfg, hp_cfg = _configs(mode, fmt)
+    try:
+        g_q, g_hp = _pair(tr, fr, loss_fn, batch, key, q_cfg, hp_cfg)
+    except (TypeError, ValueError) as err:  # raised while tracing the user's loss on the batch
+        raise type(err)(f"`loss_fn` failed on `model` and `batch`: {err}") from err
+    _finite_tree(g_hp, "the high-precision gradient")
+    _finite_tree(g_q, "the FP4 gradient")
+    return g_q, g_hp
 
 
 @eqx.filter_jit
@@ -212,15 +248,16 @@ def train_fp4(
         the switch, so a warm-up starting at 0 leaves the weights unchanged by the switch step.
     """
     _check(mode, threshold, window)
-    if not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
-    if not (switch is None or switch == "threshold" or (isinstance(switch, int) and switch >= 0)):
-        raise ValueError(f"switch must be 'threshold', a non-negative int or None, got {switch!r}")
-    if qaf_optimizer is not None and not isinstance(qaf_optimizer, optax.GradientTransformation):
-        raise TypeError(
-            f"qaf_optimizer must be an optax.GradientTransformation or None, got {qaf_optimizer!r}"
-        )
+    _check_call(model, loss_fn, key)
+    steps = check_int(steps, "steps", lower=0, upper=10**9)
+    if isinstance(switch, str):
+        check_choice(switch, "switch", ("threshold",))
+    elif switch is not None:
+        switch = check_int(switch, "switch", lower=0, upper=10**9)
+    if qaf_optimizer is not None:
+        check_transform(qaf_optimizer, "qaf_optimizer")
     check_transform(optimizer, "optimizer")
+    progress = check_bool(progress, "progress")
     get = batch_source(batches)
     q_cfg, hp_cfg = _configs(mode, fmt)
     tr, fr = nn.split(nn.set_matmul(model, None))
@@ -246,6 +283,14 @@ def train_fp4(
         losses.append(float(loss))
         gns.append(float(gn))
         ens.append(float(en))
+        if not np.isfinite([losses[-1], gns[-1], ens[-1]]).all():
+            raise NumericalError(
+                f"the loss or a gradient norm is not finite at step {t} (loss {losses[-1]:.3g}, "
+                f"|g_hp| {gns[-1]:.3g}, |g_q - g_hp| {ens[-1]:.3g}); lower the learning rate or "
+                "check `loss_fn`.",
+                step=t,
+                losses=np.asarray(losses),
+            )
         if crossing is None and len(gns) >= window and mode != "none":
             r = np.asarray(gns[-window:]) / np.maximum(np.asarray(ens[-window:]), 1e-300)
             if r.mean() < threshold:
@@ -255,6 +300,7 @@ def train_fp4(
             or (isinstance(switch, int) and t + 1 >= switch)
         ):
             begin_high_precision(t + 1)
+    _finite_tree(tr, "the trained model after the last step")
     final = nn.set_matmul(
         nn.combine(tr, fr),
         q_cfg.replace(bwd_g=None, bwd_w=None, upd_g=None, upd_x=None) if q_cfg else None,

@@ -114,7 +114,8 @@ def build(method: str, backbone, *, key, shape=(3, 32, 32), width: int = 4, inne
 @dataclasses.dataclass(frozen=True)
 class AdaptResult:
     """Accuracies of the chosen learning rate per seed: ``test``, ``val``, ``train`` (on the
-    seed's training subset) and ``shifted[name]`` ``(seeds,)``; ``lr`` the chosen rate,
+    seed's training subset) and ``shifted[name]`` ``(seeds,)``; ``lr`` the chosen rate (0 for
+    ``zs``, which trains nothing),
     ``val_by_lr`` mean validation accuracy per rate of the grid; ``frozen_identical`` whether
     the backbone is bit-identical after the run; ``loss`` the mean training loss per step."""
 
@@ -172,6 +173,14 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     if n_per_class is not None:
         n_per_class = check_int(n_per_class, "n_per_class", lower=1, upper=10_000)
     lrs = as_array(lrs, "lrs", ndim=1, min_size=1, lower=0.0, upper=10.0, closed="right")
+    if not isinstance(backbone, P.SmallCNN):
+        raise TypeError(f"`backbone` must be an nn.acavp.SmallCNN; got {type(backbone).__name__}.")
+    n_task = 1 + int(max(task.y_train.max(), task.y_val.max(), task.y_test.max()))
+    if backbone.head.out_features < n_task:
+        raise ValueError(
+            f"`backbone` must have at least the task's {n_task} classes (first-k label map); got "
+            f"{backbone.head.out_features}."
+        )
     before = [np.asarray(v) for v in jax.tree.leaves(backbone)]
     idx, counts = _subsets(task, seeds, n_per_class, seed)
     evals = (task.x_val, task.y_val, task.x_test, task.y_test,
@@ -181,7 +190,7 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
         acc += [float(_accuracy(backbone, task.shifted[s], task.y_test)) for s in SHIFTS]
         tr = float(_accuracy(backbone, task.x_train, task.y_train))
         a = np.repeat(np.asarray([*acc, tr])[:, None], seeds, axis=1)
-        return AdaptResult(method, task.name, float("nan"), a[1], a[0], a[-1],
+        return AdaptResult(method, task.name, 0.0, a[1], a[0], a[-1],
                            {s: a[2 + i] for i, s in enumerate(SHIFTS)},
                            np.full(lrs.size, acc[0]), True, np.zeros(0))  # fmt: skip
     keys = jax.random.split(stream_key(seed, 3), seeds)

@@ -262,15 +262,21 @@ def check_victim(model, As, Bs):
     the factors as tuples."""
     check_model(model)
     A0, B0 = adapter_arrays(model)
+    out = []
     for name, got, want in (("As", As, A0), ("Bs", Bs, B0)):
         if not isinstance(got, tuple | list) or len(got) != len(want):
             raise TypeError(f"`{name}` must be a tuple of {len(want)} arrays; got {got!r:.60}.")
+        arrays = []
         for g, w in zip(got, want, strict=True):
+            if not hasattr(g, "dtype"):  # nested lists: read in the adapters' dtype
+                g = jnp.asarray(check_array(to_array(g, name), name), w.dtype)
             check_array(g, name)
             if tuple(g.shape) != tuple(w.shape):
                 shapes = [tuple(x.shape) for x in want]
                 raise ValueError(f"`{name}` must hold arrays of shapes {shapes}; got {g.shape}.")
-    return tuple(As), tuple(Bs)
+            arrays.append(g)
+        out.append(tuple(arrays))
+    return out[0], out[1]
 
 
 def check_inputs(model, X, name="X"):

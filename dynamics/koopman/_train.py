@@ -19,7 +19,16 @@ import numpy as np
 import optax
 
 import nn
-from _core.validation import as_array, check_choice, check_int, check_scalar
+from _core.validation import (
+    NumericalError,
+    as_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_key,
+    check_memory,
+    check_scalar,
+)
 
 from ._baselines import dpnet_loss, vamp2_loss, vampe_loss
 from ._objective import ESTIMATORS, NESTINGS, lora_loss
@@ -163,15 +172,17 @@ class KoopmanModel:
         )
 
 
-def _pairs(X, Y):
-    X = as_array(X, "X")
-    Y = as_array(Y, "Y")
+def _pairs(X, Y, xn="X", yn="Y"):
+    # |entries| <= 1e30: the data are cast to the networks' dtype (float32 by default) before
+    # they are standardised
+    X = as_array(X, xn, lower=-1e30, upper=1e30)
+    Y = as_array(Y, yn, lower=-1e30, upper=1e30)
     X = X.reshape(-1, 1) if X.ndim == 1 else X
     Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     if X.ndim != 2:
-        raise ValueError(f"`X` must be 1-D or 2-D (n, d); got shape {X.shape}.")
+        raise ValueError(f"`{xn}` must be 1-D or 2-D (n, d); got shape {X.shape}.")
     if Y.shape != X.shape:
-        raise ValueError(f"`Y` must have the shape of `X` {X.shape}; got {Y.shape}.")
+        raise ValueError(f"`{yn}` must have the shape of `{xn}` {X.shape}; got {Y.shape}.")
     return X, Y
 
 
@@ -304,6 +315,9 @@ def fit_koopman_batch(Xs, Ys, k, *, keys, **options) -> list[KoopmanModel]:
     run seeds of one configuration). ``options`` as for :func:`fit_koopman`; with
     ``embedding="standardize"`` the shift and scale come from all replicates pooled. Replicate
     ``i`` draws its initialisation and batch order from ``keys[i]`` as :func:`fit_koopman` does."""
+    for v, name in ((Xs, "Xs"), (Ys, "Ys"), (keys, "keys")):
+        if isinstance(v, str | bytes) or not hasattr(v, "__len__") or getattr(v, "ndim", 1) == 0:
+            raise TypeError(f"`{name}` must be a sequence (one per replicate); got {v!r:.60}.")
     if len(Xs) != len(Ys) or len(Xs) != len(keys) or not len(Xs):
         raise ValueError(
             f"`Xs`, `Ys` and `keys` must be non-empty and of one length; got "
@@ -311,6 +325,11 @@ def fit_koopman_batch(Xs, Ys, k, *, keys, **options) -> list[KoopmanModel]:
         )
     defaults = fit_koopman.__kwdefaults__ or {}  # options not given take fit_koopman's defaults
     return _fit(list(Xs), list(Ys), k, list(keys), True, **{**defaults, **options})
+
+
+class _Diverged(NumericalError, FloatingPointError):
+    """A diverged fit: the package's :class:`NumericalError`, still a ``FloatingPointError``
+    for ``paper_checks/koopman.py``, which catches that."""
 
 
 def _fit(
@@ -336,7 +355,19 @@ def _fit(
     dtype,
     progress,
 ):  # the defaults are fit_koopman's, stated once there
-    pairs = [_pairs(X, Y) for X, Y in zip(Xs, Ys, strict=True)]
+    for key in keys:
+        check_key(key, "keys" if batched else "key")
+    include_constant = check_bool(include_constant, "include_constant")
+    shared = check_bool(shared, "shared")
+    progress = check_bool(progress, "progress")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dtype is None or dt.name not in ("float32", "float64"):
+        raise TypeError(f"`dtype` must be float32 or float64; got {dtype!r}.")
+    names = ("Xs", "Ys") if batched else ("X", "Y")
+    pairs = [_pairs(X, Y, *names) for X, Y in zip(Xs, Ys, strict=True)]
     X, Y = pairs[0]
     if any(p[0].shape != X.shape for p in pairs):
         raise ValueError(f"every `Xs[i]` must have the shape of `Xs[0]` {X.shape}.")
@@ -349,13 +380,15 @@ def _fit(
     estimator = check_choice(estimator, "estimator", ESTIMATORS)
     embedding = check_choice(embedding, "embedding", EMBEDDINGS)
     schedule = check_choice(schedule, "schedule", ("cosine", "constant"))
-    k = check_int(k, "k", lower=2 if include_constant else 1)
-    width = check_int(width, "width", lower=1)
-    depth = check_int(depth, "depth", lower=0)
-    steps = check_int(steps, "steps", lower=1)
+    k = check_int(k, "k", lower=2 if include_constant else 1, upper=10**4)
+    width = check_int(width, "width", lower=1, upper=10**5)
+    depth = check_int(depth, "depth", lower=0, upper=100)
+    steps = check_int(steps, "steps", lower=1, upper=10**8)
     batch_size = check_int(batch_size, "batch_size", lower=2, upper=n)
-    lr = check_scalar(lr, "lr", lower=0, closed="neither")
-    gamma = check_scalar(gamma, "gamma", lower=0)
+    lr = check_scalar(lr, "lr", lower=0, upper=1e3, closed="right")
+    gamma = check_scalar(gamma, "gamma", lower=0, upper=1e100)
+    check_memory(len(keys) * steps * batch_size, "`steps`, `batch_size`", what="the batch order")
+    check_memory(len(keys) * 2 * width * (width * depth + 2 * d + k), "`width`, `depth`, `k`")
     m = k - 1 if include_constant else k
     if loss != "lora" and m < 1:
         raise ValueError("`k` must leave at least one learned function for a baseline loss.")
@@ -407,9 +440,13 @@ def _fit(
             progress,
         )
         models, losses = [model], losses[None]
-    if not np.all(np.isfinite(losses[:, -1])):
-        raise FloatingPointError(
-            f"training diverged: final losses {losses[:, -1]} (loss={loss!r})."
+    if not np.all(np.isfinite(losses)):
+        step = int(np.argmax(~np.isfinite(losses).all(axis=0)))
+        raise _Diverged(
+            f"training diverged: the loss is not finite from step {step} (loss={loss!r}); lower "
+            "`lr` or check the data's scale.",
+            step=step,
+            final=losses[:, -1],
         )
     name = loss if isinstance(loss, str) else getattr(loss, "__name__", "custom")
     return [

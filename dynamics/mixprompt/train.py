@@ -28,7 +28,7 @@ import numpy as np
 import optax
 
 import nn
-from _core.validation import check_choice, check_int, check_key, check_scalar
+from _core.validation import as_array, check_choice, check_int, check_key, check_scalar
 from nn import mixprompt as M
 
 from .metrics import miou
@@ -236,6 +236,44 @@ def pretrain_backbone(
     return _replica(model, 0).backbone, float(score)
 
 
+def _check_datasets(datasets):
+    """``datasets``: a non-empty list of :func:`target_data` dicts, each with the splits
+    ``train``, ``val``, ``test`` (:class:`Split`: ``rgb``/``aux`` ``(n, H, W, 3)`` finite,
+    ``labels`` ``(n, H, W)`` integers in ``[0, len(CLASSES))``), one shape per split."""
+    if not isinstance(datasets, list | tuple) or not datasets:
+        raise TypeError("`datasets` must be a non-empty list of target_data dicts.")
+    first = {}
+    for i, d in enumerate(datasets):
+        if not isinstance(d, dict):
+            raise TypeError(f"`datasets`[{i}] must be a target_data dict; got {type(d).__name__}.")
+        for name in ("train", "val", "test"):
+            sp = d.get(name)
+            if not isinstance(sp, Split):
+                raise ValueError(
+                    f"`datasets`[{i}] must hold a Split under {name!r} (target_data's train / "
+                    f"val / test); got {type(sp).__name__}."
+                )
+            rgb = as_array(sp.rgb, "datasets", ndim=4, dtype=np.float32)
+            shapes = (rgb.shape, np.shape(sp.aux), np.shape(sp.labels))
+            if rgb.shape[-1] != 3 or shapes[1] != rgb.shape or shapes[2] != rgb.shape[:-1]:
+                raise ValueError(
+                    f"`datasets`[{i}][{name!r}] must have rgb and aux (n, H, W, 3) and labels "
+                    f"(n, H, W); got shapes {shapes}."
+                )
+            if first.setdefault(name, shapes) != shapes:
+                raise ValueError(
+                    f"`datasets`[{i}][{name!r}] must have the shapes of dataset 0 "
+                    f"{first[name]}; got {shapes}."
+                )
+            as_array(sp.aux, "datasets", dtype=np.float32)
+            lab = np.asarray(sp.labels)
+            if lab.dtype.kind not in "iu" or lab.min() < 0 or lab.max() >= len(CLASSES):
+                raise ValueError(
+                    f"`datasets`[{i}][{name!r}].labels must be integers in [0, {len(CLASSES)}); "
+                    f"got dtype {lab.dtype}, range [{lab.min()}, {lab.max()}]."
+                )
+
+
 @dataclasses.dataclass(frozen=True)
 class AdaptResult:
     """One method over seeds x learning rates: ``val``/``test`` mIoU ``(seeds, len(lrs))``,
@@ -261,8 +299,6 @@ def adapt(
     """Train ``method`` on each seed's data of ``datasets`` (a list of :func:`target_data`
     dicts) at every learning rate of ``lrs``; the frozen parts stay bit-identical."""
     method = check_choice(method, "method", METHODS)
-    if not isinstance(datasets, list | tuple) or not datasets:
-        raise TypeError("`datasets` must be a non-empty list of target_data dicts.")
     if not isinstance(lrs, tuple | list) or not lrs:
         raise TypeError(f"`lrs` must be a non-empty tuple of learning rates; got {lrs!r}.")
     lrs = tuple(check_scalar(v, "lrs", lower=0.0, upper=1.0, closed="right") for v in lrs)
@@ -270,6 +306,7 @@ def adapt(
     batch = check_int(batch, "batch", lower=1, upper=4096)
     weight_decay = check_scalar(weight_decay, "weight_decay", lower=0.0, upper=1.0)
     seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
+    _check_datasets(datasets)
     S, L = len(datasets), len(lrs)
     owner = [s for s in range(S) for _ in range(L)]
     key = jax.random.key(seed)

@@ -425,7 +425,19 @@ def apply_contrast(patient, contrast):
                 f"`contrast` must be a name or 4 factors; got shape {tuple(factors.shape)}."
             )
     e = patient.ellipsoids
-    return Patient(e.at[:, 0].multiply(jnp.asarray(factors)[patient.tissue]), patient.tissue)
+    out = Patient(e.at[:, 0].multiply(jnp.asarray(factors)[patient.tissue]), patient.tissue)
+    if not isinstance(contrast, str) and not isinstance(e, jax.core.Tracer):
+        # factors act on the ellipsoids' additive intensities (T2 flips a ventricle's sign): the
+        # test is the object itself, non-negative (a density) on slices through the volume
+        img = np.asarray(_rasterize(_slice(out.ellipsoids, jnp.linspace(-0.9, 0.9, 7)), (64, 64)))
+        top = max(float(np.abs(img).max()), 1e-300)
+        if img.min() < -1e-5 * top:  # float32 rounding of nested sums
+            raise ValueError(
+                f"`contrast` must keep the object's intensity non-negative; the factors "
+                f"{np.asarray(factors).tolist()} give {img.min():.3g} (largest |intensity| "
+                f"{top:.3g})."
+            )
+    return out
 
 
 def simulate(
@@ -468,6 +480,13 @@ def simulate(
         def fine(c):
             return None if c is None else polynomial_field(c, (h, w), oversample=oversample)
 
+        if bias is not None:
+            field = np.asarray(fine(bias))
+            if field.min() <= 0:
+                raise ValueError(
+                    f"`bias` must give a positive multiplicative field on the field of view; "
+                    f"its minimum is {field.min():.3g}."
+                )
         maps = None
         if n_coils > 1:
             maps = coil_maps(n_coils, (h, w), oversample=oversample)

@@ -72,9 +72,29 @@ def _complex(x, name, *, min_ndim=2):
         raise ValueError(
             f"`{name}` must have at least {min_ndim} axes (..., H, W); got shape {tuple(x.shape)}."
         )
-    if not _is_tracer(x) and not np.all(np.isfinite(x)):
-        raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
+    if not _is_tracer(x):
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
+        _fits(x, name)
     return jnp.asarray(x)
+
+
+def _fits(x, name, factor=None, other=None):
+    """Refuse magnitudes whose transforms, consistency steps and loss sums would overflow the
+    working dtype (complex64 unless x64 is on): ``max|x|`` (times ``max|factor|``, the coil
+    maps, when given) at most ``finfo.max / (4 size)``, ``size`` the entries summed over."""
+    dt = np.dtype(jax.dtypes.canonicalize_dtype(x.dtype))
+    size = x.size * (1 if factor is None else factor.shape[0])
+    limit = float(np.finfo(dt).max) / (4.0 * max(size, 1))
+    top = float(np.max(np.abs(x))) if x.size else 0.0
+    if factor is not None:
+        top *= float(np.max(np.abs(factor))) if factor.size else 0.0
+    if top > limit:
+        what = f"`{name}`" if factor is None else f"`{name}` times `{other}`"
+        raise ValueError(
+            f"{what} must have entries of magnitude <= {limit:.3g} (its transforms must fit in "
+            f"{dt.name}); got {top:.3g}. Scale the data down."
+        )
 
 
 def _mask(mask, name, shape=None):
@@ -101,7 +121,8 @@ def _mask(mask, name, shape=None):
     return jnp.asarray(arr, dtype=jnp.result_type(float))
 
 
-def _coils(coils, name, shape):
+def _coils(coils, name, shape, x=None, x_name="x"):
+    """Coil maps ``(C, H, W)``; with ``x``, their product with it checked by :func:`_fits`."""
     if coils is None:
         return None
     s = _complex(coils, name, min_ndim=3)
@@ -109,6 +130,8 @@ def _coils(coils, name, shape):
         raise ValueError(
             f"`{name}` must have shape (C, {shape[0]}, {shape[1]}); got shape {tuple(s.shape)}."
         )
+    if x is not None and not _is_tracer(x) and not _is_tracer(s):
+        _fits(x, x_name, s, name)
     return s
 
 
@@ -260,7 +283,7 @@ def forward(x, mask, coils=None):
     """
     x = _complex(x, "x")
     m = _mask(mask, "mask", x.shape[-2:])
-    return _apply(x, m, _coils(coils, "coils", x.shape[-2:]))
+    return _apply(x, m, _coils(coils, "coils", x.shape[-2:], x, "x"))
 
 
 def adjoint(y, mask, coils=None):
@@ -278,7 +301,10 @@ def adjoint(y, mask, coils=None):
     """
     m = _mask(mask, "mask")
     s = _coils(coils, "coils", m.shape)
-    return _apply_h(_kspace(y, "y", m.shape, s), m, s)
+    y = _kspace(y, "y", m.shape, s)
+    if s is not None and not _is_tracer(y) and not _is_tracer(s):
+        _fits(y, "y", s, "coils")
+    return _apply_h(y, m, s)
 
 
 def normal(x, mask, coils=None):
@@ -294,7 +320,7 @@ def normal(x, mask, coils=None):
     """
     x = _complex(x, "x")
     m = _mask(mask, "mask", x.shape[-2:])
-    s = _coils(coils, "coils", x.shape[-2:])
+    s = _coils(coils, "coils", x.shape[-2:], x, "x")
     return _apply_h(_apply(x, m, s), m, s)
 
 
@@ -351,8 +377,10 @@ def data_consistency(x, y, mask, coils=None, lam=None):
     """
     x = _complex(x, "x")
     m = _mask(mask, "mask", x.shape[-2:])
-    s = _coils(coils, "coils", x.shape[-2:])
+    s = _coils(coils, "coils", x.shape[-2:], x, "x")
     y = _kspace(y, "y", m.shape, s)
+    if s is not None and not _is_tracer(y) and not _is_tracer(s):
+        _fits(y, "y", s, "coils")
     lam = _lam(lam)
     return _image_dc(x, y, m, s, lam)
 
@@ -501,10 +529,14 @@ def _loss_args(y_pred, y, mask):
         )
     m = _mask(mask, "mask", y.shape[-2:])
     concrete = not (_is_tracer(y) or _is_tracer(m))
-    if concrete and not np.any(np.asarray(y)[..., np.asarray(m) > 0]):
-        raise ValueError(
-            "`y` must be nonzero on `mask` (the losses divide by its norm); got all zeros there."
-        )
+    if concrete:
+        on = np.abs(np.asarray(y)[..., np.asarray(m) > 0])
+        tiny = float(np.finfo(np.asarray(y).dtype).tiny)  # subnormals flush to zero in XLA
+        if not on.size or on.max() < tiny:
+            raise ValueError(
+                f"`y` must be nonzero on `mask` (the losses divide by its norm): an entry of "
+                f"magnitude >= {tiny:.3g} there; got all below."
+            )
     return y_pred, y, m
 
 
@@ -512,15 +544,25 @@ def _l1(z):  # l1 of the real and imaginary parts, as on the 2-channel real view
     return jnp.sum(jnp.abs(z.real)) + jnp.sum(jnp.abs(z.imag))
 
 
+def _scaled(yp, y, m):
+    """``M(y - y_pred)`` and ``M y`` divided by ``max|M y|``: the losses are ratios of norms of
+    degree 1, unchanged by a common scale, and their squares and sums then neither underflow
+    nor overflow in complex64."""
+    d, my = m * (y - yp), m * y
+    c = jax.lax.stop_gradient(jnp.max(jnp.abs(my)))
+    return d / c, my / c
+
+
 @jax.jit
 def _normalized_l1_l2(yp, y, m):
-    d, my = m * (y - yp), m * y
+    d, my = _scaled(yp, y, m)
     return jnp.linalg.norm(d.ravel()) / jnp.linalg.norm(my.ravel()) + _l1(d) / _l1(my)
 
 
 @jax.jit
 def _relative_l1(yp, y, m):
-    return _l1(m * (yp - y)) / _l1(m * y)
+    d, my = _scaled(yp, y, m)
+    return _l1(d) / _l1(my)
 
 
 def normalized_l1_l2(y_pred, y, mask):

@@ -12,7 +12,13 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
-from _core.validation import as_array, check_int, check_scalar
+from _core.validation import (
+    ConvergenceError,
+    as_array,
+    check_finite_result,
+    check_int,
+    check_scalar,
+)
 from theory.transformer import check_key_query
 
 __all__ = ["EffectiveFlow", "effective_flow", "key_query_flow"]
@@ -131,11 +137,12 @@ def effective_flow(
     stop_norm : float > ||theta(0)||; stop_wv : optional float > ||W_V(0)||_F.
     rtol, atol, max_steps : solver controls; s_max : horizon in the stretched time ``s``.
     """
-    W1 = as_array(W1, "W1", ndim=2)
+    big = dict(lower=-1e100, upper=1e100)  # ||theta|| must stay finite
+    W1 = as_array(W1, "W1", ndim=2, **big)
     d = W1.shape[0]
-    W1 = as_array(W1, "W1", shape=(d, d))
-    W_V = as_array(W_V, "W_V", shape=(d, d))
-    W2 = as_array(W2, "W2", shape=(d,))
+    W1 = as_array(W1, "W1", shape=(d, d), **big)
+    W_V = as_array(W_V, "W_V", shape=(d, d), **big)
+    W2 = as_array(W2, "W2", shape=(d,), **big)
     v = as_array(v, "v", shape=(d,))
     if abs(np.linalg.norm(v) - 1.0) > 1e-8:
         raise ValueError(f"`v` must be a unit vector; got norm {np.linalg.norm(v):.6g}.")
@@ -147,9 +154,9 @@ def effective_flow(
         stop_wv = check_scalar(
             stop_wv, "stop_wv", lower=float(np.linalg.norm(W_V)), closed="neither"
         )
-    check_scalar(rtol, "rtol", lower=0.0, closed="neither")
-    check_scalar(atol, "atol", lower=0.0, closed="neither")
-    max_steps = check_int(max_steps, "max_steps", lower=1)
+    check_scalar(rtol, "rtol", lower=0.0, upper=1.0, closed="right")
+    check_scalar(atol, "atol", lower=0.0, upper=1.0, closed="right")
+    max_steps = check_int(max_steps, "max_steps", lower=1, upper=10**6)  # every step is saved
     s_max = check_scalar(s_max, "s_max", lower=0.0, closed="neither")
     with jax.enable_x64(True):
         ys, nsteps, fired = _solve_effective(
@@ -192,8 +199,9 @@ def _solve_kq(F, WQ0, WK0, ts, rtol, atol, max_steps):
         saveat=diffrax.SaveAt(ts=ts),
         stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
         max_steps=max_steps,
+        throw=False,
     )
-    return sol.ys, sol.stats["num_steps"]
+    return sol.ys, sol.stats["num_steps"], sol.result == diffrax.RESULTS.successful
 
 
 def key_query_flow(
@@ -209,11 +217,23 @@ def key_query_flow(
     ts = as_array(ts, "ts", ndim=1)
     if ts.size < 1 or ts[0] != 0 or np.any(np.diff(ts) <= 0):
         raise ValueError("`ts` must be strictly increasing and start at 0.")
+    rtol = check_scalar(rtol, "rtol", lower=0.0, upper=1.0, closed="right")
+    atol = check_scalar(atol, "atol", lower=0.0, upper=1.0, closed="right")
+    max_steps = check_int(max_steps, "max_steps", lower=1, upper=10**7)
     if ts.size == 1:
         return W_Q0[None].copy(), W_K0[None].copy()
-    max_steps = check_int(max_steps, "max_steps", lower=1)
     with jax.enable_x64(True):
-        (WQ, WK), _ = _solve_kq(
+        (WQ, WK), nsteps, ok = _solve_kq(
             f64(F), f64(W_Q0), f64(W_K0), f64(ts), f64(rtol), f64(atol), max_steps
         )
-    return np.asarray(WQ), np.asarray(WK)
+    WQ, WK = np.asarray(WQ), np.asarray(WK)
+    if not bool(ok):
+        raise ConvergenceError(
+            f"the key-query flow did not reach t = {ts[-1]:g} within max_steps = {max_steps} "
+            "(or its solution overflowed); raise `max_steps`, lower the last of `ts` or loosen "
+            "`rtol`/`atol`.",
+            num_steps=int(nsteps),
+        )
+    check_finite_result(WQ, "the key-query flow W_Q(t)", t_last=float(ts[-1]))
+    check_finite_result(WK, "the key-query flow W_K(t)", t_last=float(ts[-1]))
+    return WQ, WK

@@ -11,7 +11,7 @@ from _core.validation import check_scalar
 from theory import transformer as th
 
 from ._effective import effective_flow
-from ._model import SmallInitTransformer, _check_data, gradient_flow
+from ._model import SmallInitTransformer, _check_data, _Unfinished, gradient_flow
 
 __all__ = ["EscapeResult", "escape_time", "RankCollapseResult", "rank_collapse"]
 
@@ -75,8 +75,8 @@ def escape_time(
     (Chen & Luo 2025, Eqs. 6–7; the slope is derived here from the rescaling).
     """
     X, y = _check_data(X, y)
-    eps = check_scalar(eps, "eps", lower=0.0, closed="neither")
-    factor = check_scalar(factor, "factor", lower=1.0, closed="neither")
+    eps = check_scalar(eps, "eps", lower=1e-50, upper=1e50)
+    factor = check_scalar(factor, "factor", lower=1.0, upper=1e50, closed="right")
     d = X.shape[2]
     m = _model(d, eps, key, activation)
     w = m.numpy()
@@ -91,7 +91,7 @@ def escape_time(
         stop_wv=factor * np.linalg.norm(bar["W_V"]),
     )
     if not eff.reached:
-        raise RuntimeError(
+        raise _Unfinished(
             "the effective dynamics did not reach the escape norm; raise `max_steps`."
         )
     t_pred = eff.stop_time / th.time_rescaling(X, y, eps)
@@ -106,7 +106,7 @@ def escape_time(
         stop_weight="W_V",
     )
     if path.stop_time is None:
-        raise RuntimeError(
+        raise _Unfinished(
             f"the full model did not escape by t = {4 * t_pred:.4g} (4 x the predicted time)."
         )
     end = path.model(-1).numpy()
@@ -199,11 +199,15 @@ def rank_collapse(
     ``t_max`` bounds the search for the start of stage 2 (default ``50 / eps``).
     """
     X, y = _check_data(X, y)
-    eps = check_scalar(eps, "eps", lower=0.0, closed="neither")
-    start_factor = check_scalar(start_factor, "start_factor", lower=1.0, closed="neither")
-    end_factor = check_scalar(end_factor, "end_factor", lower=start_factor, closed="neither")
+    eps = check_scalar(eps, "eps", lower=1e-50, upper=1e50)
+    start_factor = check_scalar(start_factor, "start_factor", lower=1.0, upper=1e50, closed="right")
+    end_factor = check_scalar(
+        end_factor, "end_factor", lower=start_factor, upper=1e50, closed="right"
+    )
     t_max = (
-        50.0 / eps if t_max is None else check_scalar(t_max, "t_max", lower=0.0, closed="neither")
+        50.0 / eps
+        if t_max is None
+        else check_scalar(t_max, "t_max", lower=0.0, upper=1e100, closed="right")
     )
     d = X.shape[2]
     m0 = _model(d, eps, key, activation)
@@ -212,7 +216,7 @@ def rank_collapse(
         m0, X, y, t_max, ts=grid, rtol=rtol, stop_factor=start_factor, stop_weight="W_Q"
     )
     if a.stop_time is None:
-        raise RuntimeError(f"||W_Q|| did not grow by {start_factor:g} before t_max = {t_max:g}.")
+        raise _Unfinished(f"||W_Q|| did not grow by {start_factor:g} before t_max = {t_max:g}.")
     ma = a.model(-1)
     wa = ma.numpy()
     F = th.key_query_matrix(X, y, wa["W_V"], wa["W1"], wa["W2"])
@@ -227,7 +231,7 @@ def rank_collapse(
         stop_weight="W_Q",
     )
     if b.stop_time is None:
-        raise RuntimeError(f"||W_Q|| did not grow by {end_factor:g} before t_max = {t_max:g}.")
+        raise _Unfinished(f"||W_Q|| did not grow by {end_factor:g} before t_max = {t_max:g}.")
     wb = b.model(-1).numpy()
     F_end = th.key_query_matrix(X, y, wb["W_V"], wb["W1"], wb["W2"])
     U, sig, Vt = np.linalg.svd(F)

@@ -16,6 +16,8 @@ import optimistix as optx
 
 import nn
 from _core.validation import (
+    ConvergenceError,
+    NumericalError,
     as_array,
     as_generator,
     check_choice,
@@ -63,7 +65,7 @@ class SmallInitTransformer(eqx.Module):
         ``W_Q, W_K, W_V, W1, W2``.
         """
         d = check_int(d, "d", lower=1)
-        eps = check_scalar(eps, "eps", lower=0.0, closed="neither")
+        eps = check_scalar(eps, "eps", lower=0.0, upper=1e100, closed="right")
         check_choice(activation, "activation", ("tanh", "linear"))
         with jax.enable_x64(True):
             shapes = [(d, d)] * 4 + [(d,)]
@@ -118,7 +120,26 @@ def exp_loss(model: SmallInitTransformer, X, y):
     >>> round(float(loss), 6)  # small init: f = O(eps^3), so L = mean(exp(0)) = 1
     1.0
     """
+    if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves((model, X, y))):
+        return _exp_loss(model, X, y)  # under jit or grad: the checks need concrete values
+    _check_model(model)
+    X, y = _check_data(X, y, model.d)
+    with jax.enable_x64(True):
+        loss = float(_exp_loss(_f64_model(model), f64(X), f64(y)))
+    if not np.isfinite(loss):
+        raise NumericalError(
+            f"the exponential loss overflows float64 (some margin -y f(X) > 709); got {loss}.",
+            loss=loss,
+        )
+    return loss
+
+
+def _exp_loss(model, X, y):
     return jnp.mean(jnp.exp(-y * model(X)))
+
+
+def _f64_model(model):
+    return jax.tree.map(lambda a: f64(a) if eqx.is_array(a) else a, model)
 
 
 def _check_data(X, y, d=None):
@@ -135,8 +156,18 @@ def _check_data(X, y, d=None):
 
 
 def _check_model(model):
+    """A :class:`SmallInitTransformer` with finite weights of consistent shapes (one built
+    directly, not by ``init``/``from_arrays``, is checked here)."""
     if not isinstance(model, SmallInitTransformer):
         raise TypeError(f"`model` must be a SmallInitTransformer; got {type(model).__name__}.")
+    d = np.shape(model.W1)[0] if np.ndim(model.W1) == 2 else 0
+    for k in PARAMS:
+        w = getattr(model, k)
+        want = (d,) if k == "W2" else (d, d)
+        if not hasattr(w, "dtype") or np.dtype(w.dtype).kind != "f" or np.shape(w) != want:
+            raise ValueError(f"`model`.{k} must be a float array of shape {want}; got {w!r:.60}.")
+        if not np.all(np.isfinite(np.asarray(w))):
+            raise ValueError(f"`model`.{k} must be finite; got NaN or infinite value(s).")
     return model
 
 
@@ -259,7 +290,7 @@ def f64(a):
 
 def _field(t, model, args):
     X, y = args
-    g = eqx.filter_grad(exp_loss)(model, X, y)
+    g = eqx.filter_grad(_exp_loss)(model, X, y)
     return jax.tree.map(jnp.negative, g)
 
 
@@ -299,7 +330,7 @@ def _solve_flow(model, X, y, ts, rtol, atol, max_steps, factor, index):
 
 @eqx.filter_jit
 def _losses(ys, X, y):
-    return jax.vmap(lambda m: exp_loss(m, X, y))(ys)
+    return jax.vmap(lambda m: _exp_loss(m, X, y))(ys)
 
 
 def _path(ys, t, X, y, num_steps, stop_time, method, activation):
@@ -308,6 +339,11 @@ def _path(ys, t, X, y, num_steps, stop_time, method, activation):
     weights = {k: np.asarray(getattr(ys, k)) for k in PARAMS}
     keep = np.isfinite(t) & np.all(np.isfinite(weights["W_V"]).reshape(t.size, -1), axis=1)
     weights = {k: v[keep] for k, v in weights.items()}
+    if not np.all(np.isfinite(loss[keep])):
+        raise NumericalError(
+            "the exponential loss overflows float64 along the path (some margin -y f(X) > 709)",
+            loss=loss[keep],
+        )
     return FlowPath(
         t=np.asarray(t)[keep],
         weights=weights,
@@ -317,6 +353,11 @@ def _path(ys, t, X, y, num_steps, stop_time, method, activation):
         method=method,
         activation=activation,
     )
+
+
+class _Unfinished(ConvergenceError, RuntimeError):
+    """An unfinished flow: the package's :class:`ConvergenceError`, still a ``RuntimeError`` for
+    :func:`escape_time`'s callers (``paper_checks/transformer.py`` catches that)."""
 
 
 def gradient_flow(
@@ -356,18 +397,19 @@ def gradient_flow(
     """
     _check_model(model)
     X, y = _check_data(X, y, model.d)
-    t1 = check_scalar(t1, "t1", lower=0.0, closed="neither")
-    check_scalar(rtol, "rtol", lower=0.0, closed="neither")
-    check_scalar(atol, "atol", lower=0.0, closed="neither")
-    max_steps = check_int(max_steps, "max_steps", lower=1)
+    t1 = check_scalar(t1, "t1", lower=0.0, upper=1e100, closed="right")
+    check_scalar(rtol, "rtol", lower=0.0, upper=1.0, closed="right")
+    check_scalar(atol, "atol", lower=0.0, upper=1.0, closed="right")
+    max_steps = check_int(max_steps, "max_steps", lower=1, upper=10**7)
     check_choice(stop_weight, "stop_weight", PARAMS)
     if stop_factor is not None:
         stop_factor = check_scalar(stop_factor, "stop_factor", lower=1.0, closed="neither")
     if ts is None:
-        n_save = check_int(n_save, "n_save", lower=2)
+        n_save = check_int(n_save, "n_save", lower=2, upper=10**6)
         ts = np.concatenate([[0.0], np.geomspace(t1 * 1e-4, t1, n_save - 1)])
     else:
-        ts = as_array(ts, "ts", ndim=1)
+        ts = as_array(ts, "ts", ndim=1, min_size=2)
+        check_memory(ts.size * (4 * model.d**2 + model.d), "`ts`", what="the saved weights")
         if ts.size < 2 or np.any(np.diff(ts) <= 0) or ts[0] < 0 or ts[-1] > t1 * (1 + 1e-12):
             raise ValueError("`ts` must be strictly increasing, at least 2 times, within [0, t1].")
     with jax.enable_x64(True):
@@ -388,9 +430,10 @@ def gradient_flow(
         # diffrax saves the event state in the first `ts` slot after it, and inf afterwards
         stop_time = float(np.max(t_out[np.isfinite(t_out)]))
     elif not bool(ok):
-        raise RuntimeError(
+        raise _Unfinished(
             f"gradient flow did not reach t1 = {t1:g} within max_steps = "
-            f"{max_steps}; raise `max_steps` or lower `t1`."
+            f"{max_steps} (or its solution overflowed); raise `max_steps` or lower `t1`.",
+            num_steps=int(nsteps),
         )
     else:  # drop the duplicate t1 save
         t_out = t_out.copy()
@@ -405,7 +448,7 @@ def _gd_scan(model, X, y, lr, n_chunks, every):
     params, static = eqx.partition(model, eqx.is_inexact_array)
 
     def loss(m, _):
-        return exp_loss(m, X, y)
+        return _exp_loss(m, X, y)
 
     def chunk(carry, _):
         p, st, _ = nn.fit(loss, opt, carry[0], frozen=static, opt_state=carry[1], length=every)
@@ -424,9 +467,9 @@ def gradient_descent(model, X, y, lr: float, steps: int, *, save_every: int = 1)
     """
     _check_model(model)
     X, y = _check_data(X, y, model.d)
-    lr = check_scalar(lr, "lr", lower=0.0, closed="neither")
-    steps = check_int(steps, "steps", lower=1)
-    save_every = check_int(save_every, "save_every", lower=1)
+    lr = check_scalar(lr, "lr", lower=0.0, upper=1e100, closed="right")
+    steps = check_int(steps, "steps", lower=1, upper=10**9)
+    save_every = check_int(save_every, "save_every", lower=1, upper=steps)
     if steps % save_every:
         raise ValueError(f"`steps` ({steps}) must be a multiple of `save_every` ({save_every}).")
     with jax.enable_x64(True):
@@ -436,4 +479,10 @@ def gradient_descent(model, X, y, lr: float, steps: int, *, save_every: int = 1)
             lambda a, b: jnp.concatenate([a[None], b]) if eqx.is_array(a) else a, model, saved
         )
     t = lr * save_every * np.arange(steps // save_every + 1)
+    finite = np.all([np.isfinite(np.asarray(getattr(ys, k))).all() for k in PARAMS])
+    if not finite:
+        raise NumericalError(
+            f"gradient descent diverged (non-finite weights) with lr = {lr:g}; lower `lr`.",
+            lr=lr,
+        )
     return _path(ys, t, X, y, steps, None, f"gradient_descent (lr={lr:g})", model.activation)

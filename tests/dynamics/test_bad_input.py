@@ -432,3 +432,156 @@ def test_mri_film_inr_checks_its_key():
     for bad in (None, np.random.default_rng(0), jax.random.split(KEY, 3)):
         with pytest.raises((TypeError, ValueError), match="`key` must be a single JAX PRNG"):
             tta.FilmINR(2, 3, width=4, key=bad)
+
+
+# --- classes of fixes from the hostile fuzz (issue 50) ----------------------------------------
+
+
+def test_acavp_adapt_refuses_a_backbone_with_fewer_classes_and_zs_trains_at_rate_zero():
+    import pytest
+
+    from dynamics import acavp as AC
+    from nn.acavp import SmallCNN, warp_affine
+
+    task = AC.target_task("geo", 0)
+    few = SmallCNN((2, 2), n_classes=5, key=KEY)
+    for method in ("zs", "pad"):
+        with pytest.raises(ValueError, match="`backbone` must have at least the task's 10 class"):
+            AC.adapt(few, method, task, seeds=2, steps=1, batch=2)
+    assert AC.adapt(SmallCNN((2, 2), key=KEY), "zs", task, seeds=2).lr == 0.0
+    projective = np.eye(3)
+    projective[2, 0] = 0.1
+    with pytest.raises(ValueError, match=r"`matrix` must be affine, last row \(0, 0, 1\)"):
+        warp_affine(jnp.ones((1, 3, 4, 4)), projective)
+
+
+def test_order2_markov_with_zero_probabilities_has_an_exact_entropy_rate():
+    P = np.zeros((2, 2, 2))
+    P[..., 0] = P[..., 1] = 0.5
+    P[1, 1] = [1.0, 0.0]  # after (1, 1) always 0: 0 log 0 = 0
+    chain = D.Order2Markov(P)
+    pi = chain.pair_stationary
+    want = np.log(2.0) * (1.0 - pi[1, 1])
+    assert np.isfinite(chain.entropy_rate) and np.isclose(chain.entropy_rate, want, rtol=1e-12)
+    assert np.asarray(chain.sample(2, 5, key=KEY)).shape == (2, 5)
+    cycle = np.zeros((2, 2, 2))  # deterministic: 00 -> 01 -> 11 -> 10 -> 00, entropy 0
+    cycle[0, 0, 1] = cycle[0, 1, 1] = cycle[1, 1, 0] = cycle[1, 0, 0] = 1.0
+    assert D.Order2Markov(cycle).entropy_rate == 0.0
+
+
+def test_mri_values_past_complex64_are_refused_before_the_cast():
+    import pytest
+
+    big = np.full((8, 12), 1e300 + 0j)
+    with jax.enable_x64(False):
+        for call, name in (
+            (lambda: MR.fft2c(big), "x"),
+            (lambda: MR.ifft2c(big), "k"),
+            (lambda: MR.kspace_consistency(big, big, MASK, lam=0.5), "k"),
+            (lambda: MR.data_consistency(big, big, MASK), "x"),
+            (lambda: MR.normal(big, MASK), "x"),
+            (lambda: MR.normalized_l1_l2(big, big, MASK), "y_pred"),
+            (lambda: MR.forward(IMG * 1e30, MASK, np.asarray(COILS) * 1e20), "x` times `coils"),
+        ):
+            with pytest.raises(ValueError, match=rf"`{name}` must have entries of magnitude <="):
+                call()
+        with pytest.raises(ValueError, match="`y` must be nonzero on `mask`"):
+            MR.relative_l1(KSP * 1e-40, KSP * 1e-40, MASK)  # subnormal in complex64
+        y = KSP * 1e-20  # squares underflow float32: the losses are computed scaled
+        assert np.isclose(float(MR.relative_l1(0.5 * y, y, MASK)), 0.5, rtol=1e-5)
+        assert np.isclose(float(MR.normalized_l1_l2(0.5 * y, y, MASK)), 1.0, rtol=1e-5)
+
+
+def test_mri_negative_contrasts_and_bias_fields_are_refused():
+    import pytest
+
+    assert MR.apply_contrast(PAT, np.array([1.0, -1.0, 1.0, 1.0])).ellipsoids.shape == (10, 8)
+    with pytest.raises(ValueError, match="`contrast` must keep the object's intensity non-neg"):
+        MR.apply_contrast(PAT, np.array([-1.0, 1.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="`bias` must give a positive multiplicative field"):
+        MR.simulate(PAT, [0.0], (8, 8), bias=np.array([1.0, 2.0, 0.0, 0.0, 0.0, 0.0]))
+
+
+def test_mixprompt_adapt_checks_every_split_and_its_labels():
+    import dataclasses
+
+    import pytest
+
+    from dynamics import mixprompt as MP
+    from nn import mixprompt as NM
+
+    bb = NM.Backbone((16, 16, 16), 3, (1, 1, 1), 2, key=KEY)
+    d = MP.target_data(4, 2, 2, 8, seed=0)
+    run = dict(lrs=(1e-3,), steps=1)
+    with pytest.raises(ValueError, match=r"`datasets`\[0\] must hold a Split under 'val'"):
+        MP.adapt("rgb_frozen", bb, [{"train": d["train"], "test": d["test"]}], **run)
+    shifted = dataclasses.replace(d["train"], labels=d["train"].labels + 10)
+    with pytest.raises(ValueError, match=r"`datasets`\[0\]\['train'\].labels must be integers"):
+        MP.adapt("rgb_frozen", bb, [{**d, "train": shifted}], **run)
+
+
+def test_aegisguard_scores_read_adapter_factors_given_as_nested_lists():
+    from dynamics.aegisguard import baselines as BL
+    from dynamics.aegisguard import victim as V
+
+    task = V.planted_task(key=KEY, n_blocks=1, n_train=16, n_test=8)
+    m = V.adapted_model(task.backbone, key=KEY)
+    As, Bs = V.train_victim(m, task.X_train, task.y_train, steps=2, key=KEY)
+    lists = [[np.asarray(a).tolist() for a in t] for t in (As, Bs)]
+    want = np.asarray(BL.magnitude_scores(m, As, Bs))
+    np.testing.assert_allclose(np.asarray(BL.magnitude_scores(m, *lists)), want, rtol=1e-6)
+
+
+def test_fp4_and_koopman_training_raise_the_numerical_error_and_check_settings():
+    import pytest
+
+    from _core.validation import NumericalError
+
+    nan_lin = jax.tree.map(lambda a: a * np.nan if eqx_array(a) else a, LIN)
+    with pytest.raises(NumericalError, match="gradient is not finite"):
+        F.gradient_pair(nan_lin, _loss, BATCH, key=KEY)
+    with pytest.raises(ValueError, match="`loss_fn` failed on `model` and `batch`"):
+        F.gradient_pair(LIN, _loss, "x", key=KEY)
+    run = dict(model=LIN, loss_fn=_loss, batches=_batches, optimizer=SGD, key=KEY, progress=False)
+    with pytest.raises(TypeError, match="`steps` must be an integer"):
+        F.train_fp4(steps=True, **run)
+    with pytest.raises(TypeError, match="`switch` must be an integer"):
+        F.train_fp4(steps=2, switch=2.5, **run)
+    with pytest.raises(NumericalError, match="not finite at step 1"):
+        F.train_fp4(**{**run, "optimizer": optax.sgd(1e300)}, steps=2)
+    fit = dict(X=TRAJ[:-1], Y=TRAJ[1:], k=2, width=4, depth=1, batch_size=8, steps=3, key=KEY)
+    with pytest.raises(TypeError, match="`dtype` must be float32 or float64"):
+        K.fit_koopman(**fit, dtype="x", progress=False)
+    with pytest.raises(TypeError, match="`shared` must be a bool"):
+        K.fit_koopman(**fit, shared=1, progress=False)
+    with pytest.raises(ValueError, match=r"`X` must lie in \[-1e\+30, 1e\+30\]"):
+        K.fit_koopman(**{**fit, "X": TRAJ[:-1] * 1e150}, progress=False)
+    with pytest.raises(NumericalError, match="training diverged") as info:
+        K.fit_koopman(**fit, loss=_nan_loss, progress=False)
+    assert isinstance(info.value, FloatingPointError)  # paper_checks/koopman.py catches that
+
+
+def _nan_loss(f, g):
+    return jnp.nan * jnp.sum(f * g)
+
+
+def eqx_array(a):
+    return isinstance(a, jax.Array) and jnp.issubdtype(a.dtype, jnp.inexact)
+
+
+def test_transformer_flows_raise_the_numerical_error():
+    import pytest
+
+    from _core.validation import ConvergenceError, NumericalError
+
+    assert np.isfinite(T.exp_loss(SMALL, XT, YT))
+    huge = T.SmallInitTransformer.init(4, 30.0, key=KEY, activation="linear")
+    with pytest.raises(NumericalError, match="exponential loss overflows"):
+        T.exp_loss(huge, XT * 1e3, YT)
+    with pytest.raises(NumericalError, match="gradient descent diverged"):
+        T.gradient_descent(huge, XT * 1e3, YT, lr=1e50, steps=2)
+    with pytest.raises(ConvergenceError, match="did not reach t = 1"):
+        T.key_query_flow(W4, W4[:, :2], W4[:, :2], np.array([0.0, 1.0]), max_steps=1)
+    with pytest.raises(ConvergenceError, match="gradient flow did not reach") as info:
+        T.gradient_flow(SMALL, XT, YT, 0.5, n_save=3, max_steps=1)
+    assert isinstance(info.value, RuntimeError)  # paper_checks/transformer.py catches that
