@@ -51,7 +51,6 @@ from _core.validation import (
     check_scalar,
     check_transform,
 )
-from nn._tree import check_model
 from nn.quant import QuantMatmul
 from theory.fp4 import SQRT3
 
@@ -73,7 +72,11 @@ def _configs(mode, fmt):
 
 
 def _check_call(model, loss_fn, key):
-    check_model(model)
+    if not any(eqx.is_inexact_array(leaf) for leaf in jax.tree.leaves(model)):
+        raise TypeError(
+            f"`model` must be an equinox Module with floating array leaves; got "
+            f"{type(model).__name__}."
+        )
     check_callable(loss_fn, "loss_fn")
     check_key(key)
 
