@@ -40,8 +40,13 @@ def _luma(q):
 
 
 def _blend(degenerate, q, factor):
-    """PIL ``Image.blend(degenerate, img, factor)``: ``int(d + f (q - d))`` clipped to 0..255."""
-    return jnp.clip(jnp.trunc(degenerate + factor * (q - degenerate)), 0.0, 255.0)
+    """PIL ``Image.blend(degenerate, img, factor)``: ``int(d + f (q - d))`` clipped to 0..255,
+    in C ``float`` (float32) arithmetic as ``libImaging/Blend.c`` computes it, so that the
+    truncation agrees with Pillow's at any JAX precision (in float64, 0.58 * 100 truncates to
+    57 where Pillow's float32 gives 58)."""
+    f32 = jnp.float32
+    blend = degenerate.astype(f32) + jnp.asarray(factor, f32) * (q - degenerate).astype(f32)
+    return jnp.clip(jnp.trunc(blend), 0.0, 255.0).astype(q.dtype)
 
 
 def _auto_contrast(q):
@@ -110,7 +115,19 @@ def _inverse_map(op, m, sign, h, w, max_translate):
     geo = jnp.asarray(_GEOMETRIC)
     hit = geo == op
     mat = jnp.where(hit.any(), mats[jnp.argmax(hit)], eye)
+    mat = jnp.where((mat[0, 1] != 0) | (mat[1, 0] != 0), _pil_fixed_point(mat), mat)
     return jnp.concatenate([mat, jnp.array([[0.0, 0.0, 1.0]])])
+
+
+def _pil_fixed_point(mat):
+    """The map Pillow samples with when it has a shear or rotation part: ``affine_fixed`` of
+    ``libImaging/Geometry.c`` rounds each coefficient to 16.16 fixed point, ``FIX(v) =
+    floor(65536 v + 1/2)``, the constant taken at the pixel corner (``a2 + a0/2 + a1/2``, here
+    ``m02 + 1/2``), and samples at ``(FIX(a0) x + FIX(a1) y + FIX(c)) >> 16``. With these
+    coefficients ``floor(q + 1/2)`` lands on the same pixel: a shear of 0.2 rounds to
+    13107 / 65536, so a boundary that 0.2 reaches exactly (7.5 x 0.2 = 1.5) Pillow does not."""
+    fix = lambda v: jnp.floor(v * 65536.0 + 0.5) / 65536.0  # noqa: E731
+    return jnp.concatenate([fix(mat[:, :2]), fix(mat[:, 2:] + 0.5) - 0.5], axis=1)
 
 
 def _indices(v, name, n, upper, lower=0):
