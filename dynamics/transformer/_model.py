@@ -142,6 +142,24 @@ def _f64_model(model):
     return jax.tree.map(lambda a: f64(a) if eqx.is_array(a) else a, model)
 
 
+def _check_start(model, X, y):
+    """Raise :class:`NumericalError` when the loss or its gradient is not finite at ``model``
+    (inputs so large that the logits or the exponential overflow): a flow from there would only
+    shrink its steps to ``max_steps``."""
+    with jax.enable_x64(True):
+        m, Xj, yj = _f64_model(model), f64(X), f64(y)
+        loss, g = eqx.filter_value_and_grad(_exp_loss)(m, Xj, yj)
+        finite = bool(jnp.isfinite(loss)) and all(
+            bool(jnp.isfinite(getattr(g, k)).all()) for k in PARAMS
+        )
+    if not finite:
+        raise NumericalError(
+            f"the exponential loss or its gradient is not finite at the initial point (loss "
+            f"{float(loss):.3g}); the data or weights are too large for float64.",
+            loss=float(loss),
+        )
+
+
 def _check_data(X, y, d=None):
     X = as_array(X, "X", ndim=3)
     if min(X.shape) < 1:
@@ -412,6 +430,7 @@ def gradient_flow(
         check_memory(ts.size * (4 * model.d**2 + model.d), "`ts`", what="the saved weights")
         if ts.size < 2 or np.any(np.diff(ts) <= 0) or ts[0] < 0 or ts[-1] > t1 * (1 + 1e-12):
             raise ValueError("`ts` must be strictly increasing, at least 2 times, within [0, t1].")
+    _check_start(model, X, y)
     with jax.enable_x64(True):
         ys, t_out, nsteps, ok, fired = _solve_flow(
             model,
@@ -472,6 +491,7 @@ def gradient_descent(model, X, y, lr: float, steps: int, *, save_every: int = 1)
     save_every = check_int(save_every, "save_every", lower=1, upper=steps)
     if steps % save_every:
         raise ValueError(f"`steps` ({steps}) must be a multiple of `save_every` ({save_every}).")
+    _check_start(model, X, y)
     with jax.enable_x64(True):
         Xj, yj = jnp.asarray(X), jnp.asarray(y)
         saved = _gd_scan(model, Xj, yj, f64(lr), steps // save_every, save_every)
