@@ -182,7 +182,7 @@ def kl_to_teacher(teacher, student, tokens):
     """Mean per-token ``KL(p_teacher || p_student)`` (nats) on ``tokens (B, T)``: the KD objective
     at T = 1 (Zebra-Llama's SFT-KD stage, Sec. 3.3; ``docs/papers/hybrid.md``)."""
     tokens = _check_tokens(tokens, _check_lm(teacher, "teacher"))
-    _check_lm(student, "student")
+    _check_student(teacher, _check_lm(student, "student"))
     return _kl_by_layer(teacher, student, tokens)
 
 
@@ -243,10 +243,29 @@ def _fit_compiled(loss, params, static, batches, lr, args):
     return params, losses
 
 
+def _check_student(teacher, student, *, layerwise=False):
+    """``student`` reads the teacher's vocabulary (and, ``layerwise``, has its depth and width:
+    ILD feeds student layer l the teacher's layer-l input)."""
+    (vt, dt), (vs, ds) = teacher.embed.weight.shape, student.embed.weight.shape
+    if vs != vt:
+        raise ValueError(f"`student` must have the teacher's vocabulary of {vt}; got {vs}.")
+    if layerwise and (len(student.layers) != len(teacher.layers) or ds != dt):
+        raise ValueError(
+            f"`student` must have the teacher's {len(teacher.layers)} layers of width {dt} "
+            f"(each is fed the teacher's layer input); got {len(student.layers)} of width {ds}."
+        )
+
+
 def _check_run(corpus, steps, batch, length, lr, key, **models):
     for name, m in models.items():
         _check_lm(m, name)
     check_instance(corpus, "corpus", Order2Markov)
+    for name, m in models.items():
+        if corpus.P.shape[0] > m.embed.weight.shape[0]:
+            raise ValueError(
+                f"`corpus` must draw tokens inside the vocabulary of `{name}` "
+                f"({m.embed.weight.shape[0]}); got a corpus of {corpus.P.shape[0]} tokens."
+            )
     steps, batch, length = _check_sizes(steps=steps, batch=batch, length=length)
     lr = check_scalar(lr, "lr", lower=0.0, closed="neither")
     return steps, batch, length, lr, check_key(key)
@@ -290,6 +309,7 @@ def ild(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=1e-3
     steps, batch, length, lr, key = _check_run(
         corpus, steps, batch, length, lr, key, teacher=teacher, student=student
     )
+    _check_student(teacher, student, layerwise=True)
     toks = corpus.sample(steps * batch, length, key=key).reshape(steps, batch, length)
     return _fit(student, _ild_loss, toks, lr, _mixer_mask(student), (teacher,))
 
@@ -300,6 +320,7 @@ def distill(teacher, student, corpus: Order2Markov, *, steps, batch, length, lr=
     steps, batch, length, lr, key = _check_run(
         corpus, steps, batch, length, lr, key, teacher=teacher, student=student
     )
+    _check_student(teacher, student)
     toks = corpus.sample(steps * batch, length, key=key).reshape(steps, batch, length)
     return _fit(student, _kd_loss, toks, lr, args=(teacher,))
 

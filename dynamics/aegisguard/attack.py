@@ -185,6 +185,8 @@ def subset_index(mask) -> int:
     m = to_array(mask, "mask")
     if m.ndim != 1 or m.dtype != bool:
         raise TypeError(f"`mask` must be a 1-D bool array; got {m.dtype} of shape {m.shape}.")
+    if m.size > 63:  # the index is a bit set in a non-negative int64
+        raise ValueError(f"`mask` must have at most 63 layers; got {m.size}.")
     return int(np.sum(m.astype(np.int64) << np.arange(m.size)))
 
 

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import optax
 
 import nn
-from _core.validation import check_int, check_key, check_scalar
+from _core.validation import check_array, check_int, check_key, check_scalar, to_array
 from nn import adapters as AD
 
 from ._tasks import TaskFamily, _check_family, _rbg, sample_inputs, task_targets
@@ -64,7 +64,14 @@ def factors_of(adapted: AD.Adapted) -> list[tuple[jax.Array, jax.Array]]:
     """
     if not isinstance(adapted, AD.Adapted):
         raise TypeError(f"`adapted` must be an nn.adapters.Adapted; got {type(adapted).__name__}.")
-    return [(lay.A, lay.B) for lay in adapted.layers().values()]
+    layers = list(adapted.layers().values())
+    for lay in layers:
+        if not (hasattr(lay, "A") and hasattr(lay, "B")):
+            raise TypeError(
+                f"`adapted` must hold LoRA layers (factors A, B); got a layer of type "
+                f"{type(lay).__name__}."
+            )
+    return [(lay.A, lay.B) for lay in layers]
 
 
 def with_factors(adapted: AD.Adapted, factors) -> AD.Adapted:
@@ -84,6 +91,8 @@ def with_factors(adapted: AD.Adapted, factors) -> AD.Adapted:
     for (a, b), ab in zip(old, factors, strict=True):
         if not isinstance(ab, list | tuple) or len(ab) != 2:
             raise ValueError(f"`factors` must hold (A, B) pairs; got {ab!r:.80}.")
+        for x in ab:  # real and finite (concrete), whatever container holds them
+            check_array(x if hasattr(x, "dtype") else to_array(x, "factors"), "factors")
         if tuple(jnp.shape(ab[0])) != a.shape or tuple(jnp.shape(ab[1])) != b.shape:
             raise ValueError(
                 f"`factors` shapes {jnp.shape(ab[0])}, {jnp.shape(ab[1])} must be {a.shape}, "

@@ -245,9 +245,20 @@ def timed(f: Callable, *args, warmup: int | None = None, repeats: int | None = N
     warmup = check_int(warmup, "warmup", lower=0, upper=10**4)
     repeats = check_int(repeats, "repeats", lower=1, upper=10**4)
     g = _jit(f)
-    for _ in range(warmup):
-        jax.block_until_ready(g(*args))
+
+    def first(*a):  # the compiling call: a NumPy function cannot be traced
+        try:
+            return g(*a)
+        except (jax.errors.JAXTypeError, jax.errors.ConcretizationTypeError) as err:
+            raise TypeError(
+                f"`f` must be traceable by jax.jit (jax.numpy, not NumPy); got {f!r:.60} "
+                f"({err!s:.120})."
+            ) from None
+
+    calls = [first] + [g] * (warmup + repeats - 1)
+    for c in calls[:warmup]:
+        jax.block_until_ready(c(*args))
     t0 = time.perf_counter()
-    for _ in range(repeats):
-        jax.block_until_ready(g(*args))
+    for c in calls[warmup:]:
+        jax.block_until_ready(c(*args))
     return (time.perf_counter() - t0) / repeats

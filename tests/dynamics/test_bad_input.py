@@ -587,3 +587,34 @@ def test_transformer_flows_raise_the_numerical_error():
     with pytest.raises(ConvergenceError, match="gradient flow did not reach") as info:
         T.gradient_flow(SMALL, XT, YT, 0.5, n_save=3, max_steps=1)
     assert isinstance(info.value, RuntimeError)  # paper_checks/transformer.py catches that
+
+
+def test_dnd_aegisguard_and_distill_examples_are_refused_by_name():
+    import pytest
+
+    from dynamics import dnd as DD
+    from dynamics.aegisguard import attack as AT
+    from nn import adapters as AD
+
+    assert AT.subset_index(np.ones(63, bool)) == 2**63 - 1
+    with pytest.raises(ValueError, match="`mask` must have at most 63 layers; got 64"):
+        AT.subset_index(np.ones(64, bool))
+    with pytest.raises(TypeError, match="`f` must be traceable by jax.jit"):
+        DD.timed(np.sin, jnp.ones(3), warmup=0, repeats=1)
+    polar = AD.inject(nn.MLP(2, 1, 4, 1, key=KEY), "polar", ["layers.0"], key=KEY, r=2)
+    with pytest.raises(TypeError, match="`adapted` must hold LoRA layers .* PoLARLinear"):
+        DD.factors_of(polar)
+    tpl = DD.lora_template(nn.MLP(2, 1, 4, 1, key=KEY), 2, key=KEY)
+    ((a, b),) = DD.factors_of(tpl)
+    for bad, err in (((a * np.nan, b), ValueError), ((a + 1j, b), TypeError),
+                     ((np.asarray(a).astype(str), b), TypeError)):  # fmt: skip
+        with pytest.raises(err, match="`factors` must"):
+            DD.with_factors(tpl, [bad])
+    other_vocab = HybridLM(7, 8, 2, 1, 4, ("gqa",), mlp_hidden=8, rope_theta=100.0, key=KEY)
+    with pytest.raises(ValueError, match="`student` must have the teacher's vocabulary of 5"):
+        D.kl_to_teacher(TEACHER, other_vocab, TOKS)
+    deeper = HybridLM(5, 8, 2, 1, 4, ("gqa",) * 2, mlp_hidden=8, rope_theta=100.0, key=KEY)
+    with pytest.raises(ValueError, match="`student` must have the teacher's 1 layers"):
+        D.ild(TEACHER, deeper, CORPUS, **LM)
+    with pytest.raises(ValueError, match="`corpus` must draw tokens inside the vocabulary"):
+        D.train_lm(TEACHER, D.Order2Markov.random(0, 9), **LM)
