@@ -25,9 +25,12 @@ validation. Gains are in mIoU as a fraction (the paper's points / 100; :data:`PA
   (seed, learning rate) of the grid, 15 pairs at quick, 48 at full, where the former design
   paired 5 (+0.4 +- 0.5 and +1.4 +- 0.9 points at quick, power about 0.3 to see the paper's
   gains). Where quick cannot resolve a gain, the row is inconclusive with the pairs it needs;
-  full (16 seeds x 3 rates) has them. Measured at quick, seed 0: mixing +1.2 +- 0.8 points
-  (power 0.17, inconclusive), extractor +0.55 +- 0.52 (power 0.70, inconclusive), over DPLNet
-  +3.5 +- 0.6 (reproduced); ``uses_depth`` reproduces (88 % of the gap closed).
+  full (16 seeds x 3 rates) has them. Measured at quick, seeds 0-2: mixing +1.2, -0.4, +0.6
+  points (power 0.17-0.66, inconclusive), extractor +0.55, -0.4, +0.8 (power 0.62-0.72,
+  inconclusive), over DPLNet +3.5, +2.9, +2.5 (reproduced); ``uses_depth`` reproduces.
+  ``vs_two_branch``: -5.1, -9.4, -8.1 points, inconclusive at seeds 0-1 (power 0.51, 0.65) and
+  not reproduced at seed 2 (power 0.83): its 5 seeds sit at the power threshold, so the verdict
+  at quick follows the seed; about 10 seeds would settle it, at twice the area's time.
 - ``mixprompt.mixing_identity``: the sub-space split / merge round trip is exact and the adapter
   with ``Omega = I`` is DPLNet's down-add-up (+ LayerNorm);
 - ``mixprompt.param_formula``: the closed-form counts of :mod:`theory.mixprompt` equal the
@@ -211,9 +214,10 @@ def _uses_depth(size, seed) -> Measurement:
     replicates=plan("mixprompt", "two_branch"),
     recorded=record(
         quick="inconclusive",
-        reason="seed 0: MixPrompt - two-branch -5.1 +- 1.3 points over 5 seeds (both at lr 1e-2, "
-        "backbone source mIoU 0.84): power 0.51 to see the paper's +2.7, about 10 seeds needed; "
-        "full (16 seeds) has them. Seeds 1-2 not yet run.",
+        reason="MixPrompt - two-branch -5.1 +- 1.3, -9.4 +- 1.1, -8.1 +- 0.9 points over 5 "
+        "seeds at seeds 0-2 (backbone source mIoU 0.84): power 0.51 and 0.65 at seeds 0-1 to "
+        "see the paper's +2.7 at 2 SE (about 8-10 seeds needed; full has 16), 0.83 at seed 2, "
+        "which is then not reproduced: the verdict at quick follows the seed's SE.",
     ),
     mutants=[
         patch(
@@ -307,8 +311,9 @@ def _gain(other: str, size, seed, name: str, paper_gain: float) -> Measurement:
     replicates=plan("mixprompt", "mixprompt_nomix"),
     recorded=record(
         quick="inconclusive",
-        reason="seed 0: +1.2 +- 0.8 points over 15 (seed, lr) pairs, power 0.17 to see the "
-        "paper's +0.8 at 2 SE; about 110 pairs needed (full: 48). Seeds 1-2 not yet run.",
+        reason="+1.2 +- 0.8, -0.4 +- 0.4, +0.6 +- 0.3 points over 15 (seed, lr) pairs at seeds "
+        "0-2, power 0.17-0.66 to see the paper's +0.8 at 2 SE; about 110 pairs needed at seed "
+        "0's SE (full: 48).",
     ),
     mutants=[
         patch(
@@ -335,8 +340,9 @@ def _mixing_gain(size, seed) -> Measurement:
     replicates=plan("mixprompt", "mixprompt_random"),
     recorded=record(
         quick="inconclusive",
-        reason="seed 0: +0.55 +- 0.52 points over 15 (seed, lr) pairs, power 0.70 to see the "
-        "paper's +1.3 at 2 SE; about 20 pairs needed (full: 48). Seeds 1-2 not yet run.",
+        reason="+0.55 +- 0.52, -0.4 +- 0.5, +0.8 +- 0.6 points over 15 (seed, lr) pairs at "
+        "seeds 0-2, power 0.62-0.72 to see the paper's +1.3 at 2 SE; about 20 pairs "
+        "needed (full: 48).",
     ),
     mutants=[
         wrap(
