@@ -54,6 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import roots_legendre
 
+from _core.validation import NumericalError
 from dynamics.koopman import (
     FiniteChain,
     NoisyLogisticMap,
@@ -169,7 +170,7 @@ def tuned_errors(n_train, steps, n_test, seeds, lr_grid, scale, seed) -> dict:
                 continue
             try:
                 models = _fit_logistic(tr, keys, loss, steps, lr)
-            except FloatingPointError:  # diverged: the grid point loses
+            except NumericalError:  # diverged: the grid point loses
                 out[loss][lr] = np.ones(seeds)
                 continue
             out[loss][lr] = errors(

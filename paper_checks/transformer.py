@@ -25,6 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 import dynamics.transformer as dt
+from _core.validation import ConvergenceError
 from paper_checks import (
     Measurement,
     at_least,
@@ -147,7 +148,7 @@ def _escape_or_none(X, y, eps, key):
     4x the predicted time (a measured failure: its numbers become NaN and the rules fail)."""
     try:
         return dt.escape_time(X, y, eps, key=key)
-    except RuntimeError:
+    except ConvergenceError:
         return None
 
 
