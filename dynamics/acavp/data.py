@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import cast
 
 import numpy as np
 
@@ -61,8 +62,9 @@ TEST_FRACTION, VAL_FRACTION = 0.4, 0.15
 def digits():
     """``(images (1797, 8, 8) in [0, 1], labels)`` of scikit-learn's ``load_digits``."""
     from sklearn.datasets import load_digits
+    from sklearn.utils import Bunch
 
-    d = load_digits()
+    d = cast(Bunch, load_digits())  # the stubs union in the ``return_X_y=True`` tuple
     return (d.images / 16.0).astype(np.float32), d.target.astype(np.int32)
 
 

@@ -15,6 +15,7 @@ compiled once per method and run from a Python loop (:func:`_fit` says why not i
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -96,7 +97,7 @@ def build(method: str, backbone, *, key, shape=(3, 32, 32), width: int = 4, inne
     check_scalar(scale_init, "scale_init", lower=0.0, upper=1.0, closed="neither")
     if not isinstance(backbone, P.SmallCNN):
         raise TypeError(f"`backbone` must be an nn.acavp.SmallCNN; got {type(backbone).__name__}.")
-    n = backbone.head.out_features
+    n = cast(int, backbone.head.out_features)  # eqx types it ``int | "scalar"``; SmallCNN's is int
     if method == "lp":
         return P.LinearProbe(backbone, n, key=key)
     if method == "pad":
@@ -176,7 +177,7 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     if not isinstance(backbone, P.SmallCNN):
         raise TypeError(f"`backbone` must be an nn.acavp.SmallCNN; got {type(backbone).__name__}.")
     n_task = 1 + int(max(task.y_train.max(), task.y_val.max(), task.y_test.max()))
-    if backbone.head.out_features < n_task:
+    if cast(int, backbone.head.out_features) < n_task:  # eqx: ``int | "scalar"``
         raise ValueError(
             f"`backbone` must have at least the task's {n_task} classes (first-k label map); got "
             f"{backbone.head.out_features}."
@@ -206,7 +207,7 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
         feats = eqx.filter_jit(backbone.features)
         x_pool = feats(x_pool)
         evals = tuple(feats(e) if e.ndim == 4 else e for e in evals)
-        models = [m.head for m in models]
+        models = [cast(P.LinearProbe, m).head for m in models]  # build("lp") made probes
     tr0 = jax.tree.map(lambda *v: jnp.stack(v), *[nn.split(m)[0] for m in models])
     frozen = nn.split(models[0])[1]
     rep_tr = jax.tree.map(lambda v: jnp.concatenate([v] * lrs.size), tr0)
