@@ -159,7 +159,8 @@ def _attack(view, X, y, epochs, batch, lr_shielded, lr_exposed, key):
     ).reshape(epochs * nb, -1)
 
     def loss(p, idx):
-        return _ce(view.model, *p, X[idx], y[idx])
+        As, Bs = p
+        return _ce(view.model, As, Bs, X[idx], y[idx])
 
     params, _, _ = nn.fit(loss, opt, (As, Bs), perms)
     return params

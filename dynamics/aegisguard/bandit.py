@@ -234,7 +234,8 @@ def _rsm_train(model, X, y, cfg, hp, key):
         sel = _sample(s, n_sel, jax.random.fold_in(kt, 0), sampler, eps)
 
         def loss(p, j):
-            return _ce(model, *p, *_batch(jax.random.fold_in(kt, 1000 + j), X, y, batch))
+            As, Bs = p
+            return _ce(model, As, Bs, *_batch(jax.random.fold_in(kt, 1000 + j), X, y, batch))
 
         p, st, _ = nn.fit(loss, selected_adam(sel), p, jnp.arange(period), opt_state=st)
         xb, yb = _batch(jax.random.fold_in(kt, 1), X, y, batch)

@@ -173,7 +173,8 @@ def _sac(model, As, Bs, X, y, shielded, s, cfg, hp, key):
         kt = jax.random.fold_in(key, t)
 
         def loss(p, j):
-            return _ce(model, *p, *_batch(jax.random.fold_in(kt, 1000 + j), X, y, batch))
+            As, Bs = p
+            return _ce(model, As, Bs, *_batch(jax.random.fold_in(kt, 1000 + j), X, y, batch))
 
         p, st, _ = nn.fit(loss, adam_pruned(keep), p, jnp.arange(period), opt_state=st)
         xb, yb = _batch(jax.random.fold_in(kt, 1), X, y, batch)

@@ -18,12 +18,14 @@ A victim's adapters are carried as ``(As, Bs)``, tuples of arrays in depth order
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.core import Tracer
 
 import nn
 from _core.validation import (
@@ -151,7 +153,9 @@ def planted_task(
         new.append(w + gl[i].astype(dtype) * jnp.linalg.norm(w) * d / jnp.linalg.norm(d))
     X = jax.random.normal(kx, (n_train + n_test, d_in), dtype)
     out = backbone(X)
-    backbone = eqx.tree_at(lambda m: m.head.bias, backbone, backbone.head.bias - out.mean(0))
+    # eqx types Linear.bias as optional; this head is built with one
+    bias = backbone.head.bias - out.mean(0)  # pyright: ignore[reportOptionalOperand]
+    backbone = eqx.tree_at(lambda m: m.head.bias, backbone, bias)
     teacher = _set_weights(backbone, new)
     t = teacher(X)
     y = jnp.argmax(t - t.mean(0), axis=-1)
@@ -194,8 +198,9 @@ def init_A(As, *, key) -> tuple:
     )
 
 
-def _lora_layers(model: ad.Adapted):
-    return list(model.layers().values())
+def _lora_layers(model: ad.Adapted) -> list[ad.LoRALinear]:
+    # the victim's adapter is ``inject(..., "lora")`` (see :func:`lora_model`)
+    return list(cast(dict[str, ad.LoRALinear], model.layers()).values())
 
 
 def adapter_arrays(model: ad.Adapted):
@@ -305,7 +310,7 @@ def check_data(model, X, y, names=("X", "y")):
             f"`{names[1]}` must have {X.shape[0]} labels (the rows of `{names[0]}`); got {y.shape}."
         )
     n_classes = adapter_arrays(model)[1][-1].shape[0]
-    if not isinstance(y, jax.core.Tracer) and (np.min(y) < 0 or np.max(y) >= n_classes):
+    if not isinstance(y, Tracer) and (np.min(y) < 0 or np.max(y) >= n_classes):
         raise ValueError(
             f"`{names[1]}` must lie in [0, {n_classes}); got [{np.min(y)}, {np.max(y)}]."
         )
@@ -366,7 +371,8 @@ def train_victim(
 @eqx.filter_jit
 def _train(model, X, y, steps, batch, lr, key):
     def loss(p, t):
-        return _ce(model, *p, *_batch(jax.random.fold_in(key, t), X, y, batch))
+        As, Bs = p
+        return _ce(model, As, Bs, *_batch(jax.random.fold_in(key, t), X, y, batch))
 
     params, _, _ = nn.fit(loss, optax.adam(lr), adapter_arrays(model), jnp.arange(steps))
     return params

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Any
+from typing import Any, cast
 
 import equinox as eqx
 import jax
@@ -71,7 +71,7 @@ def factors_of(adapted: AD.Adapted) -> list[tuple[jax.Array, jax.Array]]:
                 f"`adapted` must hold LoRA layers (factors A, B); got a layer of type "
                 f"{type(lay).__name__}."
             )
-    return [(lay.A, lay.B) for lay in layers]
+    return [(lay.A, lay.B) for lay in cast(list[Any], layers)]  # checked just above
 
 
 def with_factors(adapted: AD.Adapted, factors) -> AD.Adapted:
