@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.core import Tracer
 from tqdm.auto import tqdm
 
 import nn
@@ -86,7 +87,7 @@ def _finite_tree(tree, what):
     only: under ``jit``/``vmap`` nothing can be raised)."""
     bad = [
         i for i, g in enumerate(jax.tree.leaves(tree))
-        if eqx.is_inexact_array(g) and not isinstance(g, jax.core.Tracer)
+        if eqx.is_inexact_array(g) and not isinstance(g, Tracer)
         and not bool(jnp.isfinite(g).all())
     ]  # fmt: skip
     if bad:

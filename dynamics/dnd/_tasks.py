@@ -16,6 +16,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 import nn
 from _core.validation import as_array, check_bool, check_int, check_key, check_scalar
@@ -96,7 +97,7 @@ def _shift_matrix(family: TaskFamily):
 
 def _bounded(x, name, what):
     """``x`` as a float32 array, finite and at most 1e6 in magnitude (float32 work downstream)."""
-    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+    if isinstance(x, jax.Array) and not isinstance(x, Tracer):
         x = np.asarray(x)
     x = as_array(x, name, min_size=1, lower=-1e6, upper=1e6)
     if x.ndim < 1:

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from _core.validation import as_array, check_choice, check_int, check_key, check_scalar, to_array
 
@@ -196,21 +197,21 @@ def _slice(e, z):
 
 
 def _check_z(z):
-    arr = to_array(z, "z") if not isinstance(z, jax.core.Tracer) else z
+    arr = to_array(z, "z") if not isinstance(z, Tracer) else z
     if np.dtype(arr.dtype).kind not in "iuf":
         raise TypeError(f"`z` must be real; got dtype {arr.dtype}.")
-    if not isinstance(arr, jax.core.Tracer) and not np.all(np.abs(arr) <= 1):
+    if not isinstance(arr, Tracer) and not np.all(np.abs(arr) <= 1):
         raise ValueError(f"`z` must lie in [-1, 1]; got {np.ravel(arr)[:4].tolist()}.")
     return arr
 
 
 def _ellipses(ellipses):
-    arr = np.asarray(ellipses) if not isinstance(ellipses, jax.core.Tracer) else ellipses
+    arr = np.asarray(ellipses) if not isinstance(ellipses, Tracer) else ellipses
     if np.dtype(arr.dtype).kind not in "iuf":
         raise TypeError(f"`ellipses` must be a real array; got dtype {arr.dtype}.")
     if arr.ndim < 2 or arr.shape[-1] != 6:
         raise ValueError(f"`ellipses` must have shape (..., E, 6); got {tuple(arr.shape)}.")
-    if not isinstance(arr, jax.core.Tracer) and (
+    if not isinstance(arr, Tracer) and (
         not np.all(np.isfinite(arr)) or np.any(arr[..., 1:3] < 0) or np.any(np.abs(arr) > 1e3)
     ):
         raise ValueError(
@@ -299,12 +300,12 @@ def _j1(x):
 
 def _check_real(x, name):
     try:
-        arr = np.asarray(x) if not isinstance(x, jax.core.Tracer) else x
+        arr = np.asarray(x) if not isinstance(x, Tracer) else x
     except ValueError as err:  # ragged nesting
         raise TypeError(f"`{name}` must be a real array; got {err}.") from err
     if np.dtype(arr.dtype).kind not in "iuf":
         raise TypeError(f"`{name}` must be real; got dtype {arr.dtype}.")
-    if not isinstance(arr, jax.core.Tracer) and not np.all(np.isfinite(arr)):
+    if not isinstance(arr, Tracer) and not np.all(np.isfinite(arr)):
         raise ValueError(f"`{name}` must be finite; got NaN or infinite value(s).")
     return arr
 
@@ -426,7 +427,7 @@ def apply_contrast(patient, contrast):
             )
     e = patient.ellipsoids
     out = Patient(e.at[:, 0].multiply(jnp.asarray(factors)[patient.tissue]), patient.tissue)
-    if not isinstance(contrast, str) and not isinstance(e, jax.core.Tracer):
+    if not isinstance(contrast, str) and not isinstance(e, Tracer):
         # factors act on the ellipsoids' additive intensities (T2 flips a ventricle's sign): the
         # test is the object itself, non-negative (a density) on slices through the volume
         img = np.asarray(_rasterize(_slice(out.ellipsoids, jnp.linspace(-0.9, 0.9, 7)), (64, 64)))

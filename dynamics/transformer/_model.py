@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import optimistix as optx
+from jax.core import Tracer
 
 import nn
 from _core.validation import (
@@ -120,7 +121,7 @@ def exp_loss(model: SmallInitTransformer, X, y):
     >>> round(float(loss), 6)  # small init: f = O(eps^3), so L = mean(exp(0)) = 1
     1.0
     """
-    if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves((model, X, y))):
+    if any(isinstance(a, Tracer) for a in jax.tree.leaves((model, X, y))):
         return _exp_loss(model, X, y)  # under jit or grad: the checks need concrete values
     _check_model(model)
     X, y = _check_data(X, y, model.d)
