@@ -42,7 +42,7 @@ def _inv_sqrt(M, rtol):
 
 def _sorted_eig(K):
     lam, A = np.linalg.eig(K)
-    order = np.lexsort((-lam.imag, -lam.real, -np.round(np.abs(lam), 12)))
+    order = np.lexsort((-np.imag(lam), -np.real(lam), -np.round(np.abs(lam), 12)))
     return lam[order], A[:, order]
 
 
@@ -87,8 +87,8 @@ class KoopmanReadout:
 
     def eigenfunctions(self, fx):
         """Approximate Koopman eigenfunctions ``phi~(x)^T a_j`` (complex), shape (n, r)."""
-        self._need_K()
-        return (_features(fx, "fx", k=self.coef_f.shape[0]) @ self.coef_f) @ self.eigvecs
+        _, A = self._need_K()
+        return (_features(fx, "fx", k=self.coef_f.shape[0]) @ self.coef_f) @ A
 
     def decoder(self, gy, hy):
         """``E_rho1[psi~(Y) h(Y)^T]`` (r, d) from training features ``gy``, observables ``hy``."""
@@ -101,12 +101,10 @@ class KoopmanReadout:
 
     def forecast(self, fx, decoder, horizons):
         """``E[h(X_t) | X_0 = x]`` for each t >= 1 in ``horizons``: array (len(horizons), n, d)."""
-        self._need_K()
+        K, _ = self._need_K()
         ts = [check_int(int(t), "horizons", lower=1) for t in np.atleast_1d(horizons)]
         phi = _features(fx, "fx", k=self.coef_f.shape[0]) @ self.coef_f
-        return np.stack(
-            [phi @ Kp @ decoder for Kp in _mat_powers(self.koopman_matrix, [t - 1 for t in ts])]
-        )
+        return np.stack([phi @ Kp @ decoder for Kp in _mat_powers(K, [t - 1 for t in ts])])
 
     def truncated(self, r):
         """The rank-``r`` read-out ``sum_{i<r} phi~_i (x) psi~_i`` (the top r aligned pairs)."""
@@ -119,11 +117,14 @@ class KoopmanReadout:
             self.singular_values[:r], self.coef_f[:, :r], self.coef_g[:, :r], K, lam, A
         )
 
-    def _need_K(self):
-        if self.koopman_matrix is None:
+    def _need_K(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(koopman_matrix, eigvecs)``, or ValueError when the read-out has none."""
+        K, A = self.koopman_matrix, self.eigvecs
+        if K is None or A is None:
             raise ValueError(
                 "this read-out has no Koopman matrix: pass `fy` = f(Y) to cca_readout."
             )
+        return K, A
 
     def summary(self):
         lines = ["CCA + LoRA read-out", "-" * 44, f"{'i':>4}{'s_i':>14}{'|lambda_i|':>14}"]

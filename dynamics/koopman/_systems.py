@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from functools import cache, cached_property
+from typing import cast
 
 import numpy as np
 from numpy.polynomial import hermite_e
@@ -57,10 +58,16 @@ def _check_k(k, kmax, name="k"):
     return check_int(k, name, lower=1, upper=kmax)
 
 
+def _eig(M) -> tuple[np.ndarray, np.ndarray]:
+    """``scipy.linalg.eig(M)``: (eigenvalues, right eigenvectors)."""
+    # scipy's stubs union in the ``left=True`` / ``homogeneous_eigvals`` return shapes
+    return cast(tuple[np.ndarray, np.ndarray], linalg.eig(M))
+
+
 def _sorted_eigs(vals):
     """Eigenvalues sorted by decreasing modulus (ties: real part, then imaginary part)."""
     vals = np.asarray(vals)
-    order = np.lexsort((-vals.imag, -vals.real, -np.round(np.abs(vals), 12)))
+    order = np.lexsort((-np.imag(vals), -np.real(vals), -np.round(np.abs(vals), 12)))
     return vals[order]
 
 
@@ -97,7 +104,7 @@ class FiniteChain:
         self.P = P
         self.kernel = np.linalg.matrix_power(P, self.lag)
         if rho0 is None:
-            w, vl = linalg.eig(P.T)
+            w, vl = _eig(P.T)
             i = int(np.argmin(np.abs(w - 1.0)))
             rho0 = np.abs(np.real(vl[:, i]))
             rho0 = rho0 / rho0.sum()
@@ -303,10 +310,10 @@ class NoisyLogisticMap:
         x, w = _unit_gauss_legendre(self.n_quad)
         B, BF = self.beta(x), self.beta(self.F(x))
         P = B.T @ (w[:, None] * BF)
-        vals, vecs = linalg.eig(P)
+        vals, vecs = _eig(P)
         order = np.argsort(-np.abs(vals), kind="stable")
         vals, vecs = vals[order], vecs[:, order]
-        wl, vl = linalg.eig(P.T)
+        wl, vl = _eig(P.T)
         a = np.real(vl[:, int(np.argmin(np.abs(wl - 1)))])
         a = a / (w @ (B @ a))
         pi = B @ a
