@@ -16,7 +16,7 @@ import importlib
 import pkgutil
 
 _SUBMODULES = tuple(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
-__all__ = list(_SUBMODULES)
+__all__ = list(_SUBMODULES)  # pyright: ignore[reportUnsupportedDunderAll]  (discovered at import)
 
 
 def __getattr__(name):  # PEP 562

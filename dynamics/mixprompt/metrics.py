@@ -15,7 +15,7 @@ def _labels(x, name, k):
     a = np.asarray(x)
     if a.dtype.kind not in "iu":
         raise TypeError(f"`{name}` must be an integer label array; got dtype {a.dtype}.")
-    as_array(a, name, dtype=np.int64)
+    as_array(a, name, dtype=np.int64)  # pyright: ignore[reportArgumentType]  # _core as_array's dtype is unannotated
     return a
 
 

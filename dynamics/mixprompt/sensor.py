@@ -30,7 +30,7 @@ def depth_sensor(depth, *, noise=0.02, holes=0.05, rng=None) -> np.ndarray:
     >>> round(float(np.mean(d == 0)), 2), float(d.max())  # about 5 % holes, the rest exact
     (0.05, 1.0)
     """
-    d = as_array(depth, "depth", lower=0.0, dtype=np.float32)
+    d = as_array(depth, "depth", lower=0.0, dtype=np.float32)  # pyright: ignore[reportArgumentType]  # _core as_array's dtype is unannotated
     if d.ndim < 2:
         raise ValueError(f"`depth` must have shape (..., H, W); got shape {d.shape}.")
     noise = check_scalar(noise, "noise", lower=0.0, upper=1.0)
@@ -49,7 +49,7 @@ def depth_channels(depth) -> np.ndarray:
     >>> c.shape, [round(float(v), 4) for v in c[0, :, 0]]
     ((1, 2, 3), [-1.0, 1.0])
     """
-    d = as_array(depth, "depth", dtype=np.float32)
+    d = as_array(depth, "depth", dtype=np.float32)  # pyright: ignore[reportArgumentType]  # _core as_array's dtype is unannotated
     if d.ndim < 2:
         raise ValueError(f"`depth` must have shape (..., H, W); got shape {d.shape}.")
     return np.repeat(((d - DEPTH_MEAN) / DEPTH_STD)[..., None], 3, axis=-1)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -104,7 +105,7 @@ def build(method, backbone, num_classes=4, *, key):
     if method == "two_branch":
         return M.two_branch(backbone, num_classes, key=key)
     if method == "dplnet":
-        kw = dict(subspaces=1, mix="none", norm=False, extractor="embed")
+        kw: dict[str, Any] = dict(subspaces=1, mix="none", norm=False, extractor="embed")
     else:
         kw = dict(
             mix="none" if method == "mixprompt_nomix" else "rgb",
@@ -253,7 +254,7 @@ def _check_datasets(datasets):
                     f"`datasets`[{i}] must hold a Split under {name!r} (target_data's train / "
                     f"val / test); got {type(sp).__name__}."
                 )
-            rgb = as_array(sp.rgb, "datasets", ndim=4, dtype=np.float32)
+            rgb = as_array(sp.rgb, "datasets", ndim=4, dtype=np.float32)  # pyright: ignore[reportArgumentType]  # _core as_array's dtype is unannotated
             shapes = (rgb.shape, np.shape(sp.aux), np.shape(sp.labels))
             if rgb.shape[-1] != 3 or shapes[1] != rgb.shape or shapes[2] != rgb.shape[:-1]:
                 raise ValueError(
@@ -265,7 +266,7 @@ def _check_datasets(datasets):
                     f"`datasets`[{i}][{name!r}] must have the shapes of dataset 0 "
                     f"{first[name]}; got {shapes}."
                 )
-            as_array(sp.aux, "datasets", dtype=np.float32)
+            as_array(sp.aux, "datasets", dtype=np.float32)  # pyright: ignore[reportArgumentType]  # _core as_array's dtype is unannotated
             lab = np.asarray(sp.labels)
             if lab.dtype.kind not in "iu" or lab.min() < 0 or lab.max() >= len(CLASSES):
                 raise ValueError(

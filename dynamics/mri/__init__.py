@@ -61,7 +61,7 @@ from .physics import (
 _SUBMODULES = ("metrics", "tta")
 
 __all__ = [
-    *_SUBMODULES,
+    *_SUBMODULES,  # pyright: ignore[reportUnsupportedDunderAll]
     "fft2c",
     "ifft2c",
     "coil_maps",

@@ -215,7 +215,7 @@ def _rng(key):
     """A NumPy generator seeded by the bits of a JAX key (masks and maps are built once, on the
     host; the same key gives the same draw)."""
     key = check_key(key, "key")
-    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.key_data(key)
     return np.random.default_rng(np.asarray(key, dtype=np.uint32).ravel().tolist())
 
