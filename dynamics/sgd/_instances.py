@@ -607,7 +607,8 @@ def logistic_separable(X, y, *, probs=None, w0=None) -> FiniteSum:
         raise ValueError("`X`, `y` must be linearly separable for logistic_separable.")
     beta = float(np.max(np.sum(X**2, axis=1)) / 4.0)
     w0 = np.zeros(X.shape[1]) if w0 is None else w0
-    return FiniteSum(_logistic, X, y, probs, w0, beta, None, 0.0, "logistic_separable")
+    p = _probs(probs, X.shape[0])
+    return FiniteSum(_logistic, X, y, p, w0, beta, None, 0.0, "logistic_separable")
 
 
 def squared_hinge(X, y, *, probs=None, w0=None) -> FiniteSum:
@@ -639,7 +640,8 @@ def squared_hinge(X, y, *, probs=None, w0=None) -> FiniteSum:
     if ws is None:
         raise ValueError("`X`, `y` must be linearly separable for squared_hinge.")
     beta = float(np.max(np.sum(X**2, axis=1)))
-    return FiniteSum(_squared_hinge, X, y, probs, w0, beta, ws, 0.0, "squared_hinge")
+    p = _probs(probs, X.shape[0])
+    return FiniteSum(_squared_hinge, X, y, p, w0, beta, ws, 0.0, "squared_hinge")
 
 
 def _hard_margin_point(X, y, w0):
@@ -650,7 +652,7 @@ def _hard_margin_point(X, y, w0):
     prob = cp.Problem(cp.Minimize(cp.sum_squares(w - w0)), [cp.multiply(y, X @ w) >= 1])
     try:
         prob.solve(solver=cp.CLARABEL)
-    except cp.error.SolverError as err:
+    except cp.SolverError as err:
         raise NumericalError(f"the hard-margin program did not solve: {err}") from err
     if prob.status not in ("optimal", "optimal_inaccurate"):
         return None

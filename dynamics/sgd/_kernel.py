@@ -203,7 +203,8 @@ def quadratic_paths(inst, eta, ends, seed, n_paths, dtype):
     d = inst.dim
     dp = padded_dim(d, dt)
     out = np.empty((n_paths, len(ends), dp), dt)
-    B = np.zeros((*inst.B.shape[:2], dp), dt)  # zero columns: the padded coordinates stay 0
+    n, k = inst.B.shape[:2]
+    B = np.zeros((n, k, dp), dt)  # zero columns: the padded coordinates stay 0
     B[..., :d] = inst.B
     w0 = np.zeros(dp, dt)
     w0[:d] = inst.w0

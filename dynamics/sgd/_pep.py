@@ -77,7 +77,7 @@ def _check(T, n, eta, beta, dist2):
 
 
 def _nodes(T, n):
-    out = [()]
+    out: list[tuple[int, ...]] = [()]
     for t in range(1, T + 1):
         out.extend(itertools.product(range(n), repeat=t))
     return out
@@ -194,7 +194,8 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
             k, f = _svec_index(
                 idx[i][keep], idx[j][keep], blocks[min(blk, len(blocks) - 1)], solver
             )
-            rows.append(r[keep]), cols.append(offsets[blk] + k)
+            rows.append(r[keep])
+            cols.append(offsets[blk] + k)
             vals.append(v[keep] * coef[i][keep] * coef[j][keep] * f)
 
     r_all = np.arange(funcs * m)
@@ -219,7 +220,9 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
         cols += [S + j * P + b[has_b], S + j * P + a[has_a]]
         vals += [np.ones(has_b.sum()), -np.ones(has_a.sum())]
     n_con = funcs * m
-    rows.append(np.array([n_con])), cols.append(np.array([0])), vals.append(np.array([1.0]))
+    rows.append(np.array([n_con]))
+    cols.append(np.array([0]))
+    vals.append(np.array([1.0]))
     Acon = sp.csc_matrix(
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
         shape=(n_con + 1, S + funcs * P),
@@ -233,17 +236,18 @@ def pep_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL", eps=1e-
     for j in range(funcs):
         q[S + j * P + leaves] = -1.0 / (funcs * leaves.size)
     if solver == "CLARABEL":
-        settings = clarabel.DefaultSettings()
+        # clarabel is a compiled module without stubs: its classes are invisible to the checker
+        settings = clarabel.DefaultSettings()  # pyright: ignore[reportAttributeAccessIssue]
         settings.verbose = False
         settings.direct_solve_method = "faer"  # supernodal LDL: the PSD block is dense
         settings.chordal_decomposition_enable = False  # the Gram matrix has no chordal sparsity
-        sol = clarabel.DefaultSolver(
+        sol = clarabel.DefaultSolver(  # pyright: ignore[reportAttributeAccessIssue]
             sp.csc_matrix((q.size, q.size)),
             q,
             A,
             bvec,
-            [clarabel.NonnegativeConeT(n_con + 1)]
-            + [clarabel.PSDTriangleConeT(bl) for bl in blocks],
+            [clarabel.NonnegativeConeT(n_con + 1)]  # pyright: ignore[reportAttributeAccessIssue]
+            + [clarabel.PSDTriangleConeT(bl) for bl in blocks],  # pyright: ignore[reportAttributeAccessIssue]
             settings,
         ).solve()
         status, value = str(sol.status), -sol.obj_val
@@ -296,15 +300,17 @@ def pepit_worst_case(T, n, eta, beta=1.0, dist2=1.0, *, solver="CLARABEL") -> fl
     check_choice(solver, "solver", ("CLARABEL", "SCS"))
     problem = PEP()
     fs = [problem.declare_function(SmoothConvexFunction, L=beta) for _ in range(n)]
-    F = np.mean(fs)
+    # numpy's stubs take no lists of PEPit expressions (numpy reduces them as objects)
+    F = np.mean(fs)  # pyright: ignore[reportCallIssue, reportArgumentType]
     xs = F.stationary_point()
-    problem.add_constraint(np.sum([f.gradient(xs) ** 2 for f in fs]) <= 0.0)
+    grad2 = np.sum([f.gradient(xs) ** 2 for f in fs])  # pyright: ignore[reportCallIssue, reportArgumentType]
+    problem.add_constraint(grad2 <= 0.0)
     x0 = problem.set_initial_point()
     problem.set_initial_condition((x0 - xs) ** 2 <= dist2)
     level = [x0]
     for _ in range(T):
         level = [x - eta * f.gradient(x) for x in level for f in fs]
-    metric = np.mean([f(x) - f(xs) for x in level for f in fs])
+    metric = np.mean([f(x) - f(xs) for x in level for f in fs])  # pyright: ignore[reportCallIssue, reportArgumentType]
     problem.set_performance_metric(metric)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Solution may be inaccurate")
