@@ -4,6 +4,7 @@ stage-2 linear key-query flow, both with diffrax in float64 (Chen & Luo 2025, Eq
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import diffrax
 import equinox as eqx
@@ -106,7 +107,8 @@ def _solve_effective(WV, W1, W2, v, stop_norm, stop_wv, s1, rtol, atol, max_step
         max_steps=max_steps,
         throw=False,
     )
-    return sol.ys, sol.stats["num_steps"], sol.event_mask
+    ys = cast(tuple[jax.Array, ...], sol.ys)  # diffrax types ys optional; SaveAt makes it set
+    return ys, sol.stats["num_steps"], sol.event_mask
 
 
 def effective_flow(
@@ -137,7 +139,7 @@ def effective_flow(
     stop_norm : float > ||theta(0)||; stop_wv : optional float > ||W_V(0)||_F.
     rtol, atol, max_steps : solver controls; s_max : horizon in the stretched time ``s``.
     """
-    big = dict(lower=-1e100, upper=1e100)  # ||theta|| must stay finite
+    big: dict[str, Any] = dict(lower=-1e100, upper=1e100)  # ||theta|| must stay finite
     W1 = as_array(W1, "W1", ndim=2, **big)
     d = W1.shape[0]
     W1 = as_array(W1, "W1", shape=(d, d), **big)
@@ -201,7 +203,8 @@ def _solve_kq(F, WQ0, WK0, ts, rtol, atol, max_steps):
         max_steps=max_steps,
         throw=False,
     )
-    return sol.ys, sol.stats["num_steps"], sol.result == diffrax.RESULTS.successful
+    ys = cast(tuple[jax.Array, jax.Array], sol.ys)  # diffrax types ys optional; SaveAt sets it
+    return ys, sol.stats["num_steps"], sol.result == diffrax.RESULTS.successful
 
 
 def key_query_flow(

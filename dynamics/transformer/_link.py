@@ -87,8 +87,8 @@ def escape_time(
         bar["W1"],
         bar["W2"],
         v,
-        stop_norm=1e6 * (1.0 + np.linalg.norm(bar["W_V"])),
-        stop_wv=factor * np.linalg.norm(bar["W_V"]),
+        stop_norm=float(1e6 * (1.0 + np.linalg.norm(bar["W_V"]))),
+        stop_wv=float(factor * np.linalg.norm(bar["W_V"])),
     )
     if not eff.reached:
         raise _Unfinished(
