@@ -327,11 +327,6 @@ def fit_koopman_batch(Xs, Ys, k, *, keys, **options) -> list[KoopmanModel]:
     return _fit(list(Xs), list(Ys), k, list(keys), True, **{**defaults, **options})
 
 
-class _Diverged(NumericalError, FloatingPointError):
-    """A diverged fit: the package's :class:`NumericalError`, still a ``FloatingPointError``
-    for ``paper_checks/koopman.py``, which catches that."""
-
-
 def _fit(
     Xs,
     Ys,
@@ -442,7 +437,7 @@ def _fit(
         models, losses = [model], losses[None]
     if not np.all(np.isfinite(losses)):
         step = int(np.argmax(~np.isfinite(losses).all(axis=0)))
-        raise _Diverged(
+        raise NumericalError(
             f"training diverged: the loss is not finite from step {step} (loss={loss!r}); lower "
             "`lr` or check the data's scale.",
             step=step,

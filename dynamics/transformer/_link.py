@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from _core.validation import check_scalar
+from _core.validation import ConvergenceError, check_scalar
 from theory import transformer as th
 
 from ._effective import effective_flow
-from ._model import SmallInitTransformer, _check_data, _Unfinished, gradient_flow
+from ._model import SmallInitTransformer, _check_data, gradient_flow
 
 __all__ = ["EscapeResult", "escape_time", "RankCollapseResult", "rank_collapse"]
 
@@ -91,7 +91,7 @@ def escape_time(
         stop_wv=float(factor * np.linalg.norm(bar["W_V"])),
     )
     if not eff.reached:
-        raise _Unfinished(
+        raise ConvergenceError(
             "the effective dynamics did not reach the escape norm; raise `max_steps`."
         )
     t_pred = eff.stop_time / th.time_rescaling(X, y, eps)
@@ -106,7 +106,7 @@ def escape_time(
         stop_weight="W_V",
     )
     if path.stop_time is None:
-        raise _Unfinished(
+        raise ConvergenceError(
             f"the full model did not escape by t = {4 * t_pred:.4g} (4 x the predicted time)."
         )
     end = path.model(-1).numpy()
@@ -216,7 +216,9 @@ def rank_collapse(
         m0, X, y, t_max, ts=grid, rtol=rtol, stop_factor=start_factor, stop_weight="W_Q"
     )
     if a.stop_time is None:
-        raise _Unfinished(f"||W_Q|| did not grow by {start_factor:g} before t_max = {t_max:g}.")
+        raise ConvergenceError(
+            f"||W_Q|| did not grow by {start_factor:g} before t_max = {t_max:g}."
+        )
     ma = a.model(-1)
     wa = ma.numpy()
     F = th.key_query_matrix(X, y, wa["W_V"], wa["W1"], wa["W2"])
@@ -231,7 +233,7 @@ def rank_collapse(
         stop_weight="W_Q",
     )
     if b.stop_time is None:
-        raise _Unfinished(f"||W_Q|| did not grow by {end_factor:g} before t_max = {t_max:g}.")
+        raise ConvergenceError(f"||W_Q|| did not grow by {end_factor:g} before t_max = {t_max:g}.")
     wb = b.model(-1).numpy()
     F_end = th.key_query_matrix(X, y, wb["W_V"], wb["W1"], wb["W2"])
     U, sig, Vt = np.linalg.svd(F)

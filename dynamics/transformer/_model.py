@@ -374,11 +374,6 @@ def _path(ys, t, X, y, num_steps, stop_time, method, activation):
     )
 
 
-class _Unfinished(ConvergenceError, RuntimeError):
-    """An unfinished flow: the package's :class:`ConvergenceError`, still a ``RuntimeError`` for
-    :func:`escape_time`'s callers (``paper_checks/transformer.py`` catches that)."""
-
-
 def gradient_flow(
     model,
     X,
@@ -450,7 +445,7 @@ def gradient_flow(
         # diffrax saves the event state in the first `ts` slot after it, and inf afterwards
         stop_time = float(np.max(t_out[np.isfinite(t_out)]))
     elif not bool(ok):
-        raise _Unfinished(
+        raise ConvergenceError(
             f"gradient flow did not reach t1 = {t1:g} within max_steps = "
             f"{max_steps} (or its solution overflowed); raise `max_steps` or lower `t1`.",
             num_steps=int(nsteps),
