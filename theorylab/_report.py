@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import json
 import math
 from collections.abc import Sequence
@@ -192,8 +193,19 @@ def _mutants_text(r) -> str:
     )
 
 
-def _figures_of(area_ids: set[str], figures) -> list[dict]:
-    return [f for f in figures if f["id"].split(".")[0] in area_ids]
+def _figures_of(paper: str, rows, figures) -> list[dict]:
+    """The figures shown under ``paper``'s section, each figure once: under the paper of the
+    claim it is named for, else under the first paper of its area (an area such as ``adapters``
+    holds several papers)."""
+
+    def owner(f):
+        for r in rows:
+            if r["id"] == f["id"]:
+                return r["paper"]
+        return next(r["paper"] for r in rows if r["id"].split(".")[0] == f["id"].split(".")[0])
+
+    placed = {r["id"].split(".")[0] for r in rows}
+    return [f for f in figures if f["id"].split(".")[0] in placed and owner(f) == paper]
 
 
 def render_markdown(report: dict) -> str:
@@ -250,7 +262,7 @@ def render_markdown(report: dict) -> str:
             if r.get("mutant_caught"):
                 md.append(f"  - mutants: {_mutants_text(r)}")
         md += ["", "</details>", ""]
-        for f in _figures_of({r["id"].split(".")[0] for r in rs}, figures):
+        for f in _figures_of(paper, rows, figures):
             png = [p for p in f["files"] if p.endswith(".png")]
             if png:
                 md += [f"![{f['id']}]({png[0]})", ""]
@@ -273,10 +285,21 @@ details{margin:.5em 0}"""
 
 
 def _img(out: Path, name: str) -> str:
+    """The figure as an embedded PNG at most 1000 px wide in a 256-colour palette: the plots are
+    flat colours, so the page stays a few MB for the quick run's 40 figures (the full-resolution
+    PNG and the PDF stay beside the report)."""
+    from PIL import Image
+
     path = out / name
     if not path.exists():
         return ""
-    data = base64.b64encode(path.read_bytes()).decode()
+    with Image.open(path) as im:
+        rgb = im.convert("RGB")
+    if rgb.width > 1000:
+        rgb = rgb.resize((1000, round(rgb.height * 1000 / rgb.width)), Image.Resampling.LANCZOS)
+    buf = io.BytesIO()
+    rgb.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(buf, "PNG", optimize=True)
+    data = base64.b64encode(buf.getvalue()).decode()
     return f'<img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
 
 
@@ -352,7 +375,7 @@ def render_html(report: dict, out: Path) -> str:
                 + "</li>"
             )
         parts.append("</ul></details>")
-        for f in _figures_of({r["id"].split(".")[0] for r in rs}, figures):
+        for f in _figures_of(paper, rows, figures):
             png = [p for p in f["files"] if p.endswith(".png")]
             if png:
                 parts.append(

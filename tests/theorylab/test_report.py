@@ -82,12 +82,17 @@ def test_report_html_is_self_contained_and_embeds_every_figure(tmp_path, monkeyp
     )
     monkeypatch.syspath_prepend(str(tmp_path / "pkg"))
     out = tmp_path / "out"
-    main(
-        ["reproduce", "--out", str(out), "-q"], registry=_registry(1), figures_package="rep_figures"
-    )
+    reg = _registry(1)
+
+    @claim("ok.other", paper="Paper C", statement="holds", where="Thm 2", registry=reg)
+    def _other(size, seed):  # a second paper in the figure's area: the figure is shown once
+        return measure(within(1.0, 1.0, 0.1, name="v"))
+
+    main(["reproduce", "--out", str(out), "-q"], registry=reg, figures_package="rep_figures")
     html = (out / "report.html").read_text()
     assert os.path.getsize(out / "report.html") < 5e6
     assert html.count("data:image/png;base64,") == 1
+    assert (out / "report.md").read_text().count("(ok_fig.png)") == 1
     # no external reference: no http(s) URL, no src/href that is not a data: URI or an anchor
     assert "http://" not in html and "https://" not in html
     refs = re.findall(r"""(?:src|href)=["']([^"']*)""", html)
