@@ -556,9 +556,8 @@ def test_fp4_and_koopman_training_raise_the_numerical_error_and_check_settings()
         K.fit_koopman(**fit, shared=1, progress=False)
     with pytest.raises(ValueError, match=r"`X` must lie in \[-1e\+30, 1e\+30\]"):
         K.fit_koopman(**{**fit, "X": TRAJ[:-1] * 1e150}, progress=False)
-    with pytest.raises(NumericalError, match="training diverged") as info:
+    with pytest.raises(NumericalError, match="training diverged"):
         K.fit_koopman(**fit, loss=_nan_loss, progress=False)
-    assert isinstance(info.value, FloatingPointError)  # paper_checks/koopman.py catches that
 
 
 def _nan_loss(f, g):
@@ -584,9 +583,8 @@ def test_transformer_flows_raise_the_numerical_error():
         T.key_query_flow(W4, W4[:, :2], W4[:, :2], np.array([0.0, 1.0]), max_steps=1)
     with pytest.raises(NumericalError, match="not finite at the initial point"):
         T.gradient_flow(SMALL, XT * 1e300, YT, 0.5, n_save=3)  # the solver would crawl
-    with pytest.raises(ConvergenceError, match="gradient flow did not reach") as info:
+    with pytest.raises(ConvergenceError, match="gradient flow did not reach"):
         T.gradient_flow(SMALL, XT, YT, 0.5, n_save=3, max_steps=1)
-    assert isinstance(info.value, RuntimeError)  # paper_checks/transformer.py catches that
 
 
 def test_dnd_aegisguard_and_distill_examples_are_refused_by_name():
