@@ -219,10 +219,6 @@ def acavp_transform(x, theta, scale, shear, translate, gain, additive, *, center
                 f"`{name}` must broadcast to the image shape {tuple(x.shape[-3:])}; got "
                 f"{tuple(v.shape)}."
             )
-    if not _is_tracer(gain) and np.asarray(gain).size and float(np.min(gain)) < 0:
-        raise ValueError(  # the prompt's gain is gain_max * sigmoid(M): never negative
-            f"`gain` must be >= 0 (a colour gain, as ACAVPPrompt's); got min {np.min(gain):.3g}."
-        )
     xa = warp_affine(x, a)
     ones = jnp.ones(x.shape[-3:], x.dtype)
     mask = (warp_affine(ones, a) < 1e-6).astype(x.dtype)
