@@ -38,6 +38,7 @@ __all__ = [
     "as_generator",
     "check_key",
     "check_instance",
+    "check_model",
     "check_callable",
     "call_real",
     "call_scalar",
@@ -404,6 +405,20 @@ def check_key(key, name="key", *, optional=False):
     if np.dtype(dtype) != np.uint32 or tuple(key.shape) != (2,):
         raise TypeError(f"{want}; got an array of dtype {dtype} and shape {tuple(key.shape)}.")
     return key
+
+
+def check_model(model, name="model"):
+    """Refuse anything but a pytree with floating array leaves (an equinox Module): None, a
+    string or a number would otherwise count 0 parameters and train nothing."""
+    import jax
+
+    leaves = jax.tree.leaves(model)
+    if not any(hasattr(x, "dtype") and np.issubdtype(x.dtype, np.inexact) for x in leaves):
+        raise TypeError(
+            f"`{name}` must be a pytree with floating array leaves (an equinox Module); got "
+            f"{repr(model)[:60]} of type {type(model).__name__}."
+        )
+    return model
 
 
 def check_instance(value, name, cls, what=None):

@@ -49,6 +49,7 @@ from _core.validation import (
     check_choice,
     check_int,
     check_key,
+    check_model,
     check_scalar,
     check_transform,
 )
@@ -73,11 +74,7 @@ def _configs(mode, fmt):
 
 
 def _check_call(model, loss_fn, key):
-    if not any(eqx.is_inexact_array(leaf) for leaf in jax.tree.leaves(model)):
-        raise TypeError(
-            f"`model` must be an equinox Module with floating array leaves; got "
-            f"{type(model).__name__}."
-        )
+    check_model(model)
     check_callable(loss_fn, "loss_fn")
     check_key(key)
 

@@ -27,11 +27,12 @@ from _core.validation import (
     check_finite_result,
     check_int,
     check_key,
+    check_model,
     check_transform,
     to_array,
 )
 
-from ._tree import _none, check_model, combine, split
+from ._tree import _none, combine, split
 
 __all__ = [
     "cross_entropy",

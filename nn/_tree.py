@@ -16,7 +16,7 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 
-from _core.validation import check_callable
+from _core.validation import check_callable, check_model
 
 __all__ = ["trainable_mask", "split", "combine", "count_params"]
 
@@ -70,17 +70,6 @@ def combine(trainable, frozen):
 
 def _none(x):
     return x is None
-
-
-def check_model(model, name="model"):
-    """Refuse anything but a pytree with floating array leaves (an equinox Module): None, a
-    string or a number would otherwise count 0 parameters and split into nothing."""
-    if not any(eqx.is_inexact_array(leaf) for leaf in jax.tree.leaves(model)):
-        raise TypeError(
-            f"`{name}` must be a pytree with floating array leaves (an equinox Module); got "
-            f"{repr(model)[:60]} of type {type(model).__name__}."
-        )
-    return model
 
 
 def count_params(model, mask=None) -> int:
