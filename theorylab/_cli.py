@@ -324,7 +324,7 @@ def _check(args, registry) -> int:
 
 def _header(args, t0: float, partial: bool = False, areas: dict | None = None) -> dict:
     """The run's header: scale, seed, device, wall time, peak memory, threads, version, commit,
-    and (serial runs) each area's wall seconds and the peak memory when it ended."""
+    and (serial runs) each area's wall seconds and its own peak memory."""
     import importlib.metadata
     import subprocess
 

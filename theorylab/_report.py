@@ -108,7 +108,7 @@ def _header_line(h: dict) -> str:
 
 
 def _areas_line(h: dict) -> str:
-    """Each area's wall seconds and the peak memory when it ended, slowest first ('' if none)."""
+    """Each area's wall seconds and its own peak memory, slowest first ('' if none)."""
     areas = sorted((h.get("areas") or {}).items(), key=lambda kv: -kv[1]["seconds"])
     return (
         "per area (wall s, peak GB at its end): "

@@ -114,11 +114,32 @@ def _release_area() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def peak_rss_mb() -> float:
-    """The process's peak resident memory so far, in MB (Linux reports KiB)."""
+#: the run's peak resident memory read before the last reset of the kernel's high-water mark
+_PEAK_BEFORE_RESET_MB = 0.0
+
+
+def _high_water_mb() -> float:
+    """The process's resident high-water mark in MB (Linux reports KiB): its peak since it
+    started, or since :func:`_new_area_peak` last reset it."""
     import resource
 
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far, in MB, across resets of the high-water mark."""
+    return max(_PEAK_BEFORE_RESET_MB, _high_water_mb())
+
+
+def _new_area_peak() -> None:
+    """Start the next area's peak at what the process holds now: remember the run's peak, then
+    reset the kernel's high-water mark (Linux: ``5`` to ``/proc/self/clear_refs``), so an area's
+    peak is its own and not the largest of the areas before it. Where the reset is refused an
+    area's peak stays the run's peak so far."""
+    global _PEAK_BEFORE_RESET_MB
+    _PEAK_BEFORE_RESET_MB = peak_rss_mb()
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
 
 
 def device_name() -> str:
@@ -489,7 +510,8 @@ def execute(
     area it names) the memoised simulations and JAX's compiled programs are released (no later
     job reads them; a seeded cache, so no number changes), which bounds the run's memory by its
     largest area's instead of the sum of all areas'; ``areas``, if given, receives each area's
-    wall seconds and the process's peak resident memory when it ended (MB).
+    wall seconds and its own peak resident memory (MB; the high-water mark is reset between
+    areas, so it includes what the process still held when the area began).
     """
     rows = [] if rows is None else rows
     release_after = {} if release_after is None else release_after
@@ -505,9 +527,11 @@ def execute(
             if i in release_after:
                 if areas is not None:
                     areas[release_after[i]] = dict(
-                        seconds=round(time.perf_counter() - t_area, 1), peak_rss_mb=peak_rss_mb()
+                        seconds=round(time.perf_counter() - t_area, 1),
+                        peak_rss_mb=_high_water_mb(),
                     )
                 _release_area()
+                _new_area_peak()
                 t_area = time.perf_counter()
             else:
                 release_compiled()
