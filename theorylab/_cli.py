@@ -408,7 +408,7 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
     rows, figs = _split(done)
     body = _report.write_report(rows, figs, out, header=_header(args, t0, areas=areas))
     print(_report.claims_table(rows))
-    for fid, status, _ in figs:
+    for fid, status, *_ in figs:
         if status != "written":
             print(f"figure {fid}: {status}")
     if args.compare:
@@ -417,7 +417,7 @@ def _reproduce(args, registry, figures_package, cache: bool) -> int:
     print(f"report: {out / 'report.md'} and {out / 'report.html'}")
     failed = (
         any(not r["matches"] for r in rows)
-        or any(s != "written" for _, s, _ in figs)
+        or any(s != "written" for _, s, *_ in figs)
         or any(r["killed"] is not None and r["killed"] < r["mutants"] for r in rows)
     )
     return 1 if failed else 0

@@ -395,7 +395,8 @@ def write_report(rows, figures, out: Path, *, header: dict) -> dict:
         header=jsonable(header),
         claims=[{k: jsonable(r.get(k)) for k in REPORT_KEYS} for r in rows],
         figures=[
-            dict(id=f, status=s, files=[Path(p).name for p in paths]) for f, s, paths in figures
+            dict(id=f, status=s, files=[Path(p).name for p in paths], seconds=t)
+            for f, s, paths, t in figures
         ],
     )
     (out / "report.json").write_text(json.dumps(body, indent=2))

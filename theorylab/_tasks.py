@@ -402,10 +402,11 @@ def figure_row(
     out: str,
     compile_cache: bool | None = None,
     chunks: list | None = None,
-) -> tuple[str, str, list[str]]:
+) -> tuple[str, str, list[str], float]:
     """Make and save the figure ``fig_id`` of ``module`` (a module path): ``(ID, status,
-    paths)``; a figure that raises (or does not import) is an error row. ``chunks``: the
-    replicates the module declares, as computed by :func:`replicate_chunk` tasks."""
+    paths, seconds)``; a figure that raises (or does not import) is an error row. ``chunks``:
+    the replicates the module declares, as computed by :func:`replicate_chunk` tasks (their
+    time is not counted in ``seconds``)."""
     import importlib
 
     import matplotlib
@@ -416,16 +417,18 @@ def figure_row(
     from figures import save
     from paper_checks import providing
 
+    t0 = time.perf_counter()
     results, error = _gathered(chunks)
     if error is not None:
-        return fig_id, f"error: {error}", []
+        return fig_id, f"error: {error}", [], 0.0
     try:
         mod = importlib.import_module(module)
         with providing(results), float64():
             fig = mod.make(scale, seed=seed)
-        return fig_id, "written", save(fig, out, fig_id)
+        paths = save(fig, out, fig_id)
+        return fig_id, "written", paths, round(time.perf_counter() - t0, 3)
     except Exception as err:
-        return fig_id, f"error: {_error_text(err)}", []
+        return fig_id, f"error: {_error_text(err)}", [], round(time.perf_counter() - t0, 3)
 
 
 def property_row(
@@ -471,8 +474,9 @@ class Progress:
         self.count += 1
         if self.quiet or self.tty:
             return
-        if isinstance(result, tuple):  # a figure: (id, status, paths)
+        if isinstance(result, tuple):  # a figure: (id, status, paths, seconds)
             ident, status = result[0], "written" if result[1] == "written" else "error"
+            seconds = result[3]
         elif isinstance(result, dict):
             ident, status = result.get("id", "?"), result.get("status", "?")
             seconds = result.get("seconds", seconds)
