@@ -479,7 +479,7 @@ class Prompted(eqx.Module):
 
     prompt: eqx.Module
     backbone: SmallCNN
-    label_map: tuple = eqx.field(static=True)
+    label_map: jax.Array  # an array, not static: one compilation serves every label map
 
     def __init__(self, prompt, backbone, label_map):
         if not isinstance(prompt, eqx.Module) or not callable(prompt):
@@ -492,12 +492,13 @@ class Prompted(eqx.Module):
             raise TypeError("`label_map` must be a 1-D integer array of >= 2 source indices.")
         if lm.min() < 0 or lm.max() >= n_src or np.unique(lm).size != lm.size:
             raise ValueError(f"`label_map` must hold distinct source classes in [0, {n_src}).")
-        self.prompt, self.backbone, self.label_map = prompt, backbone, tuple(int(i) for i in lm)
+        self.prompt, self.backbone = prompt, backbone
+        self.label_map = jnp.asarray(np.asarray(lm, np.int32))
 
     def __call__(self, x, *, key=None):
         # eqx.Module declares no __call__; every prompt module defines one
         prompt = self.prompt(x)  # pyright: ignore[reportCallIssue]
-        return self.backbone(prompt)[..., jnp.asarray(self.label_map)]
+        return self.backbone(prompt)[..., self.label_map]
 
     def trainable_mask(self):
         mask = jax.tree.map(lambda _: False, self)

@@ -15,6 +15,7 @@ compiled once per method and run from a Python loop (:func:`_fit` says why not i
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import cast
 
 import equinox as eqx
@@ -68,13 +69,20 @@ def pretrain(seed: int = 0, *, steps: int = 600, batch: int = 64, lr: float = 1e
     model = P.SmallCNN(channels, 10, key=jax.random.fold_in(key, 1))
     rng = np.random.default_rng(seed)
     order = rng.integers(0, len(ytr), (steps, batch))
-
-    def loss(m, b, *, key=None):
-        return nn.cross_entropy(m(b[0]), b[1])
-
-    res = nn.train(model, loss, lambda t: (xtr[order[t]], ytr[order[t]]), optax.adam(lr), steps,
-                   key=key, progress=False)  # fmt: skip
+    # a module-level loss and one optimiser per rate: nn.train's step (cached on both) compiles
+    # once for every source CNN of a run, not once per seed
+    res = nn.train(model, _source_loss, lambda t: (xtr[order[t]], ytr[order[t]]), _adam(lr),
+                   steps, key=key, progress=False)  # fmt: skip
     return res.model, float(_accuracy(res.model, xte, yte))
+
+
+def _source_loss(m, b, *, key=None):
+    return nn.cross_entropy(m(b[0]), b[1])
+
+
+@functools.cache
+def _adam(lr: float):
+    return optax.adam(lr)
 
 
 @eqx.filter_jit
