@@ -1,6 +1,6 @@
 """Federated fine-tuning, LoRA-FedAvg vs Ravan at a matched upload: test accuracy per replicate
-with label-skewed (heterogeneous) and IID clients, and the validation accuracy over the shared
-learning-rate grid from which each replicate's rate is chosen on its own validation loss."""
+with label-skewed (heterogeneous) clients (and IID ones at full scale), and the validation
+loss over the shared learning-rate grid from which each replicate's rate is chosen."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -13,9 +13,10 @@ TITLE = "LoRA-FedAvg vs Ravan under client heterogeneity (8 clients)"
 
 def make(scale: str = "quick", seed: int = 0):
     z = SIZES[scale]
-    r = federated_runs(z.seeds, z.n_client, z.rounds, z.local, z.n_test, seed)
+    r = federated_runs(z.seeds, z.n_client, z.rounds, z.local, z.n_test, seed, z.iid)
+    splits = r["lora"]["acc"].shape[1]  # heterogeneous, and IID where the scale runs it
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    for j in range(2):  # heterogeneous, IID
+    for j in range(splits):
         for i, (k, col) in enumerate((("lora", "C0"), ("ravan", "C3"))):
             acc = r[k]["acc"][:, j]
             x = 2 * j + i
@@ -30,12 +31,13 @@ def make(scale: str = "quick", seed: int = 0):
                 capsize=3,
                 label=f"{k} (lr tuned per replicate)" if j == 0 else None,
             )
-    a1.set_xticks([0.5, 2.5], ["Dirichlet(0.3) label skew", "IID"])
+    a1.set_xticks([0.5, 2.5][:splits], ["Dirichlet(0.3) label skew", "IID"][:splits])
     a1.set_ylabel("test accuracy after the last round (mean +- 2 SE)")
     a1.legend(frameon=False, fontsize=8)
     for k, col in (("lora", "C0"), ("ravan", "C3")):
         a2.plot(r["lrs"], r[k]["val"][:, 0].mean(0), "o-", color=col, label=f"{k}, heterogeneous")
-        a2.plot(r["lrs"], r[k]["val"][:, 1].mean(0), "s--", color=col, label=f"{k}, IID")
+        if splits > 1:
+            a2.plot(r["lrs"], r[k]["val"][:, 1].mean(0), "s--", color=col, label=f"{k}, IID")
     a2.set_xscale("log")
     a2.set_xlabel("client SGD learning rate (one grid for both methods)")
     a2.set_yscale("log")
