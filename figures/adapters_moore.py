@@ -21,7 +21,7 @@ NAMES = {"lora": "LoRA", "moore": "MoORE", "lora_task": "task-conditioned LoRA"}
 
 def make(scale: str = "quick", seed: int = 0):
     z = SIZES[scale]
-    r = moore_runs(z.tasks, z.seeds, z.n, z.steps, z.checkpoints, z.lrs, seed)
+    r = moore_runs(z.tasks, z.seeds, z.n, z.steps, z.checkpoints, z.lrs, seed, z.ablation)
     f = forgetting_at_matched_fit(r)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
     for i, m in enumerate(METHODS):
