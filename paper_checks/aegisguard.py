@@ -33,6 +33,10 @@ Verdicts (issue 44; quick: 16 replicates, L = 8 adapters, 64 label-only queries)
   0.01 points; leakage at that configuration 0.52 +- 0.06, far above black-box level with power ~1
   to see the paper's ~0: recorded ``not reproduced``.
 - ``aegisguard.feature_leakage``: exact least-squares identity, two-valued.
+
+Time (issue 46): :func:`replicate` is a :func:`memo`, so the 16 replicates that
+``black_box_level``, ``ranking``, ``cost`` and the figure all declare are trained and attacked
+once per run, not once per claim (the numbers are the same).
 """
 
 from __future__ import annotations
@@ -167,9 +171,15 @@ def _sac(key, As, Bs, s, cfg):
     return dict(Ac=Ac, Bc=Bc, kept_out=kept, shield_sac=shield, acc_sac=acc)
 
 
+@memo
 def replicate(n_blocks, n_train, n_test, steps, queries, epochs, sac_steps, probe_batch, draws,
               seed, i):  # fmt: skip
-    """Replicate ``i``: its victims, rankings and attack tables (numpy, leading axis 1)."""
+    """Replicate ``i``: its victims, rankings and attack tables (numpy, leading axis 1).
+
+    A :func:`memo`: every AegisGuard claim declares the same replicates, and in one process each
+    claim's declared plan is computed before its check (``compute_plan``), so without the memo
+    the three claims that read them trained and attacked every victim three times (the quick
+    run's ``ranking`` and ``cost`` spent about 50 s each redoing ``black_box_level``'s work)."""
     cfg = (n_blocks, n_train, n_test, steps, queries, epochs, sac_steps, probe_batch, draws,
            SAC_RATIO)  # fmt: skip
     keys = jax.random.fold_in(jax.random.key(seed), i)[None]
