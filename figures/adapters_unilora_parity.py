@@ -25,7 +25,7 @@ def make(scale: str = "quick", seed: int = 0):
     z = PARITY_SIZES[scale]
     ks = tuple(z.ks)
     cells = {
-        w: parity_cells(w, ks, z.seeds, z.steps, seed)
+        w: parity_cells(w, ks, z.seeds, z.steps, seed, z.ratio)
         for w in tqdm(z.widths, desc="Uni-LoRA parity", leave=False, disable=None)
     }
     colors = {w: f"C{i}" for i, w in enumerate(z.widths)}
