@@ -59,3 +59,17 @@ def test_target_data_takes_any_32_bit_stream_seed():
     assert not np.array_equal(a["train"].rgb, b["train"].rgb)
     with pytest.raises(ValueError, match="seed"):
         D.target_data(2, 1, 1, 8, seed=2**32)
+
+
+def test_adapt_releases_its_compiled_programs():
+    # each method's step and prediction compile once per run; held to the end of the area they
+    # set its resident peak (issue 46), so adapt drops them after their last call
+    import nn
+    from dynamics.mixprompt import train as T
+
+    bb = M.Backbone(key=jax.random.key(0), **SMALL)
+    data = [D.target_data(8, 4, 4, 8, seed=0)]
+    D.adapt("dplnet", bb, data, lrs=(1e-2,), steps=1, batch=4)
+    step = nn.make_step(T._loss, T._adamw((1e-2,), 1e-4, "dplnet"))
+    assert step._cached._cache_size() == 0
+    assert T._predictor("dplnet")._cached._cache_size() == 0
