@@ -141,7 +141,8 @@ class AdaptResult:
 
 
 def _subsets(task, seeds, n_per_class, seed):
-    """Per-seed training indices padded to the longest subset, and their counts."""
+    """Per-seed training indices padded to the full training set's length (so the low-data and
+    full-data runs of a method share one compiled step and evaluation), and their counts."""
     n = len(task.y_train)
     if n_per_class is None:
         return np.tile(np.arange(n), (seeds, 1)), np.full(seeds, n)
@@ -153,7 +154,7 @@ def _subsets(task, seeds, n_per_class, seed):
         for _ in range(seeds)
     ]
     counts = np.asarray([p.size for p in picks], np.int64)
-    idx = np.zeros((seeds, counts.max()), np.int64)
+    idx = np.zeros((seeds, n), np.int64)
     for s, pick in enumerate(picks):
         idx[s, : pick.size] = pick
     return idx, counts
@@ -264,12 +265,14 @@ def _fit(tr0, frozen, lrs, keys, idx, counts, x_pool, y_pool, steps, batch, tran
     The vmapped step runs from a Python loop, not inside ``lax.scan``: XLA's CPU backend runs the
     CNN's convolutions about 9x slower inside a loop body than as a top-level program (a SmallCNN
     Adam step at batch 128: 36.7 ms in a scan, 4.0 ms jitted; JAX issue 12868); dense layers do
-    not pay it. Step ``t`` draws its minibatch and augmentation from ``fold_in(key, t)``."""
+    not pay it. Step ``t`` draws its minibatch and augmentation from ``fold_in(key, t)``, in a
+    program of its own (:func:`_batches`) that every method shares: TrivialAugment's graph
+    compiles once per run, not once per method."""
     state = jax.vmap(optax.adam(1.0).init)(tr0)  # Adam's state does not depend on the rate
     losses = []
     for t in range(steps):
-        tr0, state, loss = _step(tr0, state, frozen, lrs, keys, idx, counts, x_pool, y_pool,
-                                 jnp.asarray(t), batch, translate)  # fmt: skip
+        xb, yb = _batches(keys, idx, counts, x_pool, y_pool, jnp.asarray(t), batch, translate)
+        tr0, state, loss = _step(tr0, state, frozen, lrs, xb, yb)
         losses.append(loss)
     return tr0, jnp.stack(losses, axis=1)  # adapt asks steps >= 1
 
@@ -278,27 +281,37 @@ def _forward(m, x):
     return jax.vmap(m)(x) if isinstance(m, eqx.nn.Linear) else m(x)
 
 
-@eqx.filter_jit
-def _step(tr, state, frozen, lrs, keys, idx, counts, x_pool, y_pool, t, batch, translate):
-    """One Adam step of every replica (vmapped) at its own rate; returns the losses before it.
+@functools.partial(jax.jit, static_argnums=(6, 7))
+def _batches(keys, idx, counts, x_pool, y_pool, t, batch, translate):
+    """Every replica's minibatch at step ``t`` ``(replicas, batch, ...)`` and its labels.
     ``translate`` (static): TrivialAugment's largest translation in pixels, None for no
     augmentation."""
 
-    def one(tr, st, lr, key, idx_r, n_r):
+    def one(key, idx_r, n_r):
         k1, k2 = jax.random.split(jax.random.fold_in(key, t))
         ids = idx_r[jax.random.randint(k1, (batch,), 0, n_r)]
         xb = x_pool[ids]
         if translate is not None:
             xb = trivial_augment(xb, key=k2, max_translate=translate)
+        return xb, y_pool[ids]
 
+    return jax.vmap(one)(keys, idx, counts)
+
+
+@eqx.filter_jit
+def _step(tr, state, frozen, lrs, xb, yb):
+    """One Adam step of every replica (vmapped) at its own rate on its minibatch; returns the
+    losses before it."""
+
+    def one(tr, st, lr, xb, yb):
         def loss(tr):
-            return nn.cross_entropy(_forward(nn.combine(tr, frozen), xb), y_pool[ids])
+            return nn.cross_entropy(_forward(nn.combine(tr, frozen), xb), yb)
 
         value, grads = eqx.filter_value_and_grad(loss)(tr)
         updates, st = optax.adam(lr).update(grads, st, tr)
         return eqx.apply_updates(tr, updates), st, value
 
-    return jax.vmap(one)(tr, state, lrs, keys, idx, counts)
+    return jax.vmap(one)(tr, state, lrs, xb, yb)
 
 
 @eqx.filter_jit
