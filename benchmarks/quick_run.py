@@ -5,7 +5,7 @@ checkout. ``--quick`` (the default) runs the quick reproduce twice in fresh proc
 an empty JAX compile cache (cold), then with the cache the first run filled (warm); ``--full``
 runs the full scale once, cold. Each run is timed by ``/usr/bin/time -v`` where it exists (its
 maximum resident set size is the peak memory), else by the report's own header. Per area, the
-report header's wall seconds and the peak memory when the area ended. The budget
+report header's wall seconds and the area's own peak memory (sampled by the run). The budget
 (``docs/running.md``): 15 minutes cold, 8 warm, about 2 minutes per area, 4 GB.
 ``tests/test_budget.py`` reads the JSON this writes (``benchmarks/quick_run.json``).
 """

@@ -114,32 +114,54 @@ def _release_area() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-#: the run's peak resident memory read before the last reset of the kernel's high-water mark
-_PEAK_BEFORE_RESET_MB = 0.0
-
-
-def _high_water_mb() -> float:
-    """The process's resident high-water mark in MB (Linux reports KiB): its peak since it
-    started, or since :func:`_new_area_peak` last reset it."""
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far, in MB (Linux reports KiB)."""
     import resource
 
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def peak_rss_mb() -> float:
-    """The process's peak resident memory so far, in MB, across resets of the high-water mark."""
-    return max(_PEAK_BEFORE_RESET_MB, _high_water_mb())
+def _rss_mb() -> float | None:
+    """The process's resident memory now, in MB (Linux's ``/proc/self/statm``; None elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _new_area_peak() -> None:
-    """Start the next area's peak at what the process holds now: remember the run's peak, then
-    reset the kernel's high-water mark (Linux: ``5`` to ``/proc/self/clear_refs``), so an area's
-    peak is its own and not the largest of the areas before it. Where the reset is refused an
-    area's peak stays the run's peak so far."""
-    global _PEAK_BEFORE_RESET_MB
-    _PEAK_BEFORE_RESET_MB = peak_rss_mb()
-    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
+class AreaPeak:
+    """Each area's own peak resident memory, sampled every ``interval`` seconds by a daemon
+    thread (the process's high-water mark only rises, so after the largest area every area would
+    report it; resetting the kernel's mark instead would make ``/usr/bin/time`` under-report the
+    run's peak). A lower bound within the sampling interval; where RSS cannot be read, the
+    process's peak so far."""
+
+    def __init__(self, interval: float = 0.05):
+        import threading
+
+        self._max = _rss_mb()
+        self._stop = threading.Event()
+        if self._max is not None:
+            threading.Thread(target=self._sample, args=(interval,), daemon=True).start()
+
+    def _sample(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            now = _rss_mb()
+            if now is not None and self._max is not None:
+                self._max = max(self._max, now)
+
+    def take(self) -> float:
+        """The peak since the last call (MB), and start the next area's at what is held now."""
+        if self._max is None:
+            return peak_rss_mb()
+        now = _rss_mb() or 0.0
+        peak, self._max = max(self._max, now), now
+        return round(peak, 1)
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 def device_name() -> str:
@@ -514,8 +536,8 @@ def execute(
     area it names) the memoised simulations and JAX's compiled programs are released (no later
     job reads them; a seeded cache, so no number changes), which bounds the run's memory by its
     largest area's instead of the sum of all areas'; ``areas``, if given, receives each area's
-    wall seconds and its own peak resident memory (MB; the high-water mark is reset between
-    areas, so it includes what the process still held when the area began).
+    wall seconds and its own peak resident memory (MB, sampled: :class:`AreaPeak`; it includes
+    what the process still held when the area began).
     """
     rows = [] if rows is None else rows
     release_after = {} if release_after is None else release_after
@@ -523,22 +545,25 @@ def execute(
     if workers is None and scheduler is None:
         from _core.runtime import release_compiled
 
-        t_area = time.perf_counter()
-        for i, (fn, args, kwargs) in enumerate(progress.wrap(jobs)):
-            t0 = time.perf_counter()
-            rows.append(fn(*args, **kwargs))
-            progress.done(rows[-1], time.perf_counter() - t0)
-            if i in release_after:
-                if areas is not None:
-                    areas[release_after[i]] = dict(
-                        seconds=round(time.perf_counter() - t_area, 1),
-                        peak_rss_mb=_high_water_mb(),
-                    )
-                _release_area()
-                _new_area_peak()
-                t_area = time.perf_counter()
-            else:
-                release_compiled()
+        t_area, area_peak = time.perf_counter(), AreaPeak()
+        try:
+            for i, (fn, args, kwargs) in enumerate(progress.wrap(jobs)):
+                t0 = time.perf_counter()
+                rows.append(fn(*args, **kwargs))
+                progress.done(rows[-1], time.perf_counter() - t0)
+                if i in release_after:
+                    peak = area_peak.take()
+                    if areas is not None:
+                        areas[release_after[i]] = dict(
+                            seconds=round(time.perf_counter() - t_area, 1), peak_rss_mb=peak
+                        )
+                    _release_area()
+                    area_peak.take()  # the next area starts from what the release left
+                    t_area = time.perf_counter()
+                else:
+                    release_compiled()
+        finally:
+            area_peak.close()
         return rows
     try:
         from dask.distributed import Client, LocalCluster, as_completed
