@@ -23,7 +23,10 @@ def test_the_record_is_a_whole_quick_run(record):
         assert run["measured_by"].startswith(("/usr/bin/time -v", "report header")), name
         assert sum(run["verdicts"].values()) >= 90, run["verdicts"]  # every claim ran
         assert len(run["areas"]) >= 15, sorted(run["areas"])  # every paper's area ran
-        assert 0 < max(a["peak_rss_mb"] for a in run["areas"].values()) <= run["peak_rss_mb"]
+        # an area's peak is sampled from Linux's per-thread-batched RSS counters: the record of
+        # cfc5453 (before AreaPeak capped it) has one 0.3 MB above the process's high-water mark
+        top = max(a["peak_rss_mb"] for a in run["areas"].values())
+        assert 0 < top <= run["peak_rss_mb"] + 1.0
 
 
 @pytest.mark.xfail(

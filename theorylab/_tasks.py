@@ -158,7 +158,9 @@ class AreaPeak:
             return peak_rss_mb()
         now = _rss_mb() or 0.0
         peak, self._max = max(self._max, now), now
-        return round(peak, 1)
+        # Linux batches RSS counters per thread: a sample can exceed the process's high-water
+        # mark by a few hundred KB (3136.3 against 3136.0 MB, measured); no area exceeds it
+        return round(min(peak, peak_rss_mb()), 1)
 
     def close(self) -> None:
         self._stop.set()
