@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-__all__ = ["float64", "release_compiled", "MAX_MAPS", "cpu_cores"]
+__all__ = ["float64", "release_compiled", "trim_heap", "MAX_MAPS", "cpu_cores"]
 
 
 def cpu_cores() -> int:
@@ -52,6 +52,17 @@ def release_compiled(max_maps: int = MAX_MAPS) -> bool:
     sys.modules["jax"].clear_caches()
     gc.collect()
     return True
+
+
+def trim_heap() -> None:
+    """Collect garbage and hand the heap it freed back to the OS (glibc's ``malloc_trim``; a
+    no-op elsewhere): glibc otherwise keeps the memory a freed XLA compile used."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # glibc only
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 @contextlib.contextmanager

@@ -103,15 +103,11 @@ def relieve_memory(share: float = MEMORY_SHARE) -> bool:
 def _release_area() -> None:
     """Release what a finished area holds: memoised simulations, JAX's compiled programs, and
     the freed heap back to the OS (glibc)."""
-    import ctypes
-    import gc
-
+    from _core.runtime import trim_heap
     from paper_checks import clear_caches
 
     clear_caches()
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):  # glibc only
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    trim_heap()
 
 
 def peak_rss_mb() -> float:

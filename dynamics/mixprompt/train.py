@@ -18,11 +18,8 @@ CMX-style), ``dplnet`` (M3: fresh patch embed on depth, one sub-space, no mixing
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import dataclasses
 import functools
-import gc
 from typing import Any
 
 import equinox as eqx
@@ -32,6 +29,7 @@ import numpy as np
 import optax
 
 import nn
+from _core.runtime import trim_heap
 from _core.validation import as_array, check_choice, check_int, check_key, check_scalar
 from nn import mixprompt as M
 
@@ -183,9 +181,7 @@ def _release(*jitted):
         clear = getattr(getattr(f, "_cached", None), "clear_cache", None)
         if callable(clear):
             clear()
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):  # glibc only
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    trim_heap()
 
 
 def _fit(models, splits, owner, lrs, steps, batch, weight_decay, seed, method="adapt"):
