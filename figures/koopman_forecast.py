@@ -11,7 +11,7 @@ TITLE = "Multi-step prediction, noisy logistic map"
 
 
 def _args(size):
-    return size.n_train, size.steps, size.n_test, size.seeds
+    return size.n_train, size.steps, size.n_test, size.seeds, size.lr
 
 
 def make(scale: str = "quick", seed: int = 0):

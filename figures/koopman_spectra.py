@@ -25,9 +25,9 @@ def _args(size):
 
 def make(scale: str = "quick", seed: int = 0):
     size = LOGISTIC[scale]
-    sim = logistic_fits(*_args(size), seed)
+    sim = logistic_fits(*_args(size), size.lr, seed)
     tuned = tuned_errors(
-        *_args(size), size.lr_grid, size.tune, tuple(GRID_SCALE.items()), seed
+        *_args(size), size.lr_grid, size.tune, tuple(GRID_SCALE.items()), size.lr, seed
     )  # memoised by koopman.lora_vs_baselines
     L = sim["system"]
     fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(13, 3.8))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -79,10 +80,42 @@ class Encoders(eqx.Module):
         return self._out(self.f if self.g is None else self.g, y)
 
 
+class _RateState(NamedTuple):
+    """The step count and the learning rate of :func:`_optimizer`'s last stage."""
+
+    count: jax.Array
+    lr: jax.Array
+
+
 @functools.cache
-def _optimizer(lr, steps, schedule):
-    """Adam, cached so that repeated fits with one configuration reuse the compiled loop."""
-    return optax.adam(optax.cosine_decay_schedule(lr, steps) if schedule == "cosine" else lr)
+def _optimizer(steps, schedule):
+    """Adam whose learning rate is a value in its state (:func:`_with_rate` sets it), not a
+    constant of the program: the compiled loop serves every rate (and replicates at different
+    rates train side by side); cached so that repeated fits with one configuration reuse it.
+    The same numbers as ``optax.adam(optax.cosine_decay_schedule(lr, steps))`` (or
+    ``optax.adam(lr)``): the rate multiplies the unit schedule ``1.0 * decay`` exactly where
+    optax multiplies ``lr * decay``, in the dtype a Python float takes there."""
+    unit = optax.cosine_decay_schedule(1.0, steps) if schedule == "cosine" else None
+
+    def init(params):
+        del params
+        return _RateState(jnp.zeros([], jnp.int32), jnp.zeros([], jnp.result_type(float)))
+
+    def update(updates, state, params=None):
+        del params
+        rate = state.lr if unit is None else state.lr * unit(state.count)
+        updates = jax.tree.map(lambda g: jnp.array(-rate, dtype=g.dtype) * g, updates)
+        return updates, _RateState(jnp.asarray(optax.safe_increment(state.count)), state.lr)
+
+    return optax.chain(optax.scale_by_adam(), optax.GradientTransformation(init, update))
+
+
+def _with_rate(opt_state, lr):
+    """``opt_state`` of :func:`_optimizer` with learning rate(s) ``lr`` (one per replicate when
+    the state is batched), in the dtype a Python float takes."""
+    adam, rate = opt_state
+    return adam, rate._replace(lr=jnp.broadcast_to(jnp.asarray(lr, jnp.result_type(float)),
+                                                   rate.count.shape))  # fmt: skip
 
 
 @functools.cache
@@ -218,16 +251,18 @@ def _fit_chunk_batch(trainable, frozen, opt_state, X, Y, idx, loss_fn, opt):
     return eqx.filter_vmap(one)(trainable, opt_state, X, Y, idx)
 
 
-def _train_scan(model, loss_fn, opt, X, Y, idx, progress, batched=False):
+def _train_scan(model, loss_fn, opt, lr, X, Y, idx, progress, batched=False):
     """Adam steps by :func:`nn.fit` (one ``lax.scan``) in jitted chunks of at most ``_CHUNK``
     steps, of equal length where they divide the run (one compilation); trainable/frozen split
     by :func:`nn.split`. ``batched``: ``model``, ``X``, ``Y`` and ``idx`` carry a leading
-    replicate axis and the replicates train side by side (one program, ``vmap``-ed).
+    replicate axis and the replicates train side by side (one program, ``vmap``-ed), each at its
+    rate of ``lr`` (a value, not a constant of the program: one compilation serves every rate).
     """
     from tqdm.auto import tqdm
 
     trainable, frozen = nn.split(model)
     opt_state = (eqx.filter_vmap(opt.init) if batched else opt.init)(trainable)
+    opt_state = _with_rate(opt_state, lr)
     run = _fit_chunk_batch if batched else _fit_chunk
     steps = idx.shape[-2]
     c = -(-steps // -(-steps // _CHUNK))
@@ -406,7 +441,7 @@ def _fit(
         rng = np.random.default_rng(np.asarray(jax.random.key_data(jax.random.fold_in(key, 1))))
         return _batch_indices(n, batch_size, steps, rng)
 
-    opt = _optimizer(lr, steps, schedule)
+    opt = _optimizer(steps, schedule)
     fn = _loss_fn(loss, nesting, estimator, gamma)
     if batched:
         enc = eqx.filter_vmap(encoders)(jnp.stack(keys))
@@ -414,6 +449,7 @@ def _fit(
             enc,
             fn,
             opt,
+            lr,
             jnp.asarray(np.stack([p[0] for p in pairs]), dtype),
             jnp.asarray(np.stack([p[1] for p in pairs]), dtype),
             np.stack([order(key) for key in keys]),
@@ -429,6 +465,7 @@ def _fit(
             encoders(keys[0]),
             fn,
             opt,
+            lr,
             jnp.asarray(X, dtype),
             jnp.asarray(Y, dtype),
             order(keys[0]),
