@@ -453,11 +453,13 @@ class PrinzLangevin:
 
     @staticmethod
     def force(x):
-        """``-V'(x)``."""
+        """``-V'(x)``. ``x^7`` as products of ``x^2`` (NumPy's ``x**7`` calls ``pow``, which
+        took half of the Euler-Maruyama step's time: 8.8 of 15.7 ms at 150,000 points)."""
         x = np.asarray(x, dtype=float)
+        x2 = x * x
         return -4 * (
-            8 * x**7
-            - 128 * x * np.exp(-80 * x**2)
+            8 * (x2 * x2 * x2 * x)
+            - 128 * x * np.exp(-80 * x2)
             - 32 * (x - 0.5) * np.exp(-80 * (x - 0.5) ** 2)
             - 40 * (x + 0.5) * np.exp(-40 * (x + 0.5) ** 2)
         )
