@@ -152,7 +152,15 @@ class MoORELinear(AdapterLayer):
         task = ctx.get("task", 0)
         if task is None:
             task = 0
-        z = householder_apply(self.householder, x) if self.householder.shape[0] else x
+        z = x
+        if self.householder.shape[0]:
+            # R as one n x n matrix (r n^2 flops, once per call) when the batch has at least n
+            # rows: one matmul instead of r sequential rank-one steps, whose loop and its
+            # transpose dominate training small layers (same R x up to round-off)
+            if math.prod(x.shape[:-1]) >= x.shape[-1]:
+                z = x @ householder_matrix(self.householder).T
+            else:
+                z = householder_apply(self.householder, x)
         g = self.gates(x, task)
         y = (g * (z @ self.V)) @ self.U.T
         return y if self.bias is None else y + self.bias

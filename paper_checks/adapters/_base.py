@@ -34,7 +34,23 @@ def stack_trees(trees, like=None):
     them all and every seed runs in one ``vmap``-ed compilation."""
     leaves = zip(*map(jax.tree.leaves, trees), strict=True)
     ref = trees[0] if like is None else like
-    return jax.tree.unflatten(jax.tree.structure(ref), [jnp.stack(v) for v in leaves])
+
+    def stack(v):  # through numpy (an eager jnp.stack compiles per shape); keys as they are
+        if isinstance(v[0], jax.Array) and jax.dtypes.issubdtype(v[0].dtype, jax.dtypes.prng_key):
+            return jnp.stack(v)
+        return jnp.asarray(np.stack([np.asarray(a) for a in v]))
+
+    return jax.tree.unflatten(jax.tree.structure(ref), [stack(v) for v in leaves])
+
+
+def cast_floats(tree, dtype):
+    """``tree`` with every floating-point array cast to ``dtype`` (integer leaves, keys and
+    static fields as they are); float32 needs ``jax.enable_x64(False)``, float64 ``True``."""
+
+    def cast(a):  # through numpy: an eager JAX cast compiles a program per shape
+        return jnp.asarray(np.asarray(a).astype(dtype)) if eqx.is_inexact_array(a) else a
+
+    return jax.tree.map(cast, tree)
 
 
 def fit(model, loss, opt, steps):

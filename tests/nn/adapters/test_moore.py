@@ -73,3 +73,20 @@ def test_moore_is_not_mergeable():
         ad.merge(_moore())
     with pytest.raises(ValueError, match="even"):
         ad.inject(_mlp(), "moore", key=jax.random.key(0), r=3)
+
+
+@pytest.mark.parametrize("rows", [1, 11, 12, 40])
+def test_moore_forward_matrix_and_reflection_paths_agree(rows, randomise):
+    """A batch of at least ``n`` rows applies ``R`` as one matrix, a smaller one reflection by
+    reflection: both give ``W_eff(x, t) x + b`` row by row."""
+    a = randomise(_moore(2), 9)
+    layer = a.layers()["layers.0"]
+    x = jax.random.normal(jax.random.key(rows), (rows, 12))
+    y = layer.forward(x, {"task": 2})
+    want = np.stack([layer.effective_weight(xi, 2) @ xi for xi in x]) + layer.bias
+    np.testing.assert_allclose(y, want, atol=1e-12)
+    np.testing.assert_allclose(
+        ad.householder_apply(layer.householder, x),
+        x @ ad.householder_matrix(layer.householder).T,
+        atol=1e-12,
+    )
