@@ -1,6 +1,7 @@
 """Uni-LoRA: the d at which it reaches LoRA r = 8's accuracy (within the claim's margin) as the
 base's width and the task's intrinsic dimension (rank k of the shift of every weight) vary, on
-the task of ``paper_checks.adapters.unilora`` (``parity_cells``); beside the paper's fraction
+the task of ``paper_checks.adapters.unilora`` (``parity_cells``; at quick the claim's width 64
+only, its runs shared through the memo, the widths at full); beside the paper's fraction
 d / LoRA's count = 23K / 786K (Table 1). Cells where LoRA does not beat the head trained alone
 by 2 paired SE are drawn hollow (ungated: nothing there for an adapter to match)."""
 

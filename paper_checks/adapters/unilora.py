@@ -58,8 +58,9 @@ a law in d). The same protocol at hidden widths 32, 64, 128 and shift ranks k = 
 (rank-k shift of every weight at the rank-1 shift's Frobenius norm; k is the knob on the
 update's intrinsic dimension), d over ``28 * 2^j`` up to Uni-LoRA's D (r = 4: half LoRA r = 8's
 count); a cell counts only if LoRA beats the head alone by 2 paired SE. Measured at full (8
-seeds, 500 steps, seed 0; quick runs k = 1 at 3 seeds, where k = 1 and 4 gave 448 at every
-width; since issue 46 quick's d grid steps by 4, ``28 * 4^j``, about half the runs):
+seeds, 500 steps, seed 0; since issue 46 quick draws only the claim's width 64 at k = 1 with
+the claim's 6 seeds and runs, its d grid ``28 * 4^j`` then D, so only d = 1792 and D are new
+runs there; the width trend is a full-scale figure):
 
     width  k  head   LoRA r=8  LoRA - head (+- SE)  parity d  d / LoRA's count  d / D
      32    1  0.760  0.905     +14.4 +- 1.9 pts     448       21.9 %            43.8 %
@@ -355,13 +356,14 @@ def method_runs(method: str, size: int, seeds: int, steps: int, seed: int = 0):
 
 # ------------------------------------------------------------- parity d against width and k
 PARITY_SIZES = sizes(
-    smoke=dict(widths=(32,), ks=(1,), seeds=2, steps=40, ratio=2),
-    quick=dict(widths=(32, 128), ks=(1,), seeds=3, steps=STEPS, ratio=4),
+    smoke=dict(widths=(WIDTH,), ks=(1,), seeds=2, steps=40, ratio=2),
+    quick=dict(widths=(WIDTH,), ks=(1,), seeds=6, steps=STEPS, ratio=4),
     full=dict(widths=(32, 64, 128), ks=(1, 2, 4), seeds=8, steps=STEPS, ratio=2),
 )  # quick and smoke k = 1 only: k moved the parity d by at most one grid step (full table);
-# ratio: the d grid's step, 4 at quick (28, 112, 448, ...: about half the runs; full keeps 2);
-# quick's widths are full's ends: each width costs about the same (its d grid's compilations,
-# 59-70 s apiece on the loaded machine), and the ends show the trend with width
+# ratio: the d grid's step, 4 at quick (28, 112, 448, 1792, D; full keeps 2); quick and smoke
+# draw the claim's width with the claim's seeds, so head, LoRA and d in UNI_DIMS are the claim's
+# memoised runs and only d = 1792 and D run (one compilation; issue 46: two widths of their own
+# cost about 57 CPU-s, a third of the area); the trend with width is drawn at full
 
 
 def uni_dims(width: int, ratio: int = 2) -> tuple[int, ...]:
@@ -430,32 +432,62 @@ def parity_cells(width: int, ks: tuple, seeds: int, steps: int, seed: int = 0, r
     :func:`method_runs` (head lr from the head alone, then each adapter's lr with it), the gate
     (:func:`lora_beats_head`) and the parity d (:func:`parity_d`: mean within ``MARGIN``, and
     the claim's rule, mean - 2 SE), with LoRA's count and Uni-LoRA's D."""
-    tasks = [shifted_tasks(seeds, steps, seed, width, k) for k in ks]
+
+    def shared(k):  # the claim's task and runs: read from its memo (method_runs)
+        return width == WIDTH and k == 1
+
+    tasks = [
+        shifted_tasks(seeds, steps, seed)
+        if shared(k)
+        else shifted_tasks(seeds, steps, seed, width, k)
+        for k in ks
+    ]
     grid = np.asarray(LR_GRID, np.float32)
     dims, rmax = uni_dims(width, ratio), max(LORA_RANKS)
     lora_count = ad.num_params("lora", shapes(width), r=rmax)
+    own = [t for t, k in enumerate(ks) if not shared(k)]
 
     def best(val, test):  # (config, seed, lr) -> chosen lr index and test acc per config
         i = val.mean(1).argmax(-1)
         return i, test[np.arange(len(i)), :, i]
 
-    val, test = _sweep_fit(
-        "lora", [(t, 0) for t in range(len(ks))], width, tasks, seeds, seed, [grid] * len(ks)
-    )
-    ih, head = best(val, test)
-    head_lr = [np.full_like(grid, LR_GRID[i]) for i in ih]
-    val, test = _sweep_fit(
-        "lora", [(t, rmax) for t in range(len(ks))], width, tasks, seeds, seed, head_lr
-    )
-    il, lora = best(val, test)
-    iu, uni = [], []
-    for t in range(len(ks)):  # one task per call (same shapes, one compilation): less memory
-        cfg = [(t, d) for d in dims]
-        i, acc = best(
-            *_sweep_fit("unilora", cfg, width, tasks, seeds, seed, [head_lr[t]] * len(cfg))
+    def claims(method, size):  # chosen lr index and test acc (seed,) of the claim's run
+        r = method_runs(method, size, seeds, steps, seed)
+        return LR_GRID.index(r["lr"]), r["acc"]
+
+    ih, head, il, lora = {}, {}, {}, {}
+    for t in set(range(len(ks))) - set(own):
+        ih[t], head[t] = claims("lora", 0)
+        il[t], lora[t] = claims("lora", rmax)
+    if own:
+        val, test = _sweep_fit(
+            "lora", [(t, 0) for t in own], width, tasks, seeds, seed, [grid] * len(own)
         )
-        iu.append(i)
-        uni.append(acc)
+        for t, i, acc in zip(own, *best(val, test), strict=True):
+            ih[t], head[t] = i, acc
+        val, test = _sweep_fit(
+            "lora",
+            [(t, rmax) for t in own],
+            width,
+            tasks,
+            seeds,
+            seed,
+            [np.full_like(grid, LR_GRID[ih[t]]) for t in own],
+        )
+        for t, i, acc in zip(own, *best(val, test), strict=True):
+            il[t], lora[t] = i, acc
+    iu, uni = [], []
+    for t, k in enumerate(ks):  # one task per call (same shapes, one compilation): less memory
+        from_claim = {d: claims("unilora", d) for d in dims if shared(k) and d in UNI_DIMS}
+        cfg = [(t, d) for d in dims if d not in from_claim]
+        head_lr = [np.full_like(grid, LR_GRID[ih[t]])] * len(cfg)
+        fresh = {}
+        if cfg:
+            i, acc = best(*_sweep_fit("unilora", cfg, width, tasks, seeds, seed, head_lr))
+            fresh = {d: (ii, a) for (_, d), ii, a in zip(cfg, i, acc, strict=True)}
+        runs = [from_claim[d] if d in from_claim else fresh[d] for d in dims]
+        iu.append([i for i, _ in runs])
+        uni.append(np.stack([acc for _, acc in runs]))
     out = {}
     for t, k in enumerate(ks):
         gain, gain_se = paired_mean_se(lora[t], head[t])
