@@ -1,6 +1,6 @@
 """D2SA under the five shifts: PSNR on the reference's scale of no adaptation (B0), single-shot
-TTT (B1) and D2SA per shift (mean, bars +-2 SE over slices), and the optimiser steps each
-adaptive method spent (D2SA split into stage 1 and stage 2)."""
+TTT (B1) and D2SA per shift (mean, bars +-2 SE over slices, pooled over the source U-Nets), and
+the optimiser steps each adaptive method spent (D2SA split into stage 1 and stage 2)."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -40,7 +40,7 @@ def make(scale: str = "quick", seed: int = 0):
     ax2.plot(x, 0.5 * np.asarray(b1), "k_", ms=14, label="half of B1 (claim)")
     ax2.set(xticks=x, xticklabels=SHIFTS, ylabel="optimiser steps (all slices)")
     ax2.legend(frameon=False, fontsize=8)
-    n = size.patients * size.slices
+    n = size.sources * size.patients * size.slices
     fig.suptitle(f"{TITLE} ({n} slices per shift, {size.shape}x{size.shape}, seed {seed})")
     fig.tight_layout()
     return fig
