@@ -25,12 +25,19 @@ validation. Gains are in mIoU as a fraction (the paper's points / 100; :data:`PA
   (seed, learning rate) of the grid, 15 pairs at quick, 48 at full, where the former design
   paired 5 (+0.4 +- 0.5 and +1.4 +- 0.9 points at quick, power about 0.3 to see the paper's
   gains). Where quick cannot resolve a gain, the row is inconclusive with the pairs it needs;
-  full (16 seeds x 3 rates) has them. Measured at quick, seeds 0-2: mixing +1.2, -0.4, +0.6
-  points (power 0.17-0.66, inconclusive), extractor +0.55, -0.4, +0.8 (power 0.62-0.72,
-  inconclusive), over DPLNet +3.5, +2.9, +2.5 (reproduced); ``uses_depth`` reproduces.
-  ``vs_two_branch``: -5.1, -9.4, -8.1 points, inconclusive at seeds 0-1 (power 0.51, 0.65) and
-  not reproduced at seed 2 (power 0.83): its 5 seeds sit at the power threshold, so the verdict
-  at quick follows the seed; about 10 seeds would settle it, at twice the area's time.
+  full (16 seeds x 3 rates) has them. Every model is float32 (the backbone's dtype; float64
+  before: 1.8-3x slower on CPU) and the three MixPrompt variants train as one compiled program
+  (:func:`dynamics.mixprompt.adapt_group`; no mixing is ``Omega = I`` held at rate 0), which
+  cut the area from 661 to 400 CPU-s at quick (issue 46). Measured at quick, seed 0 (float32):
+  mixing +0.06 +- 0.5 points (power 0.32), extractor -1.6 +- 0.7 (power 0.42), over DPLNet
+  +0.8 +- 0.7 (power 0.74, about 18 pairs needed): all inconclusive. In float64 seeds 0-2 gave
+  mixing +1.2, -0.4, +0.6, extractor +0.55, -0.4, +0.8 and over DPLNet +3.5, +2.9, +2.5
+  (reproduced): with the float32 backbone (source mIoU 0.85) the DPLNet gap shrank below
+  quick's power. ``uses_depth`` reproduces. ``vs_two_branch``: -10.9 +- 1.3 points at seed 0,
+  power 0.54, inconclusive (float64: -5.1, -9.4, -8.1, inconclusive at seeds 0-1 and not
+  reproduced at seed 2, power 0.83): its 5 seeds sit near the power threshold, so the verdict
+  at quick may follow the seed; about 10 seeds would settle it, at twice the area's time, and
+  full (16) has them.
 - ``mixprompt.mixing_identity``: the sub-space split / merge round trip is exact and the adapter
   with ``Omega = I`` is DPLNet's down-add-up (+ LayerNorm);
 - ``mixprompt.param_formula``: the closed-form counts of :mod:`theory.mixprompt` equal the
@@ -128,28 +135,35 @@ def datasets(seeds: int, n_train: int, n_val: int, n_test: int, seed: int):
     ]
 
 
+def _group(method: str) -> tuple:
+    """The methods trained together with ``method`` (:data:`dynamics.mixprompt.GROUPS`: the
+    MixPrompt variants share one compiled program), or ``(method,)``."""
+    return next((g for g in D.GROUPS if method in g), (method,))
+
+
 def run(method: str, size, seed: int) -> D.AdaptResult:
-    """:func:`dynamics.mixprompt.adapt` of ``method`` at the claim ``size``: computed (memoised),
-    or read from the cluster's task."""
-    return computed(_run, method, size.scale, seed)
+    """:func:`dynamics.mixprompt.adapt` of ``method`` at the claim ``size``: computed (memoised,
+    with the methods of its group), or read from the cluster's task."""
+    return computed(_run, _group(method), size.scale, seed)[method]
 
 
 def plan(*methods):
-    """A claim's ``replicates``: the run of each of ``methods`` a unit, shared with the others,
-    that needs the pre-trained backbone (trained once for all the runs)."""
+    """A claim's ``replicates``: the run of each of ``methods``' groups a unit, shared with the
+    others, that needs the pre-trained backbone (trained once for all the runs)."""
+    groups = list(dict.fromkeys(_group(m) for m in methods))
     return lambda size, seed: [
-        unit(_run, m, size.scale, seed, needs=[unit(pretrained, size.pre_n, size.pre_steps, seed)])
-        for m in methods
+        unit(_run, g, size.scale, seed, needs=[unit(pretrained, size.pre_n, size.pre_steps, seed)])
+        for g in groups
     ]
 
 
 @memo
-def _run(method: str, scale: str, seed: int) -> D.AdaptResult:
+def _run(methods: tuple, scale: str, seed: int) -> dict[str, D.AdaptResult]:
     size = SIZES[scale]
     bb, _ = shared(pretrained, size.pre_n, size.pre_steps, seed)
     data = datasets(size.seeds, size.n_train, size.n_val, size.n_test, seed)
-    return D.adapt(
-        method, bb, data, lrs=tuple(size.lrs), steps=size.steps, batch=size.batch, seed=seed
+    return D.adapt_group(
+        methods, bb, data, lrs=tuple(size.lrs), steps=size.steps, batch=size.batch, seed=seed
     )
 
 
@@ -214,10 +228,10 @@ def _uses_depth(size, seed) -> Measurement:
     replicates=plan("mixprompt", "two_branch"),
     recorded=record(
         quick="inconclusive",
-        reason="MixPrompt - two-branch -5.1 +- 1.3, -9.4 +- 1.1, -8.1 +- 0.9 points over 5 "
-        "seeds at seeds 0-2 (backbone source mIoU 0.84): power 0.51 and 0.65 at seeds 0-1 to "
-        "see the paper's +2.7 at 2 SE (about 8-10 seeds needed; full has 16), 0.83 at seed 2, "
-        "which is then not reproduced: the verdict at quick follows the seed's SE.",
+        reason="MixPrompt - two-branch -10.9 +- 1.3 points over 5 seeds at seed 0 (float32, "
+        "backbone source mIoU 0.85): power 0.54 to see the paper's +2.7 at 2 SE (about 10 seeds "
+        "needed; full has 16). In float64 seeds 0-2 gave -5.1, -9.4, -8.1 with power 0.51, "
+        "0.65, 0.83 (not reproduced at seed 2): the verdict at quick can follow the seed's SE.",
     ),
     mutants=[
         patch(
@@ -311,9 +325,9 @@ def _gain(other: str, size, seed, name: str, paper_gain: float) -> Measurement:
     replicates=plan("mixprompt", "mixprompt_nomix"),
     recorded=record(
         quick="inconclusive",
-        reason="+1.2 +- 0.8, -0.4 +- 0.4, +0.6 +- 0.3 points over 15 (seed, lr) pairs at seeds "
-        "0-2, power 0.17-0.66 to see the paper's +0.8 at 2 SE; about 110 pairs needed at seed "
-        "0's SE (full: 48).",
+        reason="+0.06 +- 0.5 points over 15 (seed, lr) pairs at seed 0 (float32), power 0.32 "
+        "to see the paper's +0.8 at 2 SE, about 53 pairs needed (full: 48; float64 seeds 0-2: "
+        "+1.2, -0.4, +0.6, power 0.17-0.66).",
     ),
     mutants=[
         patch(
@@ -340,9 +354,9 @@ def _mixing_gain(size, seed) -> Measurement:
     replicates=plan("mixprompt", "mixprompt_random"),
     recorded=record(
         quick="inconclusive",
-        reason="+0.55 +- 0.52, -0.4 +- 0.5, +0.8 +- 0.6 points over 15 (seed, lr) pairs at "
-        "seeds 0-2, power 0.62-0.72 to see the paper's +1.3 at 2 SE; about 20 pairs "
-        "needed (full: 48).",
+        reason="-1.6 +- 0.7 points over 15 (seed, lr) pairs at seed 0 (float32), power 0.42 "
+        "to see the paper's +1.3 at 2 SE, about 38 pairs needed (full: 48; float64 seeds 0-2: "
+        "+0.55, -0.4, +0.8, power 0.62-0.72).",
     ),
     mutants=[
         wrap(
@@ -369,6 +383,12 @@ def _extractor_gain(size, seed) -> Measurement:
     "docs/papers/mixprompt.md Q3",
     sizes=SIZES,
     replicates=plan("mixprompt", "dplnet"),
+    recorded=record(
+        quick="inconclusive",
+        reason="+0.8 +- 0.7 points over 15 (seed, lr) pairs at seed 0 (float32, backbone source "
+        "mIoU 0.85), power 0.74 to see the paper's +1.9 at 2 SE, about 18 pairs needed (full: "
+        "48). In float64 it reproduced (+3.5, +2.9, +2.5 at seeds 0-2).",
+    ),
     mutants=[
         patch(
             "nn.mixprompt.inject",

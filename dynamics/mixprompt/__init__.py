@@ -6,7 +6,17 @@ are in :mod:`nn.mixprompt`."""
 from .metrics import confusion_matrix, miou
 from .scenes import CLASSES, SOURCE_CLASSES, Scenes, rgbd_scenes
 from .sensor import DEPTH_MEAN, DEPTH_STD, depth_channels, depth_sensor
-from .train import METHODS, AdaptResult, Split, adapt, build, pretrain_backbone, target_data
+from .train import (
+    GROUPS,
+    METHODS,
+    AdaptResult,
+    Split,
+    adapt,
+    adapt_group,
+    build,
+    pretrain_backbone,
+    target_data,
+)
 
 __all__ = [
     "CLASSES",
@@ -26,4 +36,6 @@ __all__ = [
     "pretrain_backbone",
     "AdaptResult",
     "adapt",
+    "adapt_group",
+    "GROUPS",
 ]

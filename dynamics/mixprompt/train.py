@@ -8,7 +8,9 @@ a leading axis and trained by one :func:`nn.train` call whose loss is the sum of
 losses (``eqx.filter_vmap``); AdamW is elementwise, so each replica follows exactly its own AdamW
 trajectory at its own learning rate. Every method gets the same steps, batch, weight decay and
 learning-rate grid; the rate is chosen per method on a validation split (best mean mIoU over
-seeds) and test mIoU is reported at that rate.
+seeds) and test mIoU is reported at that rate. :func:`adapt_group` trains the methods of one of
+:data:`GROUPS` (models of one structure) as one compiled program, with common random numbers.
+Models take the pretrained backbone's dtype, float32 by default.
 
 Methods (:data:`METHODS`): ``rgb_frozen`` (M0), ``rgb_finetune`` (M1), ``two_branch`` (M2,
 CMX-style), ``dplnet`` (M3: fresh patch embed on depth, one sub-space, no mixing, no LayerNorm),
@@ -45,6 +47,8 @@ __all__ = [
     "pretrain_backbone",
     "AdaptResult",
     "adapt",
+    "adapt_group",
+    "GROUPS",
 ]
 
 METHODS = (
@@ -115,6 +119,11 @@ def build(method, backbone, num_classes=4, *, key):
     return M.mixprompt(backbone, num_classes, key=key, **kw)
 
 
+#: methods whose models share one structure, trained together by :func:`adapt_group` as one
+#: compiled program (``mixprompt_nomix`` as MixPrompt with ``Omega = I`` held at a zero rate)
+GROUPS = (("mixprompt", "mixprompt_nomix", "mixprompt_random"),)
+
+
 def _stack(models):
     arrays, static = eqx.partition(models[0], eqx.is_array)
     parts = [eqx.partition(m, eqx.is_array)[0] for m in models]
@@ -129,8 +138,12 @@ def _replica(model, r):
 
 
 def _pixel_ce(model, rgb, aux, labels):
+    """Mean pixel cross-entropy, written with a one-hot mask: optax's integer-label form
+    gathers, and the gradient's scatter was constant-folded by XLA for over a second per
+    compiled training step."""
     logits = model(rgb, aux)
-    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, labels))
+    hot = jax.nn.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
+    return -jnp.mean(jnp.sum(hot * jax.nn.log_softmax(logits), -1))
 
 
 def _loss(model, batch, *, key=None):
@@ -138,23 +151,30 @@ def _loss(model, batch, *, key=None):
     return jnp.sum(eqx.filter_vmap(_pixel_ce)(model, *batch))
 
 
-def _replica_lr(lr):
-    """``u -> -lr_r u`` on the leading (replica) axis of every update."""
+def _replica_lr(lr, still=()):
+    """``u -> -lr_r u`` on the leading (replica) axis of every update; the ``omega`` leaves
+    (mixing matrices) of the replicas in ``still`` get rate 0 (they stay bit-identical)."""
+    held = jnp.asarray([r not in still for r in range(lr.shape[0])], lr.dtype) * lr
 
     def scale(updates, params=None):
-        return jax.tree.map(lambda u: -lr.reshape((-1,) + (1,) * (u.ndim - 1)) * u, updates)
+        def one(path, u):
+            rate = held if still and any(getattr(k, "name", "") == "omega" for k in path) else lr
+            return -rate.reshape((-1,) + (1,) * (u.ndim - 1)) * u
+
+        return jax.tree_util.tree_map_with_path(one, updates)
 
     return optax.stateless(scale)
 
 
 @functools.lru_cache(maxsize=16)
-def _adamw(lrs, weight_decay, owner="adapt"):
+def _adamw(lrs, weight_decay, owner="adapt", still=()):
     """AdamW (optax's ``scale_by_adam``, ``add_decayed_weights``, learning rate) with one
-    learning rate per replica; one per ``owner`` (a method), so that each method has a step
-    function of its own whose compiled programs :func:`_release` can drop."""
+    learning rate per replica (0 on the mixing matrices of the replicas ``still``); one per
+    ``owner`` (a method or group), so that each has a step function of its own whose compiled
+    programs :func:`_release` can drop."""
     lr = jnp.asarray(lrs, jnp.float32)
     return optax.chain(
-        optax.scale_by_adam(), optax.add_decayed_weights(weight_decay), _replica_lr(lr)
+        optax.scale_by_adam(), optax.add_decayed_weights(weight_decay), _replica_lr(lr, still)
     )
 
 
@@ -184,21 +204,36 @@ def _release(*jitted):
     trim_heap()
 
 
-def _fit(models, splits, owner, lrs, steps, batch, weight_decay, seed, method="adapt"):
-    """Train stacked ``models`` (replica ``r`` on ``splits[owner[r]]`` at ``lrs[r]``); the
-    training step's compiled programs are released when it is done."""
+def _fit(
+    models,
+    splits,
+    owner,
+    lrs,
+    steps,
+    batch,
+    weight_decay,
+    seed,
+    method="adapt",
+    still=(),
+    draw=None,
+):
+    """Train stacked ``models`` (replica ``r`` on ``splits[owner[r]]`` at ``lrs[r]``, its batch
+    the ``draw[r]``-th row of each step's index draw: replicas of one draw row see the same
+    batches; default one row each); the training step's compiled programs are released when
+    it is done."""
     stacked = _stack(models)
     rgb = np.stack([s.rgb for s in splits])
     aux = np.stack([s.aux for s in splits])
     lab = np.stack([s.labels for s in splits])
     n = rgb.shape[1]
     own = np.asarray(owner)[:, None]
+    draw = np.arange(len(owner)) if draw is None else np.asarray(draw)
 
     def get(t):
-        idx = np.random.default_rng([seed, t, 5]).integers(0, n, (len(owner), batch))
+        idx = np.random.default_rng([seed, t, 5]).integers(0, n, (draw.max() + 1, batch))[draw]
         return rgb[own, idx], aux[own, idx], lab[own, idx]
 
-    opt = _adamw(tuple(lrs), weight_decay, method)
+    opt = _adamw(tuple(lrs), weight_decay, method, tuple(still))
     res = nn.train(stacked, _loss, get, opt, steps, key=jax.random.key(seed), progress=False)
     _release(nn.make_step(_loss, opt))  # the step function nn.train ran (cached on loss, opt)
     return res.model, res.losses
@@ -235,10 +270,13 @@ def pretrain_backbone(
     batch=32,
     lr=3e-3,
     seed=0,
+    dtype=jnp.float32,
 ):
     """Backbone pretrained (with a :class:`nn.mixprompt.SegHead`, AdamW) on the RGB-only source
     task (:func:`.scenes.rgbd_scenes` with ``kind="source"``); returns ``(backbone, miou)`` with
-    the source-task test mIoU of the pretrained model."""
+    the source-task test mIoU of the pretrained model. ``dtype``: of the backbone, and so of
+    every model built on it (float32: the images are float32, and float64 trained 1.8-3x
+    slower on CPU for the same verdicts)."""
     steps = check_int(steps, "steps", lower=0, upper=100_000)
     batch = check_int(batch, "batch", lower=1, upper=4096)
     lr = check_scalar(lr, "lr", lower=0.0, upper=1.0, closed="right")
@@ -246,7 +284,7 @@ def pretrain_backbone(
     seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
     g = np.random.default_rng([seed, 3])
     train, test = (_split(n, size, "source", g) for n in (n_train, max(8, n_train // 4)))
-    bb = M.Backbone(channels, 3, depths, key=jax.random.key(seed))
+    bb = M.Backbone(channels, 3, depths, dtype=dtype, key=jax.random.key(seed))
     model = M.RGBSegmenter(
         bb, len(SOURCE_CLASSES), True, key=jax.random.fold_in(jax.random.key(seed), 1)
     )
@@ -319,6 +357,46 @@ def adapt(
     """Train ``method`` on each seed's data of ``datasets`` (a list of :func:`target_data`
     dicts) at every learning rate of ``lrs``; the frozen parts stay bit-identical."""
     method = check_choice(method, "method", METHODS)
+    return adapt_group(
+        (method,),
+        backbone,
+        datasets,
+        lrs=lrs,
+        steps=steps,
+        batch=batch,
+        weight_decay=weight_decay,
+        seed=seed,
+    )[method]
+
+
+def _group_model(method, methods, backbone, key):
+    """``method``'s model as trained within ``methods``: ``mixprompt_nomix`` beside the other
+    MixPrompt variants is MixPrompt with ``Omega = I`` (held at rate 0): mixing by the identity
+    is exact, so it computes the model without mixing, in the structure of the others."""
+    if method != "mixprompt_nomix" or methods == (method,):
+        return build(method, backbone, key=key)
+    model = M.mixprompt(backbone, len(CLASSES), key=key)
+    n = model.adapters[0].omega.shape[0]
+    eye = jnp.eye(n, dtype=model.adapters[0].omega.dtype)
+    return eqx.tree_at(lambda m: [a.omega for a in m.adapters], model, [eye] * len(model.adapters))
+
+
+def adapt_group(
+    methods, backbone, datasets, *, lrs=(1e-3, 3e-3), steps=200, batch=16, weight_decay=1e-4, seed=0
+) -> dict[str, AdaptResult]:
+    """:func:`adapt` of each of ``methods`` (one method, or methods of one of :data:`GROUPS`),
+    trained together as one compiled program: replica ``(method, seed s, lr l)`` starts from the
+    key of seed ``s`` and sees the batches of ``(s, l)`` whatever its method (common random
+    numbers: the same runs as :func:`adapt` of each method alone, up to float rounding)."""
+    if isinstance(methods, str) or not isinstance(methods, tuple | list) or not methods:
+        raise TypeError(f"`methods` must be a non-empty tuple of methods; got {methods!r}.")
+    methods = tuple(check_choice(m, "methods", METHODS) for m in methods)
+    if len(methods) > 1 and not any(set(methods) <= set(g) for g in GROUPS):
+        raise ValueError(
+            f"`methods` must be one method or methods of one group of {GROUPS}; got {methods!r}."
+        )
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"`methods` must not repeat a method; got {methods!r}.")
     if not isinstance(lrs, tuple | list) or not lrs:
         raise TypeError(f"`lrs` must be a non-empty tuple of learning rates; got {lrs!r}.")
     lrs = tuple(check_scalar(v, "lrs", lower=0.0, upper=1.0, closed="right") for v in lrs)
@@ -327,35 +405,56 @@ def adapt(
     weight_decay = check_scalar(weight_decay, "weight_decay", lower=0.0, upper=1.0)
     seed = check_int(seed, "seed", lower=0, upper=2**31 - 1)
     _check_datasets(datasets)
-    S, L = len(datasets), len(lrs)
-    owner = [s for s in range(S) for _ in range(L)]
+    S, L, G = len(datasets), len(lrs), len(methods)
+    R = S * L  # replicas per method
+    owner = [s for _ in methods for s in range(S) for _ in range(L)]
     key = jax.random.key(seed)
-    models = [build(method, backbone, key=jax.random.fold_in(key, s)) for s in owner]
+    models = [
+        _group_model(m, methods, backbone, jax.random.fold_in(key, s))
+        for m in methods
+        for s in range(S)
+        for _ in range(L)
+    ]
+    still = [r for g, m in enumerate(methods) if m == "mixprompt_nomix" and G > 1
+             for r in range(g * R, (g + 1) * R)]  # fmt: skip
+    name = "+".join(methods)
     model, losses = _fit(
         models,
         [d["train"] for d in datasets],
         owner,
-        [lrs[r % L] for r in range(S * L)],
+        [lrs[r % L] for r in range(G * R)],
         steps,
         batch,
         weight_decay,
         seed,
-        method,
+        name,
+        still,
+        [r % R for r in range(G * R)],
     )
     k = len(CLASSES)
-    val = _scores(model, [d["val"] for d in datasets], owner, k, method=method).reshape(S, L)
-    test = _scores(model, [d["test"] for d in datasets], owner, k, method=method).reshape(S, L)
-    _release(_predictor(method))
-    li = int(np.argmax(val.mean(0)))
-    return AdaptResult(
-        method,
-        lrs,
-        val,
-        test,
-        li,
-        test[:, li],
-        nn.count_params(models[0]),
-        int(sum(a.size for a in jax.tree.leaves(eqx.filter(models[0], eqx.is_inexact_array)))),
-        losses,
-        model,
-    )
+    val = _scores(model, [d["val"] for d in datasets], owner, k, method=name).reshape(G, S, L)
+    test = _scores(model, [d["test"] for d in datasets], owner, k, method=name).reshape(G, S, L)
+    _release(_predictor(name))
+    out = {}
+    for g, m in enumerate(methods):
+        li = int(np.argmax(val[g].mean(0)))
+        ref = build(m, backbone, key=key)  # the method's own structure, for its counts
+        out[m] = AdaptResult(
+            m,
+            lrs,
+            val[g],
+            test[g],
+            li,
+            test[g][:, li],
+            nn.count_params(ref),
+            int(sum(a.size for a in jax.tree.leaves(eqx.filter(ref, eqx.is_inexact_array)))),
+            losses,
+            _rows(model, g * R, (g + 1) * R),
+        )
+    return out
+
+
+def _rows(model, a, b):
+    """Replicas ``a`` to ``b`` of a stacked model."""
+    arrays, static = eqx.partition(model, eqx.is_array)
+    return eqx.combine(jax.tree.map(lambda x: x[a:b], arrays), static)

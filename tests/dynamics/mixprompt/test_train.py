@@ -73,3 +73,21 @@ def test_adapt_releases_its_compiled_programs():
     step = nn.make_step(T._loss, T._adamw((1e-2,), 1e-4, "dplnet"))
     assert step._cached._cache_size() == 0
     assert T._predictor("dplnet")._cached._cache_size() == 0
+
+
+def test_group_trains_the_variants_as_alone_and_holds_the_identity_mixing():
+    # adapt_group trains the MixPrompt variants as one program (issue 46); no mixing is
+    # MixPrompt with Omega = I at rate 0, which must stay I and give the runs of adapt alone
+    bb = M.Backbone(key=jax.random.key(0), **SMALL)
+    data = [D.target_data(8, 4, 4, 8, seed=s) for s in range(2)]
+    kw = dict(lrs=(1e-2, 3e-2), steps=2, batch=4)
+    group = D.adapt_group(("mixprompt", "mixprompt_nomix"), bb, data, **kw)
+    alone = D.adapt("mixprompt_nomix", bb, data, **kw)
+    nomix = group["mixprompt_nomix"]
+    assert all(np.array_equal(a.omega, np.broadcast_to(np.eye(4), a.omega.shape))
+               for a in nomix.model.adapters)  # fmt: skip
+    assert (nomix.trainable, nomix.total) == (alone.trainable, alone.total)
+    assert nomix.trainable < group["mixprompt"].trainable
+    np.testing.assert_allclose(nomix.val, alone.val, atol=0.02)
+    with pytest.raises(ValueError, match="group"):
+        D.adapt_group(("mixprompt", "dplnet"), bb, data, **kw)
