@@ -28,16 +28,17 @@ validation. Gains are in mIoU as a fraction (the paper's points / 100; :data:`PA
   full (16 seeds x 3 rates) has them. Every model is float32 (the backbone's dtype; float64
   before: 1.8-3x slower on CPU) and the three MixPrompt variants train as one compiled program
   (:func:`dynamics.mixprompt.adapt_group`; no mixing is ``Omega = I`` held at rate 0), which
-  cut the area from 661 to 400 CPU-s at quick (issue 46). Measured at quick, seed 0 (float32):
-  mixing +0.06 +- 0.5 points (power 0.32), extractor -1.6 +- 0.7 (power 0.42), over DPLNet
-  +0.8 +- 0.7 (power 0.74, about 18 pairs needed): all inconclusive. In float64 seeds 0-2 gave
+  cut the area from 661 to 400 CPU-s at quick (issue 46). Measured at quick, seeds 0-1 (float32;
+  seed 2 not yet re-run): mixing +0.06 +- 0.5, +0.6 +- 0.5 points (power 0.32, 0.32),
+  extractor -1.6 +- 0.7, +0.4 +- 0.9 (power 0.42, 0.30), inconclusive; over DPLNet +0.8 +- 0.7
+  (power 0.74, inconclusive) and +3.8 +- 0.7 (reproduced): seed-dependent. In float64 seeds 0-2 gave
   mixing +1.2, -0.4, +0.6, extractor +0.55, -0.4, +0.8 and over DPLNet +3.5, +2.9, +2.5
   (reproduced): with the float32 backbone (source mIoU 0.85) the DPLNet gap shrank below
-  quick's power. ``uses_depth`` reproduces. ``vs_two_branch``: -10.9 +- 1.3 points at seed 0,
-  power 0.54, inconclusive (float64: -5.1, -9.4, -8.1, inconclusive at seeds 0-1 and not
-  reproduced at seed 2, power 0.83): its 5 seeds sit near the power threshold, so the verdict
-  at quick may follow the seed; about 10 seeds would settle it, at twice the area's time, and
-  full (16) has them.
+  quick's power at seed 0. ``uses_depth`` reproduces. ``vs_two_branch``: -10.9 +- 1.3 and
+  -1.4 +- 1.6 points at seeds 0-1, power 0.54 and 0.38, inconclusive (float64: -5.1, -9.4,
+  -8.1, inconclusive at seeds 0-1 and not reproduced at seed 2, power 0.83): its 5 seeds sit
+  near the power threshold, so the verdict at quick may follow the seed; about 10-15 seeds
+  would settle it, at two to three times the area's time, and full (16) has them.
 - ``mixprompt.mixing_identity``: the sub-space split / merge round trip is exact and the adapter
   with ``Omega = I`` is DPLNet's down-add-up (+ LayerNorm);
 - ``mixprompt.param_formula``: the closed-form counts of :mod:`theory.mixprompt` equal the
@@ -228,10 +229,11 @@ def _uses_depth(size, seed) -> Measurement:
     replicates=plan("mixprompt", "two_branch"),
     recorded=record(
         quick="inconclusive",
-        reason="MixPrompt - two-branch -10.9 +- 1.3 points over 5 seeds at seed 0 (float32, "
-        "backbone source mIoU 0.85): power 0.54 to see the paper's +2.7 at 2 SE (about 10 seeds "
-        "needed; full has 16). In float64 seeds 0-2 gave -5.1, -9.4, -8.1 with power 0.51, "
-        "0.65, 0.83 (not reproduced at seed 2): the verdict at quick can follow the seed's SE.",
+        reason="MixPrompt - two-branch -10.9 +- 1.3, -1.4 +- 1.6 points over 5 seeds at seeds "
+        "0-1 (float32, backbone source mIoU 0.85): power 0.54, 0.38 to see the paper's +2.7 "
+        "at 2 SE (about 10-15 seeds needed; full has 16). In float64 seeds 0-2 gave -5.1, "
+        "-9.4, -8.1 with power 0.51, 0.65, 0.83 (not reproduced at seed 2): the verdict at "
+        "quick can follow the seed's SE.",
     ),
     mutants=[
         patch(
@@ -325,7 +327,8 @@ def _gain(other: str, size, seed, name: str, paper_gain: float) -> Measurement:
     replicates=plan("mixprompt", "mixprompt_nomix"),
     recorded=record(
         quick="inconclusive",
-        reason="+0.06 +- 0.5 points over 15 (seed, lr) pairs at seed 0 (float32), power 0.32 "
+        reason="+0.06 +- 0.5, +0.6 +- 0.5 points over 15 (seed, lr) pairs at seeds 0-1 "
+        "(float32), power 0.32 "
         "to see the paper's +0.8 at 2 SE, about 53 pairs needed (full: 48; float64 seeds 0-2: "
         "+1.2, -0.4, +0.6, power 0.17-0.66).",
     ),
@@ -354,7 +357,8 @@ def _mixing_gain(size, seed) -> Measurement:
     replicates=plan("mixprompt", "mixprompt_random"),
     recorded=record(
         quick="inconclusive",
-        reason="-1.6 +- 0.7 points over 15 (seed, lr) pairs at seed 0 (float32), power 0.42 "
+        reason="-1.6 +- 0.7, +0.4 +- 0.9 points over 15 (seed, lr) pairs at seeds 0-1 "
+        "(float32), power 0.42, 0.30 "
         "to see the paper's +1.3 at 2 SE, about 38 pairs needed (full: 48; float64 seeds 0-2: "
         "+0.55, -0.4, +0.8, power 0.62-0.72).",
     ),
@@ -387,7 +391,8 @@ def _extractor_gain(size, seed) -> Measurement:
         quick="inconclusive",
         reason="+0.8 +- 0.7 points over 15 (seed, lr) pairs at seed 0 (float32, backbone source "
         "mIoU 0.85), power 0.74 to see the paper's +1.9 at 2 SE, about 18 pairs needed (full: "
-        "48). In float64 it reproduced (+3.5, +2.9, +2.5 at seeds 0-2).",
+        "48). Seed-dependent at quick: seed 1 gives +3.8 +- 0.7, reproduced (a change against "
+        "this record); in float64 it reproduced (+3.5, +2.9, +2.5 at seeds 0-2).",
     ),
     mutants=[
         patch(
