@@ -48,6 +48,7 @@ __all__ = [
     "distill",
     "lm_ce",
     "layer_sensitivity",
+    "logits_by_layer",
 ]
 
 
@@ -195,10 +196,15 @@ def _kl_by_layer(teacher, student, tokens):
     )
 
 
+def logits_by_layer(model, tokens):
+    """``model(tokens)``, logits ``(B, T, vocab)`` of ``tokens (B, T)``, one compiled program per
+    layer: a program depends only on the layer's kind and shapes, so the 2^L placements of a hybrid
+    (:func:`nn.hybrid.compose_hybrid`) share two layer programs, where a whole-model program
+    compiles once per placement."""
+    return _logits_by_layer(model, _check_tokens(tokens, _check_lm(model, "model")))
+
+
 def _logits_by_layer(model, tokens):
-    """``model(tokens)``, one compiled program per layer: a program depends only on the layer's
-    kind and shapes, so the 2^L placements of a hybrid (:func:`nn.hybrid.compose_hybrid`) share
-    two layer programs, where a whole-model program compiles once per placement."""
     x = _apply(model.embed, tokens)
     for layer in model.layers:
         x = _apply(layer, x)

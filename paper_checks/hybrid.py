@@ -546,9 +546,9 @@ def sequence_ce(model, tokens) -> np.ndarray:
     The model runs through the per-layer programs of :func:`dynamics.distill.kl_to_teacher`,
     already compiled for it by its KL on ``tokens[:, :-1]`` (issue 46: the eager call compiled
     every operation anew, a third of ``distill_to_teacher``'s time)."""
-    from dynamics.distill import _logits_by_layer
+    from dynamics.distill import logits_by_layer
 
-    return np.asarray(_ce_rows(_logits_by_layer(model, tokens[:, :-1]), tokens[:, 1:]), np.float64)
+    return np.asarray(_ce_rows(logits_by_layer(model, tokens[:, :-1]), tokens[:, 1:]), np.float64)
 
 
 @jax.jit

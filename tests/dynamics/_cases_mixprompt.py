@@ -35,6 +35,17 @@ CASES = {
         heavy=True,
         kwargs=dict(method="rgb_frozen", backbone=BB, datasets=DATA, lrs=(1e-3,), steps=1),
     ),
+    "dynamics.mixprompt.adapt_group": Case(
+        D.adapt_group,
+        heavy=True,
+        kwargs=dict(
+            methods=("mixprompt", "mixprompt_nomix"),
+            backbone=BB,
+            datasets=DATA,
+            lrs=(1e-3,),
+            steps=1,
+        ),  # fmt: skip
+    ),
 }
 
 NOT_ENTRY_POINTS = {

@@ -266,6 +266,7 @@ CASES = {
     ),
     "dynamics.distill.Order2Markov": Case(D.Order2Markov, dict(P=CORPUS.P)),
     "dynamics.distill.lm_ce": Case(D.lm_ce, dict(model=TEACHER, tokens=TOKS)),
+    "dynamics.distill.logits_by_layer": Case(D.logits_by_layer, dict(model=TEACHER, tokens=TOKS)),
     "dynamics.distill.kl_to_teacher": Case(
         D.kl_to_teacher, dict(teacher=TEACHER, student=STUDENT, tokens=TOKS)
     ),
