@@ -88,6 +88,6 @@ def test_group_trains_the_variants_as_alone_and_holds_the_identity_mixing():
                for a in nomix.model.adapters)  # fmt: skip
     assert (nomix.trainable, nomix.total) == (alone.trainable, alone.total)
     assert nomix.trainable < group["mixprompt"].trainable
-    np.testing.assert_allclose(nomix.val, alone.val, atol=0.02)
+    np.testing.assert_allclose(nomix.val, alone.val, rtol=0, atol=1e-6)  # one flipped pixel fails
     with pytest.raises(ValueError, match="group"):
         D.adapt_group(("mixprompt", "dplnet"), bb, data, **kw)
