@@ -126,13 +126,14 @@ def _task(name, seed):
 
 @memo
 def run(method, task, pretrain, steps, batch, seeds, lrs, seed, n_low=None, augment=False,
-        width=4, label_map="first_k"):  # fmt: skip
-    """One method on one task (all seeds and learning rates of the grid): an AdaptResult."""
+        width=4, label_map="first_k", shifted=True):  # fmt: skip
+    """One method on one task (all seeds and learning rates of the grid): an AdaptResult
+    (``shifted=False``: without the shifted test sets, for a claim that never reads them)."""
     cnn, _ = shared(source_model, pretrain, seed)
     kw = dict(width=width) if method == "pad" else {}
     return A.adapt(cnn, method, _task(task, seed), seeds=seeds, lrs=lrs, steps=steps, batch=batch,
                    n_per_class=n_low, augment=augment, seed=seed, label_map=label_map,
-                   **kw)  # fmt: skip
+                   shifted=shifted, **kw)  # fmt: skip
 
 
 def run_args(size):
@@ -178,10 +179,14 @@ def _source_args(size, j, seed):
             substream_seed(seed, j))  # fmt: skip
 
 
+_NO_SHIFT = ("first_k", False)  # run's label_map and shifted: the first-k map, no shifted sets
+
+
 def _width_specs(size, seed):
-    """The padding prompt per frame width in the low-data regime, on each source setting."""
+    """The padding prompt per frame width in the low-data regime, on each source setting
+    (scored without the shifted test sets: only the train-test gap is read)."""
     return [
-        ("pad", size.ta_tasks[0], *_source_args(size, j, seed), size.n_low, False, w)
+        ("pad", size.ta_tasks[0], *_source_args(size, j, seed), size.n_low, False, w, *_NO_SHIFT)
         for j in range(size.sources)
         for w in size.widths
     ]

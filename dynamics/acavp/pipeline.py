@@ -123,8 +123,8 @@ def build(method: str, backbone, *, key, shape=(3, 32, 32), width: int = 4, inne
 @dataclasses.dataclass(frozen=True)
 class AdaptResult:
     """Accuracies of the chosen learning rate per seed: ``test``, ``val``, ``train`` (on the
-    seed's training subset) and ``shifted[name]`` ``(seeds,)``; ``lr`` the chosen rate (0 for
-    ``zs``, which trains nothing),
+    seed's training subset) and ``shifted[name]`` ``(seeds,)`` (none with ``shifted=False``);
+    ``lr`` the chosen rate (0 for ``zs``, which trains nothing),
     ``val_by_lr`` mean validation accuracy per rate of the grid; ``frozen_identical`` whether
     the backbone is bit-identical after the run; ``loss`` the mean training loss per step."""
 
@@ -162,7 +162,8 @@ def _subsets(task, seeds, n_per_class, seed):
 
 def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, steps: int = 150,
           batch: int = 32, n_per_class: int | None = None, augment: bool = False, seed: int = 0,
-          label_map: str = "first_k", **prompt_kw) -> AdaptResult:  # fmt: skip
+          label_map: str = "first_k", shifted: bool = True,
+          **prompt_kw) -> AdaptResult:  # fmt: skip
     """Adapt the frozen ``backbone`` to ``task`` with ``method``: ``seeds`` replicates (prompt
     init, minibatches, augmentation draws and, with ``n_per_class``, the low-data training
     subset differ) for each rate of ``lrs``; report the rate with the best mean validation
@@ -170,7 +171,9 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     training batch before the prompt, its translation scaled to the canvas (:data:`TA_SIDE`;
     rotation and shear are angles and ratios, the same at any size). ``label_map`` one of
     :data:`LABEL_MAPS` for the visual prompts (the frequency map from replicate 0's initial
-    prompt, which every replicate then shares). ``prompt_kw`` go to :func:`build`."""
+    prompt, which every replicate then shares). ``shifted=False`` skips the shifted test sets
+    (``AdaptResult.shifted`` then empty) for a caller that never reads them; the other
+    accuracies are the same. ``prompt_kw`` go to :func:`build`."""
     method = check_choice(method, "method", METHODS)
     if not isinstance(task, Task):
         raise TypeError(f"`task` must be a dynamics.acavp.Task; got {type(task).__name__}.")
@@ -180,6 +183,7 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     augment = check_bool(augment, "augment")
     seed = check_int(seed, "seed", lower=0, upper=2**32 - 1)
     label_map = check_choice(label_map, "label_map", LABEL_MAPS)
+    shifts = SHIFTS if check_bool(shifted, "shifted") else ()
     if n_per_class is not None:
         n_per_class = check_int(n_per_class, "n_per_class", lower=1, upper=10_000)
     lrs = as_array(lrs, "lrs", ndim=1, min_size=1, lower=0.0, upper=10.0, closed="right")
@@ -194,14 +198,14 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     before = [np.asarray(v) for v in jax.tree.leaves(backbone)]
     idx, counts = _subsets(task, seeds, n_per_class, seed)
     evals = (task.x_val, task.y_val, task.x_test, task.y_test,
-             *(task.shifted[s] for s in SHIFTS))  # fmt: skip
+             *(task.shifted[s] for s in shifts))  # fmt: skip
     if method == "zs":
         acc = [float(_accuracy(backbone, evals[i], evals[i + 1])) for i in range(0, 4, 2)]
-        acc += [float(_accuracy(backbone, task.shifted[s], task.y_test)) for s in SHIFTS]
+        acc += [float(_accuracy(backbone, task.shifted[s], task.y_test)) for s in shifts]
         tr = float(_accuracy(backbone, task.x_train, task.y_train))
         a = np.repeat(np.asarray([*acc, tr])[:, None], seeds, axis=1)
         return AdaptResult(method, task.name, 0.0, a[1], a[0], a[-1],
-                           {s: a[2 + i] for i, s in enumerate(SHIFTS)},
+                           {s: a[2 + i] for i, s in enumerate(shifts)},
                            np.full(lrs.size, acc[0]), True, np.zeros(0))  # fmt: skip
     keys = jax.random.split(stream_key(seed, 3), seeds)
     shape = tuple(task.x_train.shape[1:])
@@ -240,7 +244,7 @@ def adapt(backbone, method: str, task: Task, *, seeds: int = 3, lrs=LR_GRID, ste
     )
     a = np.asarray(accs)
     return AdaptResult(method, task.name, float(lrs[best]), a[0], val[best], a[-1],
-                       {s: a[1 + i] for i, s in enumerate(SHIFTS)}, val_by_lr, bool(same),
+                       {s: a[1 + i] for i, s in enumerate(shifts)}, val_by_lr, bool(same),
                        np.asarray(losses).reshape(lrs.size, seeds, -1)[best].mean(0))  # fmt: skip
 
 

@@ -172,3 +172,16 @@ def test_trivial_augment_translation_is_scaled_to_the_canvas(cnn, task, monkeypa
     jax.clear_caches()  # a step compiled by an earlier test would not trace the spy
     A.adapt(cnn, "acavp", task, seeds=2, lrs=(0.1,), steps=1, batch=4, augment=True)
     assert seen == [10.0 * 32 / 224]
+
+
+def test_without_shifted_sets_the_other_accuracies_are_the_same(cnn, task):
+    """``shifted=False`` skips the shifted test sets only: the chosen rate, validation, test and
+    training-subset accuracies are those of the full scoring (a low-data run, its subsets
+    padded)."""
+    kw = dict(seeds=2, lrs=(0.01, 0.5), steps=3, batch=8, n_per_class=2, width=3)
+    full = A.adapt(cnn, "pad", task, **kw)
+    bare = A.adapt(cnn, "pad", task, shifted=False, **kw)
+    assert set(full.shifted) == set(A.SHIFTS) and bare.shifted == {}
+    assert full.lr == bare.lr
+    for f in ("val", "test", "train", "val_by_lr"):
+        assert np.array_equal(getattr(full, f), getattr(bare, f)), f
