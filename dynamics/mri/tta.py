@@ -352,7 +352,10 @@ class DiffusionBlock(eqx.Module):
     ``w_c - sum w``), angular difference (``w - w o rotation``), horizontal and vertical
     differences (``[w, 0, -w]`` across columns / rows) and a vanilla kernel; K a learnable scalar
     (init 1). ``zero_init`` zero-initialises ``W2, b2`` (exact warm start; the code does not).
-    The code's Laplacian of ``q`` is discarded there and is not computed here.
+    The code's Laplacian of ``q`` is discarded there and is not computed here. The choice of
+    flux is a boolean array (``identity``, not trainable), not a static field, so that both
+    variants run through one compiled adaptation program (issue 46: the identity ablation cost
+    a compile of its own, about 11 CPU-s).
     """
 
     cd: jax.Array
@@ -363,14 +366,15 @@ class DiffusionBlock(eqx.Module):
     bias: jax.Array
     K: jax.Array
     out: nn.unet.Conv2d
-    nonlinearity: str = eqx.field(static=True)
+    identity: jax.Array  # bool (), True for the identity ablation: traced, never trained
 
     def __init__(self, channels, *, ratio=4, nonlinearity="perona_malik", zero_init=True, key):
         channels = check_int(channels, "channels", lower=1, upper=4096)
         ratio = check_int(ratio, "ratio", lower=1, upper=channels)
         zero_init = check_bool(zero_init, "zero_init")
         check_key(key)
-        self.nonlinearity = check_choice(nonlinearity, "nonlinearity", ("perona_malik", "identity"))
+        nonlinearity = check_choice(nonlinearity, "nonlinearity", ("perona_malik", "identity"))
+        self.identity = jnp.asarray(nonlinearity == "identity")
         hidden = max(1, channels // ratio)
         ks = jax.random.split(key, 7)
         init = nn.uniform_fan_in(9 * channels)
@@ -396,11 +400,15 @@ class DiffusionBlock(eqx.Module):
         vd = jnp.stack([self.vd, zero, -self.vd], axis=-2)  # rows: [w, 0, -w] on each column
         return cd + ad + hd + vd + self.vanilla
 
+    @property
+    def nonlinearity(self) -> str:
+        """``"perona_malik"`` or ``"identity"`` (outside a traced function)."""
+        return "identity" if bool(self.identity) else "perona_malik"
+
     def flux(self, g):
-        """``g/(1 + (g/K)^2)`` (Perona-Malik) or ``g`` (identity)."""
-        if self.nonlinearity == "identity":
-            return g
-        return g / (1 + (g / self.K) ** 2)
+        """``g/(1 + (g/K)^2)`` (Perona-Malik) or ``g`` (identity); a select, so the
+        Perona-Malik values and gradients are those of the flux alone."""
+        return jnp.where(self.identity, g, g / (1 + (g / self.K) ** 2))
 
     def __call__(self, u, *, key=None):
         xf = u.reshape((-1, *u.shape[-3:]))

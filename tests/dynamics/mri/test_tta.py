@@ -72,6 +72,21 @@ def test_diffusion_kernel_branches():
     np.testing.assert_allclose(blk.flux(g), g / (1 + g**2), rtol=1e-6)
 
 
+def test_identity_flux_is_traced_one_program():
+    """The identity ablation's flux is exactly ``g`` and is a traced flag, not a static field:
+    both variants have one tree structure (one compiled adaptation program, issue 46), and the
+    flag is not an inexact array (never trained)."""
+    pm = tta.DiffusionBlock(4, ratio=2, key=KEY)
+    ident = tta.DiffusionBlock(4, ratio=2, nonlinearity="identity", key=KEY)
+    g = jnp.linspace(-3, 3, 7, dtype=tta.DTYPE)
+    np.testing.assert_array_equal(ident.flux(g), g)
+    assert (pm.nonlinearity, ident.nonlinearity) == ("perona_malik", "identity")
+    assert jax.tree.structure(pm) == jax.tree.structure(ident)
+    assert not eqx.is_inexact_array(ident.identity)
+    grad = eqx.filter_grad(lambda b: jnp.sum(b.flux(g) ** 2))(ident)
+    assert float(grad.K) == 0.0
+
+
 def test_stop_iteration_rule():
     e = np.r_[np.linspace(1, 0.5, 30), np.linspace(0.5, 0.9, 30)]
     t = tta.stop_iteration(e, 5)
