@@ -1,9 +1,10 @@
 """Uni-LoRA: the d at which it reaches LoRA r = 8's accuracy (within the claim's margin) as the
 base's width and the task's intrinsic dimension (rank k of the shift of every weight) vary, on
 the task of ``paper_checks.adapters.unilora`` (``parity_cells``; at quick the claim's width 64
-only, its runs shared through the memo, the widths at full); beside the paper's fraction
-d / LoRA's count = 23K / 786K (Table 1). Cells where LoRA does not beat the head trained alone
-by 2 paired SE are drawn hollow (ungated: nothing there for an adapter to match)."""
+and d grid only, its runs shared through the memo; d up to D and the widths at full); beside
+the paper's fraction d / LoRA's count = 23K / 786K (Table 1). Cells where LoRA does not beat
+the head trained alone by 2 paired SE are drawn hollow (ungated: nothing there for an adapter
+to match)."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -26,7 +27,7 @@ def make(scale: str = "quick", seed: int = 0):
     z = PARITY_SIZES[scale]
     ks = tuple(z.ks)
     cells = {
-        w: parity_cells(w, ks, z.seeds, z.steps, seed, z.ratio)
+        w: parity_cells(w, ks, z.seeds, z.steps, seed, z.ratio, z.upto)
         for w in tqdm(z.widths, desc="Uni-LoRA parity", leave=False, disable=None)
     }
     colors = {w: f"C{i}" for i, w in enumerate(z.widths)}
@@ -52,7 +53,10 @@ def make(scale: str = "quick", seed: int = 0):
     a1.axhspan(-MARGIN, 0.0, color="0.85", zorder=0, label=f"within the margin {MARGIN:g}")
     a1.axhline(0.0, color="k", lw=0.8)
     a1.set_xscale("log")
-    a1.set_xlabel("Uni-LoRA's d (r = 4; the last point is d = D)")
+    a1.set_xlabel(
+        "Uni-LoRA's d (r = 4; "
+        + (f"the claim's d, up to {z.upto}, at this scale)" if z.upto else "last point d = D)")
+    )
     a1.set_ylabel("test acc., Uni-LoRA - LoRA r = 8 (paired mean +- 2 SE)")
     a1.set_title(f"{z.seeds} seeds, {z.steps} steps, lrs chosen on validation", fontsize=9)
     a1.legend(frameon=False, fontsize=7, ncol=2)

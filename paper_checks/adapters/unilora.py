@@ -58,9 +58,9 @@ a law in d). The same protocol at hidden widths 32, 64, 128 and shift ranks k = 
 (rank-k shift of every weight at the rank-1 shift's Frobenius norm; k is the knob on the
 update's intrinsic dimension), d over ``28 * 2^j`` up to Uni-LoRA's D (r = 4: half LoRA r = 8's
 count); a cell counts only if LoRA beats the head alone by 2 paired SE. Measured at full (8
-seeds, 500 steps, seed 0; since issue 46 quick draws only the claim's width 64 at k = 1 with
-the claim's 6 seeds and runs, its d grid ``28 * 4^j`` then D, so only d = 1792 and D are new
-runs there; the width trend is a full-scale figure):
+seeds, 500 steps, seed 0; quick draws only the claim's width 64 at k = 1 with the claim's 6
+seeds and its d grid 28, 112, 448, all of them the claim's runs, so the figure adds no run there
+(issues 46, 48); the grid up to D and the width trend are full-scale figures):
 
     width  k  head   LoRA r=8  LoRA - head (+- SE)  parity d  d / LoRA's count  d / D
      32    1  0.760  0.905     +14.4 +- 1.9 pts     448       21.9 %            43.8 %
@@ -356,14 +356,15 @@ def method_runs(method: str, size: int, seeds: int, steps: int, seed: int = 0):
 
 # ------------------------------------------------------------- parity d against width and k
 PARITY_SIZES = sizes(
-    smoke=dict(widths=(WIDTH,), ks=(1,), seeds=2, steps=40, ratio=2),
-    quick=dict(widths=(WIDTH,), ks=(1,), seeds=6, steps=STEPS, ratio=4),
-    full=dict(widths=(32, 64, 128), ks=(1, 2, 4), seeds=8, steps=STEPS, ratio=2),
+    smoke=dict(widths=(WIDTH,), ks=(1,), seeds=2, steps=40, ratio=4, upto=max(UNI_DIMS)),
+    quick=dict(widths=(WIDTH,), ks=(1,), seeds=6, steps=STEPS, ratio=4, upto=max(UNI_DIMS)),
+    full=dict(widths=(32, 64, 128), ks=(1, 2, 4), seeds=8, steps=STEPS, ratio=2, upto=0),
 )  # quick and smoke k = 1 only: k moved the parity d by at most one grid step (full table);
-# ratio: the d grid's step, 4 at quick (28, 112, 448, 1792, D; full keeps 2); quick and smoke
-# draw the claim's width with the claim's seeds, so head, LoRA and d in UNI_DIMS are the claim's
-# memoised runs and only d = 1792 and D run (one compilation; issue 46: two widths of their own
-# cost about 57 CPU-s, a third of the area); the trend with width is drawn at full
+# ratio: the d grid's step, 4 at quick (28, 112, 448; full keeps 2); upto: the largest d drawn
+# (0: up to D). Quick and smoke draw the claim's width with the claim's seeds up to the claim's
+# largest d, so every run is the claim's, read from its memo (issue 46: two widths of their own
+# cost about 57 CPU-s; issue 48: d = 1792 and D, a compilation and about 10 CPU-s more); the
+# grid up to D and the trend with width are drawn at full
 
 
 def uni_dims(width: int, ratio: int = 2) -> tuple[int, ...]:
@@ -426,9 +427,12 @@ def _sweep_fit(method, configs, width, tasks, seeds, seed, head_lr):
 
 
 @memo
-def parity_cells(width: int, ks: tuple, seeds: int, steps: int, seed: int = 0, ratio: int = 2):
+def parity_cells(
+    width: int, ks: tuple, seeds: int, steps: int, seed: int = 0, ratio: int = 2, upto: int = 0
+):
     """Per shift rank ``k`` of ``ks`` at hidden ``width``: head-only, LoRA r = 8 and Uni-LoRA
-    (d over :func:`uni_dims`, step ``ratio``) test accuracies (seed,), each at its lr chosen as in
+    (d over :func:`uni_dims`, step ``ratio``, those ``<= upto`` unless ``upto`` is 0) test
+    accuracies (seed,), each at its lr chosen as in
     :func:`method_runs` (head lr from the head alone, then each adapter's lr with it), the gate
     (:func:`lora_beats_head`) and the parity d (:func:`parity_d`: mean within ``MARGIN``, and
     the claim's rule, mean - 2 SE), with LoRA's count and Uni-LoRA's D."""
@@ -443,7 +447,8 @@ def parity_cells(width: int, ks: tuple, seeds: int, steps: int, seed: int = 0, r
         for k in ks
     ]
     grid = np.asarray(LR_GRID, np.float32)
-    dims, rmax = uni_dims(width, ratio), max(LORA_RANKS)
+    dims = tuple(d for d in uni_dims(width, ratio) if not upto or d <= upto)
+    rmax = max(LORA_RANKS)
     lora_count = ad.num_params("lora", shapes(width), r=rmax)
     own = [t for t, k in enumerate(ks) if not shared(k)]
 
@@ -496,7 +501,7 @@ def parity_cells(width: int, ks: tuple, seeds: int, steps: int, seed: int = 0, r
         out[k] = {
             "dims": dims,
             "lora_count": lora_count,
-            "D": dims[-1],
+            "D": uni_dims(width)[-1],
             "acc_base": float(tasks[t]["base_acc"].mean()),
             "acc_head": head[t],
             "acc_lora": lora[t],
