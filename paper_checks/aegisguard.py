@@ -31,7 +31,12 @@ Verdicts (issue 44; quick: 16 replicates, L = 8 adapters, 64 label-only queries)
   own LLaMA-7B numbers (:func:`paper_tee_share`, ``f = 0.927``). Seed 0: memory 5.2x, the path
   left at most 1/4 (the transitions), speed-up 3.3x (1.8x had ``f`` been 0.6), accuracy drop
   0.01 points; leakage at that configuration 0.52 +- 0.06, far above black-box level with power ~1
-  to see the paper's ~0: recorded ``not reproduced``.
+  to see the paper's ~0: recorded ``not reproduced``. Mutant ``no_pruning`` (SAC ratio 0),
+  checked on this design at seed 0 (issue 44: a non-reproduced claim's mutant must move a
+  measured value > 3 SE): memory ratio 5.21 +- 0.17 -> 4.47 (4.4 SE; it would still pass the
+  4x bound), speed-up 3.28 -> 3.23, accuracy drop 0.0001 -> -0.008, leakage 0.52 -> 0.50:
+  caught (``moved``), by the memory ratio alone. Measured with ``_cost`` itself, the victims'
+  ``2^L`` attack tables, which ``cost`` does not read, skipped.
 - ``aegisguard.feature_leakage``: exact least-squares identity, two-valued.
 
 Time (issue 46): :func:`replicate` is a :func:`memo`, so the 16 replicates that
