@@ -40,7 +40,9 @@ Per claim, at ``quick`` (24x24 phantoms):
 - ``efficiency``: D2SA's steps over B1's, a bound of the claim (at most half; two-valued), with
   its SE over slices reported (:func:`paper_checks._stats.ratio_se`): 0.91-1.00 over seeds 0-2
   (SE 0.05), recorded ``not reproduced`` (one stopping rule for both cannot stop either method
-  before 30 iterations per slice).
+  before 30 iterations per slice). ``no_early_stop`` at seed 0: every slice runs its 150
+  iterations, the ratio moves 0.91 +- 0.05 -> 1.03 (B1 12,000 steps against 3,739): caught
+  (moved, issue 44 item 5).
 - ``ssl_agnostic``: per-source D2SA - B0 and D2SA - B1 for each framework (16 slices each, 48
   before, on one source); reproduced at seed 0 with wide margins (D2SA - B1 +1.3 to +2.2 dB, SE
   0.1-0.6). It also requires the SSDU and N2N runs to differ from DC's slice by slice; the
