@@ -91,6 +91,13 @@ shift leaves a task the head alone nearly solves: LoRA beats it by 2.8 +- 0.7, 1
 reproduced, not reproduced; about 45-50 CPU-s per seed). A fair version must keep the task's
 need for adaptation as the width grows (e.g. a shift scaled with the width) before it is
 judged there.
+With the shift scaled with the width (issue 48; rank k = width / 64 = 4, each direction at the
+rank-1 shift's size, ``SHIFT = 2`` at ``k = 4``) the task keeps needing adaptation at width 256
+(base 0.66-0.70, LoRA beats the head alone by 7.7 +- 0.9, 5.9 +- 0.4 and 6.6 +- 0.7 points at
+seeds 0-2) and Uni-LoRA at the paper's 2.9 % (d = 428) trails LoRA by 2.7 +- 0.4, 2.2 +- 0.2
+and 2.5 +- 0.1 points: not reproduced at every seed (probe: 6 seeds, 500 steps, lr grid with
+3e-4, d = 428 only). Not adopted: about 56 CPU-s per run for one d against about 25 for this
+claim, beyond the area's quick share; it is the design for a larger budget.
 
 Float32 (the accuracy of an argmax is not precision-limited; it halves the time).
 """
