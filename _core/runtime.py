@@ -1,5 +1,6 @@
-"""Process-level JAX helpers shared by every layer: float64 for a block of work, and the release
-of compiled programs before a long run reaches the kernel's memory-map cap."""
+"""Process-level helpers shared by every layer: float64 for a block of work, the release of
+compiled programs before a long run reaches the kernel's memory-map cap, the compile options of
+one-off programs, and NumPy's BLAS on one thread."""
 
 from __future__ import annotations
 
@@ -8,7 +9,18 @@ import os
 import sys
 from collections.abc import Iterator
 
-__all__ = ["float64", "release_compiled", "trim_heap", "MAX_MAPS", "cpu_cores"]
+from threadpoolctl import threadpool_limits
+
+__all__ = [
+    "float64",
+    "release_compiled",
+    "trim_heap",
+    "MAX_MAPS",
+    "cpu_cores",
+    "FAST_COMPILE",
+    "fast_compile",
+    "one_blas_thread",
+]
 
 
 def cpu_cores() -> int:
@@ -74,3 +86,27 @@ def float64() -> Iterator[None]:
 
     with jax.enable_x64(True):
         yield
+
+
+#: XLA CPU compile options for one-off programs: LLVM at -O1, about half the compile time, which
+#: dominates short training runs, at the same run time within noise (measured: ``paper_checks.fp4``
+#: training claims bit for bit the -O2 numbers; ``dynamics.distill`` ILD bit for bit, KD by
+#: rounding; D2SA's float32 training moves by rounding, so it is not a rule: a caller states it)
+FAST_COMPILE = {"xla_backend_optimization_level": 1}
+
+
+def fast_compile() -> dict:
+    """``compiler_options`` for a one-off program: :data:`FAST_COMPILE`, or none where JAX already
+    compiles at -O0 (``jax_disable_most_optimizations``, as the test run does), which the option
+    would raise."""
+    import jax
+
+    return {} if jax.config.read("jax_disable_most_optimizations") else dict(FAST_COMPILE)
+
+
+#: A decorator running its function with NumPy's BLAS and LAPACK on one thread, as the replicate
+#: runner (``paper_checks._units``) runs every replicate: for the small products and
+#: factorisations of a claim's set-up and read-outs, OpenBLAS's threads cost more than they share
+#: (a loaded 2-core machine: a QR of a (2048, 128) design 0.92 CPU-s on its default threads,
+#: 0.022 on one; a (100 000 x 5) by (5 x 5) read-out 0.16 against 0.024)
+one_blas_thread = threadpool_limits.wrap(limits=1, user_api="blas")

@@ -28,6 +28,7 @@ import optax
 from scipy.special import xlogy
 
 import nn
+from _core.runtime import FAST_COMPILE, fast_compile
 from _core.validation import (
     ConvergenceError,
     as_array,
@@ -233,7 +234,7 @@ def _fit(model, loss, batches, lr, mask=None, args=()):
     trained leaves (default every inexact array). Returns the model and the loss trace."""
     mask = eqx.is_inexact_array if mask is None else mask
     params, static = eqx.partition(model, mask)
-    fit = _fit_plain if jax.config.read("jax_disable_most_optimizations") else _fit_compiled
+    fit = _fit_compiled if fast_compile() else _fit_plain
     params, losses = fit(loss, params, static, batches, float(lr), args)
     check_finite_result(np.asarray(losses), "the training loss", lr=lr)
     return eqx.combine(params, static), np.asarray(losses)
@@ -249,13 +250,12 @@ def _fit_program(loss, params, static, batches, lr, args):
     return params, losses
 
 
-#: LLVM at -O1 (as ``paper_checks.fp4``'s training programs): compiling these one-off programs
-#: dominates their short runs, and -O1 costs less compile time at the same run time (issue 46:
-#: teacher, ILD and KD of the hybrid toy 41.5 -> 38.8 CPU-s); ILD's loss trace is bit for bit the
-#: -O2 one, KD's moves by rounding. Not where JAX already compiles at -O0
-#: (``jax_disable_most_optimizations``): the option would raise it.
+#: at :data:`_core.runtime.FAST_COMPILE`: compiling these one-off programs dominates their short
+#: runs (issue 46: teacher, ILD and KD of the hybrid toy 41.5 -> 38.8 CPU-s); ILD's loss trace is
+#: bit for bit the -O2 one, KD's moves by rounding. Not where JAX already compiles at -O0
+#: (:func:`_core.runtime.fast_compile` is then empty)
 _fit_compiled = eqx.filter_jit(  # pyright: ignore[reportCallIssue]  (jit keywords pass through)
-    _fit_program, compiler_options={"xla_backend_optimization_level": 1}
+    _fit_program, compiler_options=FAST_COMPILE
 )
 _fit_plain = eqx.filter_jit(_fit_program)
 

@@ -30,7 +30,8 @@ holds with power 0.94 or more even at the smallest gap and the largest SE measur
 (:func:`paper_checks._power.paired_power`); 12 seeds had failed at seed 2 in an earlier design,
 0.0057 +- 0.0033, whose gap was smaller. The claim and its figure cold: 78 -> 54 CPU-s (full keeps
 24). The float64 noise model and the problems' QR run NumPy's BLAS on one thread
-(``_ONE_BLAS_THREAD``): threshold_runs 16.1 -> 7.3 CPU-s, sr_quadratic 8.5 -> 6.2,
+(``_core.runtime.one_blas_thread``; threshold_runs' 8 QRs of the (2048, 128) design were most
+of its 16 CPU-s): threshold_runs 16.1 -> 7.3 CPU-s, sr_quadratic 8.5 -> 6.2,
 sweep_sr_operand 4.0 -> 3.1 (loaded 2-core machine), every number the same at seed 0.
 """
 
@@ -43,10 +44,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from threadpoolctl import threadpool_limits
 
 import nn
 import theory.fp4 as theory_fp4
+from _core.runtime import fast_compile, one_blas_thread
 from _core.streams import substream_seed
 from dynamics.fp4_training import train_fp4
 from nn.quant import MXFP4, NVFP4, BlockFormat, Operand, QuantMatmul
@@ -82,10 +83,6 @@ SWITCH_AT = {"3": 3.0, "sqrt(3)": math.sqrt(3.0), "1": 1.0}  # the paper's sqrt(
 RHO0 = 20.0  # starting ratio of the training runs
 PLATEAU = 10  # the last steps averaged for the stalled error level
 _SGD = optax.sgd(ETA)  # one object: train_fp4 reuses its compiled step across runs
-# NumPy's BLAS and LAPACK on one thread in the float64 noise model and problem set-up: a QR of
-# the (2048, 128) design took 0.92 CPU-s (4.6 s wall) on OpenBLAS's default threads on a loaded
-# 2-core machine, 0.022 CPU-s on one, and threshold_runs' 8 QRs were most of its 16 CPU-s
-_ONE_BLAS_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")
 
 
 def _problem(n, d, seed):
@@ -128,7 +125,7 @@ def _linear(w):
 
 
 @memo
-@_ONE_BLAS_THREAD
+@one_blas_thread
 def sr_quadratic(n, d, draws, seed):
     """One-step loss change with FP4 (NVFP4, SR) gradients at ``sigma = k sigma_crit``.
 
@@ -227,7 +224,7 @@ def _quadratic(size, seed) -> Measurement:
 
 
 @memo
-@_ONE_BLAS_THREAD
+@one_blas_thread
 def threshold_runs(n, d, seeds, steps, seed):
     """GD (step ``ETA``) on the H = I least squares with an exact forward and NVFP4 SR backward
     (:func:`dynamics.fp4_training.train_fp4`, ratio window ``WINDOW``): FP4 throughout, and
@@ -436,19 +433,6 @@ def _switch(size, seed) -> Measurement:
 # several seeds at once: one compiled scan over steps, vmapped over seeds
 
 
-def _fast_compile():
-    """LLVM at -O1 for the one-off training programs: about half the XLA CPU compile time (which
-    dominates these short runs), the same run time within noise; both fp4 training claims give
-    the same numbers as at -O2, bit for bit (smoke, measured). That is measured, not a rule: the
-    D2SA area's float32 training changes by rounding under -O1. Nothing where JAX
-    already compiles at -O0 (``jax_disable_most_optimizations``, as the test run does): a
-    program's option would raise it (smoke tests of ``fp4.lm_nvfp4_vs_mxfp4`` and
-    ``fp4.design_sweep``, one process: 26.3 -> 15.4 s and 12.1 -> 7.7 s)."""
-    if jax.config.read("jax_disable_most_optimizations"):
-        return {}
-    return {"xla_backend_optimization_level": 1}
-
-
 def _train_seeds(make_model, loss_fn, batch_fn, eval_fn, matmuls, steps, seeds, lr, seed=0):
     """Adam training of ``seeds`` independent runs per configuration in ``matmuls`` (a list of
     ``matmul`` hooks; replicate ``i``: init and data stream from ``fold_in(key(seed), i)`` in every
@@ -480,7 +464,7 @@ def _train_seeds(make_model, loss_fn, batch_fn, eval_fn, matmuls, steps, seeds, 
         return [jax.vmap(lambda k, mm=mm: one(k, mm))(keys) for mm in matmuls]
 
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(jnp.arange(seeds))
-    out = jax.jit(every, compiler_options=_fast_compile())(keys)
+    out = jax.jit(every, compiler_options=fast_compile())(keys)
     return [(np.asarray(lo, np.float64), np.asarray(ev, np.float64)) for lo, ev in out]
 
 
@@ -536,7 +520,7 @@ REPORTED = {
 
 
 @memo
-@_ONE_BLAS_THREAD
+@one_blas_thread
 def sweep_sr_operand(draws, seed):
     """The stochastic rounding the sweep's configurations use, against the exact SR model: a
     Gaussian ``(64, 128)`` float32 operand quantised to NVFP4 with SR by

@@ -43,10 +43,11 @@ about 1 at these SEs); bounds stay two-valued.
   were 92 and 12, the area 176 -> 147-156 CPU-s (two runs on a shared, loaded machine), every
   number of this claim bit for bit the same; mutant ``lora_grid_10x_low`` moves log(VAMP-2 /
   LoRA) from -0.01 +- 0.06 to -3.49 (seed 0). Then tuning on 2 replicates (72 fits) and the
-  read-outs on one BLAS thread (``_ONE_BLAS_THREAD``): the area 163 -> 144 CPU-s cold (same
-  loaded machine, issue 46). A baseline's replicates 2-3 now train in the batch of the other 14
-  rather than beside replicates 0-1, which moves float32 rounding: seed 0's log(VAMP-2 / LoRA)
-  -0.007 +- 0.058 -> -0.014 +- 0.061 (DPNet's and relaxed DPNet's alike, in the 4th digit).
+  read-outs on one BLAS thread (``_core.runtime.one_blas_thread``: a read-out 0.16 -> 0.024
+  CPU-s): the area 163 -> 144 CPU-s cold (same loaded machine, issue 46). A baseline's
+  replicates 2-3 now train in the batch of the other 14 rather than beside replicates 0-1,
+  which moves float32 rounding: seed 0's log(VAMP-2 / LoRA) -0.007 +- 0.058 -> -0.014 +-
+  0.061 (DPNet's and relaxed DPNet's alike, in the 4th digit).
 - ``koopman.unbiased_gradients``: one compiled program per loss for the population gradient and
   the three batch sizes, at -O1 (63 compilations were 11 CPU-s for 1 of run; now 7.6); the
   numbers are those of before at seed 0 to the printed digits.
@@ -76,8 +77,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.special import roots_legendre
-from threadpoolctl import threadpool_limits
 
+from _core.runtime import fast_compile, one_blas_thread
 from _core.validation import NumericalError
 from dynamics.koopman import (
     FiniteChain,
@@ -130,11 +131,6 @@ BASELINES = ("lora", "vamp2", "dpnet", "dpnet_relaxed")
 K_LOGISTIC = 5  # constant + 4 learned: the two close pairs 0.923/0.892, 0.696/0.657
 GRID_SCALE = {loss: 1.0 for loss in BASELINES}  # each loss's grid = lr_grid * this (a mutant's)
 PAPER_RATIO = 1.5  # "outperforms", as the ratio of a baseline's error to LoRA's (see the claim)
-# NumPy's BLAS on one thread in the read-outs: their products are (100,000 x 5) by (5 x 5), where
-# OpenBLAS's threads cost more than they share; on a loaded 2-core machine a cca_readout took
-# 0.16 CPU-s (0.59 s wall) on its default threads against 0.024 CPU-s (0.07 s) on one, and the
-# logistic claims read out 72 fits. The networks' programs (XLA) are unaffected.
-_ONE_BLAS_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")
 
 
 def _se(s, n):
@@ -144,7 +140,7 @@ def _se(s, n):
 
 
 @memo
-@_ONE_BLAS_THREAD
+@one_blas_thread
 def logistic_fits(n_train, steps, n_test, seeds, lr, seed) -> dict:
     """Train LoRA (joint nesting) at the learning rate ``lr`` on ``seeds``
     independent logistic-map trajectories (paper's encoder: [sin 2 pi x, cos 2 pi x] -> MLP,
@@ -189,7 +185,7 @@ def _fit_logistic(tr, keys, loss, steps, lr):
 
 
 @memo
-@_ONE_BLAS_THREAD
+@one_blas_thread
 def tuned_errors(n_train, steps, n_test, seeds, lr_grid, tune, scale, lr, seed) -> dict:
     """Each loss tuned on its grid (``lr_grid`` times ``dict(scale)[loss]``) by the mean relative
     error of s_1..s_4 over the first ``tune`` replicates, then trained at its best rate on the
@@ -356,7 +352,7 @@ def _logistic_eigs(size, seed) -> Measurement:
 
 
 @memo
-@_ONE_BLAS_THREAD
+@one_blas_thread
 def langevin_fits(n_train, steps, n_test, seeds, seed) -> dict:
     """Sequential-nesting LoRA on the Prinz-potential Langevin system (tau = 0.1, one encoder),
     ``seeds`` replicates trained side by side; read out on fresh pairs each."""
@@ -537,17 +533,8 @@ def _tabular_losses():
     }
 
 
-def _fast_compile():
-    """LLVM at -O1 for a one-off program (as in :mod:`paper_checks.fp4`): about half of XLA's CPU
-    compile time, which dominates :func:`gradient_bias`; nothing where JAX already compiles at
-    -O0 (``jax_disable_most_optimizations``, as the test run does)."""
-    if jax.config.read("jax_disable_most_optimizations"):
-        return {}
-    return {"xla_backend_optimization_level": 1}
-
-
 @memo
-@_ONE_BLAS_THREAD
+@one_blas_thread
 def gradient_bias(batches, reps, seed) -> dict:
     """Bias of minibatch gradients w.r.t. tabular features on a 6-state chain, k = 3.
 
@@ -592,7 +579,7 @@ def gradient_bias(batches, reps, seed) -> dict:
                     one(x, y) for x, y in zip(xs, ys, strict=True)
                 ]
 
-            g_pop, gs_all = jax.jit(grads, compiler_options=_fast_compile())(F, G, c, xs, ys)
+            g_pop, gs_all = jax.jit(grads, compiler_options=fast_compile())(F, G, c, xs, ys)
             g_pop = np.asarray(g_pop)
             rel, z = [], []
             for gs in gs_all:
@@ -700,7 +687,7 @@ def _sin_max_angle(B, E, w) -> float:
 
 
 @memo
-@_ONE_BLAS_THREAD
+@one_blas_thread
 def forecasts(n_train, steps, n_test, seeds, lr, seed) -> dict:
     """Forecasts of E[cos(2 pi X_t) | X_0 = x] from each trained LoRA replicate, from the exact
     rank-k compression, and the exact conditional expectation (transfer-matrix formula), on a
