@@ -56,8 +56,8 @@ Per claim, at ``quick`` (24x24 phantoms):
   against at most 0.23 dB for power 0.8 on a D2SA - B0 row (0.11 on D2SA - B1): 175-450
   slices per framework, beyond quick and about full's 256. The mutant is judged at its own
   spread; it moves the D2SA - B0 rows by 12-32 clean SEs (2.25 +- 0.34 -> -8.8 dB on SSDU),
-  which item 5's rule counts for a claim that does not reproduce: left to the lead
-  (``theorylab._tasks._caught``).
+  which item 5's rule counts only for a claim that does not reproduce; for this reproduced
+  claim the mutant stays uncaught at quick and ``reproduce --mutants`` reports it (issue 44).
 - ``no_oversmoothing``: HFEN identity - flux paired over the 4 sources (1 patient each; 2
   before), SE about 0.0016 on HFEN near 0.30, so the 2 % effect (about 0.006) has power 0.95;
   it measures -0.0013 +- 0.0016 at seed 0: recorded ``not reproduced`` (also at seed 1,
